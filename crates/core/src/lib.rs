@@ -1,0 +1,30 @@
+//! Synodic's native core: everything that is shared between processes or
+//! touches threads. A process here is a pid, a mailbox and an opaque body; the
+//! Lua layer (`synodic-lua`) supplies the bodies and maps Lua values onto the
+//! wire format. Nothing in this crate knows Lua.
+//!
+//! The native surface, in one place:
+//!
+//! | module | gives |
+//! |---|---|
+//! | [`pid`] | `Pid`: node + serial in one tagged `u64` |
+//! | [`process`] | `Process`, `Body`, `Step`, `ExitReason`, `Message` |
+//! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main` |
+//! | [`channel`] | `Channels`: named rendezvous with hand-offs |
+//! | [`wire`] | `Writer` / `Reader`: the value wire format |
+//! | `scheduler`, `timer`, `names` | internal: worker pool, deadlines, name map |
+
+pub mod channel;
+mod error;
+mod names;
+pub mod pid;
+pub mod process;
+pub mod runtime;
+mod scheduler;
+mod timer;
+pub mod wire;
+
+pub use error::Error;
+pub use pid::Pid;
+pub use process::{Body, ExitReason, Message, Process, Step};
+pub use runtime::{Config, Runtime};

@@ -1,0 +1,272 @@
+//! The runtime of one node: the process table, the scheduler's workers, the
+//! timer thread, names and channels, and what happens around a process's life
+//! (spawn, delivery, monitors, the end of a process). `Runtime` is a cheap
+//! handle; the Lua layer receives one in every `Body::resume`.
+//!
+//! The end of a process, in order:
+//!
+//! 1. its body is dropped (the Lua state is closed) and its state set DEAD;
+//! 2. it leaves the process table, so later sends are dropped;
+//! 3. its links are closed: names are released, monitors collected;
+//! 4. each monitor gets `"DOWN", pid, reason`;
+//! 5. if it was the watched main process, the waiter in `run_main` returns.
+
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use dashmap::DashMap;
+use parking_lot::{Condvar, Mutex};
+
+use crate::channel::Channels;
+use crate::names::Names;
+use crate::process::{Body, ExitReason, Message, Process, Step, DEAD, QUEUED};
+use crate::scheduler::Scheduler;
+use crate::timer::Timers;
+use crate::wire::Writer;
+use crate::{Error, Pid};
+
+pub struct Config {
+    /// Worker threads; 0 means one per core.
+    pub workers: usize,
+    pub node_name: String,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config { workers: 0, node_name: "local".into() }
+    }
+}
+
+#[derive(Clone)]
+pub struct Runtime {
+    shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) scheduler: Scheduler,
+    procs: DashMap<u64, Arc<Process>>,
+    names: Names,
+    channels: Channels,
+    timers: Timers,
+    next_serial: AtomicU64,
+    node: u16,
+    node_name: String,
+    main: Mutex<Option<(Pid, Option<ExitReason>)>>,
+    main_ended: Condvar,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Runtime {
+    /// Starts the worker threads and the timer thread.
+    pub fn start(config: Config) -> Runtime {
+        let workers = match config.workers {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        };
+        let (scheduler, queues) = Scheduler::new(workers);
+        let shared = Arc::new(Shared {
+            scheduler,
+            procs: DashMap::new(),
+            names: Names::default(),
+            channels: Channels::default(),
+            timers: Timers::default(),
+            next_serial: AtomicU64::new(1),
+            node: 0,
+            node_name: config.node_name,
+            main: Mutex::new(None),
+            main_ended: Condvar::new(),
+            threads: Mutex::new(Vec::new()),
+        });
+        let rt = Runtime { shared };
+        let mut threads = Vec::new();
+        for (i, queue) in queues.into_iter().enumerate() {
+            let rt = rt.clone();
+            let t = std::thread::Builder::new().name(format!("synodic-worker-{i}"));
+            threads.push(t.spawn(move || Scheduler::work(&rt, queue)).expect("spawn worker thread"));
+        }
+        let timer_rt = rt.clone();
+        let t = std::thread::Builder::new().name("synodic-timers".into());
+        threads.push(t.spawn(move || timer_rt.shared.timers.run(|p| timer_rt.wake(&p))).expect("spawn timer thread"));
+        *rt.shared.threads.lock() = threads;
+        rt
+    }
+
+    pub(crate) fn scheduler(&self) -> &Scheduler {
+        &self.shared.scheduler
+    }
+
+    pub fn node_name(&self) -> &str {
+        &self.shared.node_name
+    }
+
+    pub fn node_index(&self) -> u16 {
+        self.shared.node
+    }
+
+    pub fn channels(&self) -> &Channels {
+        &self.shared.channels
+    }
+
+    /// Live processes on this node.
+    pub fn process_count(&self) -> usize {
+        self.shared.procs.len()
+    }
+
+    /// Pending timers, stale ones included (for tests and statistics).
+    pub fn timer_count(&self) -> usize {
+        self.shared.timers.len()
+    }
+
+    /// Starts a process; it runs as soon as a worker is free.
+    pub fn spawn(&self, body: Box<dyn Body>) -> Pid {
+        let serial = self.shared.next_serial.fetch_add(1, Relaxed);
+        let pid = Pid::new(self.shared.node, serial);
+        let proc = Arc::new(Process::new(pid, body));
+        self.shared.procs.insert(pid.raw(), proc.clone());
+        self.scheduler().schedule_back(proc);
+        pid
+    }
+
+    pub fn is_alive(&self, pid: Pid) -> bool {
+        self.shared.procs.contains_key(&pid.raw())
+    }
+
+    /// Delivers a message; false when the destination is gone (the message is dropped).
+    pub fn send(&self, to: Pid, msg: Message) -> bool {
+        let Some(proc) = self.shared.procs.get(&to.raw()).map(|p| p.clone()) else {
+            return false;
+        };
+        proc.push_message(msg);
+        self.wake(&proc);
+        true
+    }
+
+    /// Lets a process know something it may wait for has happened.
+    pub fn wake(&self, proc: &Arc<Process>) {
+        if proc.notify() {
+            self.scheduler().schedule(proc.clone());
+        }
+    }
+
+    /// Wakes `proc` at `at` (it re-checks its own deadline then).
+    pub fn arm_timer(&self, proc: &Arc<Process>, at: Instant) {
+        self.shared.timers.arm(proc, at);
+    }
+
+    /// `watcher` gets `"DOWN", target, reason` when `target` ends, at once if it already has.
+    pub fn monitor(&self, watcher: Pid, target: Pid) {
+        if let Some(proc) = self.shared.procs.get(&target.raw()).map(|p| p.clone()) {
+            let mut links = proc.links.lock();
+            if !links.exited {
+                links.monitors.push(watcher);
+                return;
+            }
+        }
+        self.send(watcher, down_message(target, &ExitReason::Value(noproc())));
+    }
+
+    pub fn register(&self, name: &[u8], pid: Pid) -> Result<(), Error> {
+        let proc = self.shared.procs.get(&pid.raw()).map(|p| p.clone()).ok_or(Error::NoProcess(pid))?;
+        self.shared.names.register(name, &proc)
+    }
+
+    pub fn whereis(&self, name: &[u8]) -> Option<Pid> {
+        self.shared.names.whereis(name)
+    }
+
+    /// Runs `body` as the main process and blocks until it ends.
+    pub fn run_main(&self, body: Box<dyn Body>) -> ExitReason {
+        let mut main = self.shared.main.lock();
+        let pid = self.spawn(body);
+        *main = Some((pid, None));
+        loop {
+            if let Some((_, Some(reason))) = &*main {
+                return reason.clone();
+            }
+            self.shared.main_ended.wait(&mut main);
+        }
+    }
+
+    /// Stops the workers and the timer thread and waits for them. Processes
+    /// still alive are abandoned where they stand.
+    pub fn shutdown(&self) {
+        self.scheduler().stop();
+        self.shared.timers.stop();
+        let threads = std::mem::take(&mut *self.shared.threads.lock());
+        let me = std::thread::current().id();
+        for t in threads {
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
+        }
+        self.shared.procs.clear();
+    }
+
+    /// Runs one scheduled process until it yields (called by workers).
+    pub(crate) fn run_process(&self, proc: Arc<Process>) {
+        // SAFETY: the process was popped from a run queue, so this worker is its only runner.
+        let Some(mut body) = (unsafe { proc.take_body() }) else { return };
+        match body.resume(self, &proc) {
+            Step::Preempted => {
+                unsafe { proc.put_body(body) };
+                proc.state.store(QUEUED, Release);
+                self.scheduler().schedule_back(proc);
+            }
+            Step::Blocked => {
+                unsafe { proc.put_body(body) };
+                if proc.park() {
+                    self.scheduler().schedule_back(proc);
+                }
+            }
+            Step::Exited(reason) => {
+                drop(body);
+                self.finish(&proc, reason);
+            }
+        }
+    }
+
+    fn finish(&self, proc: &Arc<Process>, reason: ExitReason) {
+        let pid = proc.pid();
+        proc.state.store(DEAD, Release);
+        self.shared.procs.remove(&pid.raw());
+        let links = std::mem::take(&mut *proc.links.lock());
+        proc.links.lock().exited = true;
+        self.shared.names.release(pid, links.names);
+        if !links.monitors.is_empty() {
+            let down = down_message(pid, &reason);
+            for watcher in links.monitors {
+                self.send(watcher, down.clone());
+            }
+        }
+        let mut main = self.shared.main.lock();
+        if let Some((main_pid, slot)) = &mut *main {
+            if *main_pid == pid {
+                *slot = Some(reason);
+                self.shared.main_ended.notify_all();
+            }
+        }
+    }
+}
+
+/// The reason given for a process that had already ended when monitored.
+fn noproc() -> Vec<u8> {
+    let mut w = Writer::message(1);
+    w.str(b"noproc");
+    w.finish()
+}
+
+/// `"DOWN", pid, reason` as a message.
+pub fn down_message(pid: Pid, reason: &ExitReason) -> Message {
+    let mut w = Writer::message(3);
+    w.str(b"DOWN");
+    w.pid(pid);
+    match reason {
+        ExitReason::Normal => w.str(b"normal"),
+        ExitReason::Error(msg) => w.str(msg.as_bytes()),
+        // A one-value message: skip its version byte and its count (1, one byte).
+        ExitReason::Value(encoded) => w.raw(&encoded[2..]),
+    }
+    w.finish().into_boxed_slice()
+}

@@ -1,0 +1,342 @@
+//! The value wire format: how a message's values are laid out as bytes. It is
+//! the one format used between processes of a node and, unchanged, between
+//! nodes. This module knows tags, varints and bounds, never Lua: the Lua layer
+//! walks its values and calls [`Writer`] / [`Reader`]; the core uses them to
+//! write the messages it makes itself (DOWN notices). `docs/wire-format.md` is
+//! the normative description; keep the two in step.
+//!
+//! Reading never panics: every read is bounds-checked and junk yields a
+//! [`WireError`].
+
+use crate::Pid;
+
+/// First byte of every message; bump when the layout changes.
+pub const VERSION: u8 = 1;
+
+/// Deepest nesting of tables and functions a message may carry.
+pub const MAX_DEPTH: usize = 200;
+
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tag {
+    Nil = 0,
+    False = 1,
+    True = 2,
+    Int = 3,
+    Float = 4,
+    Str = 5,
+    Table = 6,
+    Ref = 7,
+    Function = 8,
+    Pid = 9,
+    Globals = 10,
+    Library = 11,
+    SharedUpvalue = 12,
+}
+
+impl Tag {
+    fn from_byte(b: u8) -> Option<Tag> {
+        use Tag::*;
+        Some(match b {
+            0 => Nil,
+            1 => False,
+            2 => True,
+            3 => Int,
+            4 => Float,
+            5 => Str,
+            6 => Table,
+            7 => Ref,
+            8 => Function,
+            9 => Pid,
+            10 => Globals,
+            11 => Library,
+            12 => SharedUpvalue,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WireError {
+    #[error("message ends early at byte {0}")]
+    Truncated(usize),
+    #[error("unsupported message version {0} (this build reads version {VERSION})")]
+    Version(u8),
+    #[error("unknown value tag {tag} at byte {at}")]
+    BadTag { tag: u8, at: usize },
+    #[error("malformed number at byte {0}")]
+    BadVarint(usize),
+    #[error("reference to undefined object {0}")]
+    BadRef(u64),
+    #[error("invalid pid at byte {0}")]
+    BadPid(usize),
+    #[error("values nested deeper than {MAX_DEPTH} levels")]
+    TooDeep,
+    #[error("{0} trailing bytes after the last value")]
+    Trailing(usize),
+}
+
+/// Appends values to a message buffer.
+#[derive(Default)]
+pub struct Writer {
+    buf: Vec<u8>,
+}
+
+impl Writer {
+    /// Starts a message that will hold `count` values.
+    pub fn message(count: usize) -> Writer {
+        let mut w = Writer { buf: Vec::with_capacity(16) };
+        w.buf.push(VERSION);
+        w.varint(count as u64);
+        w
+    }
+
+    pub fn finish(self) -> Vec<u8> {
+        self.buf
+    }
+
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    pub fn truncate(&mut self, len: usize) {
+        self.buf.truncate(len)
+    }
+
+    pub fn tag(&mut self, tag: Tag) {
+        self.buf.push(tag as u8);
+    }
+
+    pub fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.buf.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.buf.push(v as u8);
+    }
+
+    pub fn bool(&mut self, b: bool) {
+        self.tag(if b { Tag::True } else { Tag::False });
+    }
+
+    pub fn int(&mut self, i: i64) {
+        self.tag(Tag::Int);
+        self.varint(((i << 1) ^ (i >> 63)) as u64);
+    }
+
+    pub fn float(&mut self, f: f64) {
+        self.tag(Tag::Float);
+        self.buf.extend_from_slice(&f.to_bits().to_le_bytes());
+    }
+
+    /// A length-prefixed byte string, without a tag (used inside compound values).
+    pub fn bytes(&mut self, b: &[u8]) {
+        self.varint(b.len() as u64);
+        self.buf.extend_from_slice(b);
+    }
+
+    pub fn str(&mut self, b: &[u8]) {
+        self.tag(Tag::Str);
+        self.bytes(b);
+    }
+
+    pub fn pid(&mut self, pid: Pid) {
+        self.tag(Tag::Pid);
+        self.buf.extend_from_slice(&pid.raw().to_le_bytes());
+    }
+
+    /// Reserves a 4-byte count to be filled in by [`Writer::patch_u32`].
+    pub fn placeholder_u32(&mut self) -> usize {
+        let at = self.buf.len();
+        self.buf.extend_from_slice(&[0; 4]);
+        at
+    }
+
+    pub fn patch_u32(&mut self, at: usize, v: u32) {
+        self.buf[at..at + 4].copy_from_slice(&v.to_le_bytes());
+    }
+
+    pub fn raw_u32(&mut self, v: u32) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// Appends already-encoded values (for instance one value cut from another message).
+    pub fn raw(&mut self, encoded: &[u8]) {
+        self.buf.extend_from_slice(encoded);
+    }
+
+    /// Direct access for streaming writers (e.g. `lua_dump`).
+    pub fn buffer(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+}
+
+/// Reads values from a message buffer; every method checks bounds.
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Opens a message: checks the version and returns the value count.
+    pub fn message(buf: &'a [u8]) -> Result<(Reader<'a>, usize), WireError> {
+        let mut r = Reader { buf, pos: 0 };
+        let version = r.byte()?;
+        if version != VERSION {
+            return Err(WireError::Version(version));
+        }
+        let count = r.varint()?;
+        // Every value takes at least one byte: a count beyond that is junk.
+        if count > (buf.len() - r.pos) as u64 {
+            return Err(WireError::Truncated(buf.len()));
+        }
+        Ok((r, count as usize))
+    }
+
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    pub fn finish(&self) -> Result<(), WireError> {
+        match self.remaining() {
+            0 => Ok(()),
+            n => Err(WireError::Trailing(n)),
+        }
+    }
+
+    fn byte(&mut self) -> Result<u8, WireError> {
+        let b = *self.buf.get(self.pos).ok_or(WireError::Truncated(self.pos))?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    pub fn tag(&mut self) -> Result<Tag, WireError> {
+        let at = self.pos;
+        let b = self.byte()?;
+        Tag::from_byte(b).ok_or(WireError::BadTag { tag: b, at })
+    }
+
+    pub fn varint(&mut self) -> Result<u64, WireError> {
+        let start = self.pos;
+        let mut v: u64 = 0;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            if shift == 63 && b > 1 {
+                return Err(WireError::BadVarint(start));
+            }
+            v |= ((b & 0x7f) as u64) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        Err(WireError::BadVarint(start))
+    }
+
+    /// The payload of an `Int` (after its tag).
+    pub fn int(&mut self) -> Result<i64, WireError> {
+        let z = self.varint()?;
+        Ok((z >> 1) as i64 ^ -((z & 1) as i64))
+    }
+
+    /// The payload of a `Float` (after its tag).
+    pub fn float(&mut self) -> Result<f64, WireError> {
+        Ok(f64::from_bits(u64::from_le_bytes(self.array::<8>()?)))
+    }
+
+    /// A length-prefixed byte string (the payload of `Str`, or a field of a compound value).
+    pub fn bytes(&mut self) -> Result<&'a [u8], WireError> {
+        let len = self.varint()?;
+        if len > self.remaining() as u64 {
+            return Err(WireError::Truncated(self.buf.len()));
+        }
+        let start = self.pos;
+        self.pos += len as usize;
+        Ok(&self.buf[start..self.pos])
+    }
+
+    /// The payload of a `Pid` (after its tag).
+    pub fn pid(&mut self) -> Result<Pid, WireError> {
+        let at = self.pos;
+        Pid::from_raw(u64::from_le_bytes(self.array::<8>()?)).ok_or(WireError::BadPid(at))
+    }
+
+    pub fn u32(&mut self) -> Result<u32, WireError> {
+        Ok(u32::from_le_bytes(self.array::<4>()?))
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
+        let end = self.pos.checked_add(N).filter(|&e| e <= self.buf.len());
+        let end = end.ok_or(WireError::Truncated(self.buf.len()))?;
+        let mut out = [0; N];
+        out.copy_from_slice(&self.buf[self.pos..end]);
+        self.pos = end;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scalars_round_trip() {
+        let mut w = Writer::message(5);
+        w.int(i64::MIN);
+        w.int(-1);
+        w.float(-0.0);
+        w.str(b"a\0b");
+        w.pid(Pid::new(1, 9));
+        let buf = w.finish();
+        let (mut r, n) = Reader::message(&buf).unwrap();
+        assert_eq!(n, 5);
+        assert_eq!((r.tag().unwrap(), r.int().unwrap()), (Tag::Int, i64::MIN));
+        assert_eq!((r.tag().unwrap(), r.int().unwrap()), (Tag::Int, -1));
+        assert_eq!(r.tag().unwrap(), Tag::Float);
+        assert!(r.float().unwrap().is_sign_negative());
+        assert_eq!((r.tag().unwrap(), r.bytes().unwrap()), (Tag::Str, &b"a\0b"[..]));
+        assert_eq!((r.tag().unwrap(), r.pid().unwrap()), (Tag::Pid, Pid::new(1, 9)));
+        r.finish().unwrap();
+    }
+
+    #[test]
+    fn junk_is_an_error_not_a_panic() {
+        assert_eq!(Reader::message(&[]).err(), Some(WireError::Truncated(0)));
+        assert_eq!(Reader::message(&[9, 1, 0]).err(), Some(WireError::Version(9)));
+        assert!(Reader::message(&[VERSION, 200, 0]).is_err(), "count larger than the payload");
+        let (mut r, _) = Reader::message(&[VERSION, 1, Tag::Str as u8, 0xff, 0xff, 0xff, 0x7f]).unwrap();
+        r.tag().unwrap();
+        assert!(r.bytes().is_err());
+        let (mut r, _) = Reader::message(&[VERSION, 1, 99]).unwrap();
+        assert_eq!(r.tag().err(), Some(WireError::BadTag { tag: 99, at: 2 }));
+        let mut over = vec![VERSION, 1, Tag::Int as u8];
+        over.extend([0xff; 11]);
+        let (mut r, _) = Reader::message(&over).unwrap();
+        r.tag().unwrap();
+        assert!(matches!(r.int(), Err(WireError::BadVarint(_))));
+        // Every prefix of a valid message fails cleanly.
+        let mut w = Writer::message(2);
+        w.str(b"hello");
+        w.float(1.5);
+        let buf = w.finish();
+        for cut in 0..buf.len() {
+            let ok = Reader::message(&buf[..cut]).and_then(|(mut r, n)| {
+                for _ in 0..n {
+                    match r.tag()? {
+                        Tag::Str => drop(r.bytes()?),
+                        _ => drop(r.float()?),
+                    }
+                }
+                Ok(())
+            });
+            assert!(ok.is_err(), "prefix of {cut} bytes decoded");
+        }
+    }
+}
