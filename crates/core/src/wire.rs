@@ -262,6 +262,21 @@ impl<'a> Reader<'a> {
         Ok(&self.buf[start..self.pos])
     }
 
+    /// The next `len` bytes, unprefixed.
+    pub fn bytes_raw(&mut self, len: usize) -> Result<&'a [u8], WireError> {
+        if len > self.remaining() {
+            return Err(WireError::Truncated(self.buf.len()));
+        }
+        let start = self.pos;
+        self.pos += len;
+        Ok(&self.buf[start..self.pos])
+    }
+
+    /// The tag of the next value, without consuming it.
+    pub fn peek_tag(&self) -> Option<Tag> {
+        self.buf.get(self.pos).and_then(|&b| Tag::from_byte(b))
+    }
+
     /// The payload of a `Pid` (after its tag).
     pub fn pid(&mut self) -> Result<Pid, WireError> {
         let at = self.pos;

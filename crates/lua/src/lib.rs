@@ -1,1 +1,32 @@
+//! Synodic's Lua layer: each process is one Lua 5.4 state, driven as a
+//! coroutine by the core's scheduler. This crate creates those states, maps
+//! Lua values onto the core's wire format, and gives Lua its API. Blocking
+//! calls never block a thread: they yield the process back to the scheduler
+//! and resume in a continuation.
+//!
+//! The native surface, in one place:
+//!
+//! | module | Lua name | gives |
+//! |---|---|---|
+//! | [`kernel`] | `synodic` | spawn, spawn_on, self, send, receive, sleep, monitor, register, whereis, exit, node, nodes |
+//! | [`chan`] | `synodic.chan` | new, send, receive, delete |
+//! | [`codec`] | – | Lua values ⇄ wire format |
+//! | [`coroutine`] | `coroutine.resume`, `coroutine.wrap` | scheduler-aware replacements |
+//! | [`state`] | – | state creation, lazy standard libraries, `print`, preemption hook |
+//! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
 
+#![allow(non_snake_case)] // `L` is the Lua state, as in the C API.
+#![allow(clippy::missing_safety_doc)]
+
+pub mod chan;
+pub mod codec;
+pub mod coroutine;
+mod ctx;
+mod error;
+pub mod kernel;
+pub mod process;
+pub mod state;
+mod util;
+
+pub use error::Error;
+pub use process::LuaProcess;

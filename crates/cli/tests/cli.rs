@@ -1,0 +1,194 @@
+//! The `synodic` command as a user meets it: exit statuses, one-line errors
+//! for bad input, process errors with pid and traceback, C modules, and every
+//! example under `examples/`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn synodic(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_synodic")).args(args).output().expect("run synodic")
+}
+
+fn run_source(name: &str, source: &str, extra: &[&str]) -> Output {
+    let dir = std::env::temp_dir().join(format!("synodic-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.lua"));
+    std::fs::write(&path, source).unwrap();
+    let mut args = vec!["run", path.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    synodic(&args)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn a_failing_process_is_reported_and_the_others_go_on() {
+    let out = run_source(
+        "failing",
+        r#"local s = require "synodic"
+           local me = s.self()
+           local bad = s.spawn(function() error("deliberate failure") end)
+           s.monitor(bad)
+           local _, _, reason = s.receive()
+           local ok = s.spawn(function() s.send(me, "still alive") end)
+           assert(s.receive() == "still alive")
+           print("reason:", reason)"#,
+        &[],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("error in process <0.2>") && stderr.contains("deliberate failure"), "{stderr}");
+    assert!(stderr.contains("stack traceback"), "{stderr}");
+    assert!(stdout.contains("deliberate failure"), "{stdout}");
+}
+
+#[test]
+fn an_error_in_the_main_process_exits_with_1() {
+    let out = run_source("main_error", "error('main fails')", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("main fails") && stderr.contains("error in process <0.1>"), "{stderr}");
+}
+
+#[test]
+fn the_main_script_gets_its_arguments() {
+    let out = run_source("args", "print(arg[0]:match('args.lua$') ~= nil, arg[1], arg[2], select('#', ...), ...)", &["a", "--b"]);
+    assert!(out.status.success());
+    assert_eq!(text(&out.stdout), "true\ta\t--b\t2\ta\t--b\n");
+}
+
+#[test]
+fn a_missing_file_is_one_clear_line() {
+    let out = synodic(&["run", "/no/such/file.lua"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("synodic: cannot open /no/such/file.lua"), "{stderr}");
+}
+
+#[test]
+fn a_syntax_error_names_file_and_line() {
+    let out = run_source("syntax", "local x = 1\nlocal y = = 2\n", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("syntax.lua:2:"), "{stderr}");
+}
+
+#[test]
+fn bad_flags_are_refused_without_a_panic() {
+    for args in [&["run", "--workers", "many", "x.lua"][..], &["run", "--bogus", "x.lua"], &["walk"], &["run"]] {
+        let out = synodic(args);
+        assert!(!out.status.success(), "{args:?}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.starts_with("error:") && !stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn help_and_version() {
+    let out = synodic(&["--help"]);
+    assert!(out.status.success() && text(&out.stdout).contains("run"));
+    let out = synodic(&["run", "--help"]);
+    assert!(out.status.success() && text(&out.stdout).contains("--workers"));
+    let out = synodic(&["--version"]);
+    assert!(out.status.success() && text(&out.stdout).starts_with("synodic "));
+}
+
+/// A C module linked against the Lua API exported by the binary, required from several processes.
+#[test]
+fn a_c_module_loads_in_every_process() {
+    let dir = std::env::temp_dir().join(format!("synodic-cmod-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("twice.c");
+    std::fs::write(
+        &src,
+        r#"#include <lua.h>
+           #include <lauxlib.h>
+           static int twice(lua_State *L) { lua_pushinteger(L, 2 * luaL_checkinteger(L, 1)); return 1; }
+           int luaopen_twice(lua_State *L) {
+             luaL_Reg fns[] = {{"twice", twice}, {NULL, NULL}};
+             luaL_newlib(L, fns);
+             return 1;
+           }"#,
+    )
+    .unwrap();
+    let include = lua_include_dir();
+    let so = dir.join("twice.so");
+    let status = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-I"])
+        .arg(&include)
+        .arg(&src)
+        .arg("-o")
+        .arg(&so)
+        .status()
+        .expect("run cc");
+    assert!(status.success());
+    let script = format!(
+        r#"local s = require "synodic"
+           local me = s.self()
+           for i = 1, 4 do
+             s.spawn(function(cpath, i)
+               package.cpath = cpath
+               s.send(me, require("twice").twice(i))
+             end, "{}/?.so", i)
+           end
+           local sum = 0
+           for _ = 1, 4 do sum = sum + s.receive() end
+           assert(sum == 20)
+           print("c module ok")"#,
+        dir.display()
+    );
+    let out = run_source("cmodule", &script, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("c module ok"));
+}
+
+/// The Lua headers the embedded Lua was built from (vendored by lua-src).
+fn lua_include_dir() -> PathBuf {
+    let home = std::env::var("CARGO_HOME").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cargo"));
+    let registry = home.join("registry/src");
+    for index in std::fs::read_dir(&registry).unwrap() {
+        for krate in std::fs::read_dir(index.unwrap().path()).unwrap() {
+            let path = krate.unwrap().path();
+            if path.file_name().unwrap().to_string_lossy().starts_with("lua-src-") {
+                let dir = path.join("lua-5.4.8");
+                if dir.join("lua.h").exists() {
+                    return dir;
+                }
+            }
+        }
+    }
+    panic!("Lua headers not found under {}", registry.display())
+}
+
+fn examples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut found = Vec::new();
+    let mut stack = vec![dir];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "lua") {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+/// Every example runs to a normal end; small arguments keep the ring short.
+#[test]
+fn every_example_runs() {
+    let examples = examples();
+    assert!(!examples.is_empty());
+    for ex in examples {
+        let out = synodic(&["run", ex.to_str().unwrap(), "1000", "10"]);
+        assert!(out.status.success(), "{}: {}", ex.display(), text(&out.stderr));
+        assert!(!out.stdout.is_empty(), "{} printed nothing", ex.display());
+    }
+}

@@ -1,0 +1,566 @@
+//! Copies Lua values between states through the wire format
+//! (`docs/wire-format.md`). Encoding walks values on the sender's stack;
+//! decoding pushes fresh copies on the receiver's stack.
+//!
+//! - Tables and Lua functions get a reference id when first met, so shared
+//!   references and cycles survive; upvalue cells shared by two closures are
+//!   joined again on the receiving side.
+//! - The sender's global table, loaded modules and their C functions travel
+//!   by name and resolve to the receiver's own (`Globals`, `Library`).
+//! - Pids travel as their 64-bit value.
+//! - Anything else (threads, userdata, unknown C functions) is refused with
+//!   the path of the offending value, e.g. `(at [2].conn)`.
+//!
+//! Decoding never raises a Lua error on junk: it returns `Error::Decode`
+//! and leaves the stack as it found it.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void, CStr};
+
+use mlua_sys as ffi;
+use synodic_core::wire::{Reader, Tag, Writer, MAX_DEPTH};
+
+use crate::util::{push_bytes, push_pid, to_bytes, to_pid, type_name};
+use crate::Error;
+
+/// Registry key of the reverse map {module table = name} (built on demand).
+const MODULE_NAMES: &CStr = c"synodic.module_names";
+/// Registry key of the reverse map {C function = "module\0field"} (built on demand).
+const FUNCTION_NAMES: &CStr = c"synodic.function_names";
+
+/// Encodes the values at stack positions `first..=last` as one message.
+pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Vec<u8>, Error> {
+    let top = ffi::lua_gettop(L);
+    let count = (last - first + 1).max(0) as usize;
+    let mut enc = Encoder { L, w: Writer::message(count), ids: HashMap::new(), upvalues: HashMap::new(), depth: 0 };
+    let mut result = Ok(());
+    for (n, idx) in (first..=last).enumerate() {
+        if let Err(e) = enc.value(idx) {
+            result = Err(e.under(Segment::Index(n as i64 + 1)));
+            break;
+        }
+    }
+    ffi::lua_settop(L, top);
+    result.map(|()| enc.w.finish()).map_err(Failure::into_error)
+}
+
+/// Pushes the values of a message; returns how many.
+pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &[u8]) -> Result<c_int, Error> {
+    let base = ffi::lua_gettop(L);
+    let result = decode_onto(L, msg, base);
+    match result {
+        Ok(n) => {
+            ffi::lua_rotate(L, base + 1, -1); // drop the slot that held the reference table
+            ffi::lua_settop(L, -2);
+            Ok(n)
+        }
+        Err(e) => {
+            ffi::lua_settop(L, base);
+            Err(e)
+        }
+    }
+}
+
+unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], base: c_int) -> Result<c_int, Error> {
+    let (r, count) = Reader::message(msg)?;
+    if ffi::lua_checkstack(L, count as c_int + 8) == 0 {
+        return Err(Error::Decode(format!("too many values ({count})")));
+    }
+    ffi::lua_pushnil(L); // slot for the reference table, created when first needed
+    let mut dec = Decoder { L, r, refs: base + 1, next_ref: 0, depth: 0 };
+    for _ in 0..count {
+        dec.value()?;
+    }
+    dec.r.finish()?;
+    Ok(count as c_int)
+}
+
+/// One step of the path to an unsendable value.
+enum Segment {
+    Index(i64),
+    Field(String),
+    Key,
+    Upvalue(String),
+}
+
+struct Failure {
+    kind: Option<String>,
+    path: Vec<Segment>,
+}
+
+impl Failure {
+    fn unsendable(kind: impl Into<String>) -> Failure {
+        Failure { kind: Some(kind.into()), path: Vec::new() }
+    }
+
+    fn too_deep() -> Failure {
+        Failure { kind: None, path: Vec::new() }
+    }
+
+    fn under(mut self, seg: Segment) -> Failure {
+        self.path.push(seg);
+        self
+    }
+
+    fn into_error(self) -> Error {
+        let mut path = String::new();
+        for seg in self.path.iter().rev() {
+            match seg {
+                Segment::Index(i) => path.push_str(&format!("[{i}]")),
+                Segment::Field(f) if is_identifier(f) => path.push_str(&format!(".{f}")),
+                Segment::Field(f) => path.push_str(&format!("[{f:?}]")),
+                Segment::Key => path.push_str("(key)"),
+                Segment::Upvalue(name) => path.push_str(&format!("<upvalue {name}>")),
+            }
+        }
+        match self.kind {
+            Some(kind) => Error::Unsendable { kind, path },
+            None => Error::TooDeep { path },
+        }
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+struct Encoder {
+    L: *mut ffi::lua_State,
+    w: Writer,
+    ids: HashMap<*const c_void, u32>,
+    upvalues: HashMap<*mut c_void, (u32, u32)>,
+    depth: usize,
+}
+
+impl Encoder {
+    unsafe fn value(&mut self, idx: c_int) -> Result<(), Failure> {
+        let L = self.L;
+        let idx = ffi::lua_absindex(L, idx);
+        match ffi::lua_type(L, idx) {
+            ffi::LUA_TNIL => self.w.tag(Tag::Nil),
+            ffi::LUA_TBOOLEAN => self.w.bool(ffi::lua_toboolean(L, idx) != 0),
+            ffi::LUA_TNUMBER => {
+                let mut is_int = 0;
+                let i = ffi::lua_tointegerx(L, idx, &mut is_int);
+                if is_int != 0 && ffi::lua_isinteger(L, idx) != 0 {
+                    self.w.int(i)
+                } else {
+                    self.w.float(ffi::lua_tonumber(L, idx))
+                }
+            }
+            ffi::LUA_TSTRING => self.w.str(to_bytes(L, idx).unwrap_or_default()),
+            ffi::LUA_TLIGHTUSERDATA => match to_pid(L, idx) {
+                Some(pid) => self.w.pid(pid),
+                None => return Err(Failure::unsendable("light userdata")),
+            },
+            ffi::LUA_TTABLE => self.table(idx)?,
+            ffi::LUA_TFUNCTION => self.function(idx)?,
+            _ => return Err(Failure::unsendable(type_name(L, idx))),
+        }
+        Ok(())
+    }
+
+    /// Writes a reference if the object was seen; otherwise gives it the next id.
+    fn seen(&mut self, p: *const c_void) -> bool {
+        if let Some(&id) = self.ids.get(&p) {
+            self.w.tag(Tag::Ref);
+            self.w.varint(id as u64);
+            return true;
+        }
+        let id = self.ids.len() as u32;
+        self.ids.insert(p, id);
+        false
+    }
+
+    fn enter(&mut self) -> Result<(), Failure> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Failure::too_deep());
+        }
+        Ok(())
+    }
+
+    unsafe fn table(&mut self, idx: c_int) -> Result<(), Failure> {
+        let L = self.L;
+        let p = ffi::lua_topointer(L, idx);
+        ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
+        let is_globals = ffi::lua_topointer(L, -1) == p;
+        ffi::lua_settop(L, -2);
+        if is_globals {
+            self.w.tag(Tag::Globals);
+            return Ok(());
+        }
+        if let Some(name) = module_name(L, idx) {
+            self.w.tag(Tag::Library);
+            self.w.bytes(&name);
+            self.w.bytes(b"");
+            return Ok(());
+        }
+        if self.seen(p) {
+            return Ok(());
+        }
+        self.enter()?;
+        if ffi::lua_checkstack(L, 4) == 0 {
+            return Err(Failure::too_deep());
+        }
+        let narr = ffi::lua_rawlen(L, idx) as i64;
+        self.w.tag(Tag::Table);
+        self.w.varint(narr as u64);
+        let count_at = self.w.placeholder_u32();
+        for i in 1..=narr {
+            ffi::lua_rawgeti(L, idx, i);
+            self.value(-1).map_err(|e| e.under(Segment::Index(i)))?;
+            ffi::lua_settop(L, -2);
+        }
+        let mut nhash: u32 = 0;
+        ffi::lua_pushnil(L);
+        while ffi::lua_next(L, idx) != 0 {
+            let key = ffi::lua_gettop(L) - 1;
+            let mut is_int = 0;
+            let k = ffi::lua_tointegerx(L, key, &mut is_int);
+            let in_array = ffi::lua_isinteger(L, key) != 0 && is_int != 0 && (1..=narr).contains(&k);
+            if !in_array {
+                self.value(key).map_err(|e| e.under(Segment::Key))?;
+                self.value(key + 1).map_err(|e| e.under(key_segment(L, key)))?;
+                nhash += 1;
+            }
+            ffi::lua_settop(L, key);
+        }
+        self.w.patch_u32(count_at, nhash);
+        self.depth -= 1;
+        Ok(())
+    }
+
+    unsafe fn function(&mut self, idx: c_int) -> Result<(), Failure> {
+        let L = self.L;
+        if ffi::lua_iscfunction(L, idx) != 0 {
+            return match function_name(L, idx) {
+                Some(name) => {
+                    let (module, field) = name.split_at(name.iter().position(|&b| b == 0).unwrap_or(name.len()));
+                    self.w.tag(Tag::Library);
+                    self.w.bytes(module);
+                    self.w.bytes(field.get(1..).unwrap_or_default());
+                    Ok(())
+                }
+                None => Err(Failure::unsendable("function (a C function that is not part of a loaded library)")),
+            };
+        }
+        let p = ffi::lua_topointer(L, idx);
+        if self.seen(p) {
+            return Ok(());
+        }
+        let id = self.ids[&p];
+        self.enter()?;
+        self.w.tag(Tag::Function);
+        let at = self.w.placeholder_u32();
+        let start = self.w.len();
+        ffi::lua_pushvalue(L, idx);
+        ffi::lua_dump(L, dump_writer, (self.w.buffer() as *mut Vec<u8>).cast(), 0);
+        ffi::lua_settop(L, -2);
+        let len = (self.w.len() - start) as u32;
+        self.w.patch_u32(at, len);
+        let mut nups = 0;
+        while !ffi::lua_getupvalue(L, idx, nups + 1).is_null() {
+            ffi::lua_settop(L, -2);
+            nups += 1;
+        }
+        self.w.varint(nups as u64);
+        for n in 1..=nups {
+            let cell = ffi::lua_upvalueid(L, idx, n);
+            if let Some(&(owner, m)) = self.upvalues.get(&cell) {
+                self.w.tag(Tag::SharedUpvalue);
+                self.w.varint(owner as u64);
+                self.w.varint(m as u64);
+                continue;
+            }
+            self.upvalues.insert(cell, (id, n as u32));
+            let name = ffi::lua_getupvalue(L, idx, n);
+            let top = ffi::lua_gettop(L);
+            self.value(top).map_err(|e| e.under(Segment::Upvalue(CStr::from_ptr(name).to_string_lossy().into_owned())))?;
+            ffi::lua_settop(L, top - 1);
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+}
+
+unsafe fn key_segment(L: *mut ffi::lua_State, key: c_int) -> Segment {
+    match ffi::lua_type(L, key) {
+        ffi::LUA_TNUMBER if ffi::lua_isinteger(L, key) != 0 => Segment::Index(ffi::lua_tointegerx(L, key, std::ptr::null_mut())),
+        ffi::LUA_TSTRING => Segment::Field(String::from_utf8_lossy(to_bytes(L, key).unwrap_or_default()).into_owned()),
+        _ => Segment::Field(format!("<{} key>", type_name(L, key))),
+    }
+}
+
+unsafe extern "C-unwind" fn dump_writer(_L: *mut ffi::lua_State, p: *const c_void, sz: usize, ud: *mut c_void) -> c_int {
+    let buf = &mut *(ud as *mut Vec<u8>);
+    buf.extend_from_slice(std::slice::from_raw_parts(p.cast::<u8>(), sz));
+    0
+}
+
+/// The name under which the table at `idx` is a loaded module, if it is one.
+unsafe fn module_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
+    reverse_map(L, MODULE_NAMES, false);
+    ffi::lua_pushvalue(L, idx);
+    ffi::lua_rawget(L, -2);
+    let name = to_bytes(L, -1).map(<[u8]>::to_vec);
+    ffi::lua_settop(L, -3);
+    name
+}
+
+/// `module\0field` for a C function that is a field of a loaded module.
+unsafe fn function_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
+    reverse_map(L, FUNCTION_NAMES, true);
+    ffi::lua_pushvalue(L, idx);
+    ffi::lua_rawget(L, -2);
+    let name = to_bytes(L, -1).map(<[u8]>::to_vec);
+    ffi::lua_settop(L, -3);
+    name
+}
+
+/// Pushes the reverse map stored under `key`, building it from the loaded
+/// modules if needed. Loading a new module drops both maps (see `loaded_newindex`).
+unsafe fn reverse_map(L: *mut ffi::lua_State, key: &CStr, functions: bool) {
+    if ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr()) == ffi::LUA_TTABLE {
+        return;
+    }
+    ffi::lua_settop(L, -2);
+    ffi::lua_createtable(L, 0, 16);
+    ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
+    let loaded = ffi::lua_gettop(L);
+    watch_loaded(L, loaded);
+    ffi::lua_pushnil(L);
+    while ffi::lua_next(L, loaded) != 0 {
+        let (k, v) = (loaded + 1, loaded + 2);
+        if ffi::lua_type(L, k) == ffi::LUA_TSTRING && ffi::lua_type(L, v) == ffi::LUA_TTABLE {
+            if functions {
+                ffi::lua_pushnil(L);
+                while ffi::lua_next(L, v) != 0 {
+                    let (fk, fv) = (v + 1, v + 2);
+                    if ffi::lua_iscfunction(L, fv) != 0 && ffi::lua_type(L, fk) == ffi::LUA_TSTRING {
+                        ffi::lua_pushvalue(L, fv);
+                        ffi::lua_pushvalue(L, k);
+                        push_bytes(L, b"\0");
+                        ffi::lua_pushvalue(L, fk);
+                        ffi::lua_concat(L, 3);
+                        ffi::lua_rawset(L, loaded - 1);
+                    }
+                    ffi::lua_settop(L, fk);
+                }
+            } else {
+                ffi::lua_pushvalue(L, v);
+                ffi::lua_pushvalue(L, k);
+                ffi::lua_rawset(L, loaded - 1);
+            }
+        }
+        ffi::lua_settop(L, k);
+    }
+    ffi::lua_settop(L, loaded - 1);
+    ffi::lua_pushvalue(L, -1);
+    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr());
+}
+
+/// Gives the loaded-modules table a `__newindex` that drops the reverse maps,
+/// so a module loaded after they were built is found too.
+unsafe fn watch_loaded(L: *mut ffi::lua_State, loaded: c_int) {
+    if ffi::lua_getmetatable(L, loaded) != 0 {
+        ffi::lua_settop(L, -2);
+        return;
+    }
+    ffi::lua_createtable(L, 0, 1);
+    ffi::lua_pushcfunction(L, loaded_newindex);
+    ffi::lua_setfield(L, -2, c"__newindex".as_ptr());
+    ffi::lua_setmetatable(L, loaded);
+}
+
+unsafe extern "C-unwind" fn loaded_newindex(L: *mut ffi::lua_State) -> c_int {
+    ffi::lua_settop(L, 3);
+    ffi::lua_rawset(L, 1);
+    for key in [MODULE_NAMES, FUNCTION_NAMES] {
+        ffi::lua_pushnil(L);
+        ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr());
+    }
+    0
+}
+
+struct Decoder<'a> {
+    L: *mut ffi::lua_State,
+    r: Reader<'a>,
+    /// Stack slot of the table {id = object}.
+    refs: c_int,
+    next_ref: i64,
+    depth: usize,
+}
+
+fn junk(msg: impl Into<String>) -> Error {
+    Error::Decode(msg.into())
+}
+
+impl Decoder<'_> {
+    /// Pushes one value.
+    unsafe fn value(&mut self) -> Result<(), Error> {
+        let L = self.L;
+        if ffi::lua_checkstack(L, 6) == 0 {
+            return Err(junk("stack overflow"));
+        }
+        match self.r.tag()? {
+            Tag::Nil => ffi::lua_pushnil(L),
+            Tag::False => ffi::lua_pushboolean(L, 0),
+            Tag::True => ffi::lua_pushboolean(L, 1),
+            Tag::Int => ffi::lua_pushinteger(L, self.r.int()?),
+            Tag::Float => ffi::lua_pushnumber(L, self.r.float()?),
+            Tag::Str => push_bytes(L, self.r.bytes()?),
+            Tag::Pid => push_pid(L, self.r.pid()?),
+            Tag::Globals => {
+                ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
+            }
+            Tag::Ref => {
+                let id = self.r.varint()?;
+                if ffi::lua_type(L, self.refs) != ffi::LUA_TTABLE || id >= self.next_ref as u64 {
+                    return Err(Error::Wire(synodic_core::wire::WireError::BadRef(id)));
+                }
+                ffi::lua_rawgeti(L, self.refs, id as i64 + 1);
+            }
+            Tag::Table => self.table()?,
+            Tag::Function => self.function()?,
+            Tag::Library => self.library()?,
+            Tag::SharedUpvalue => return Err(junk("shared upvalue outside a function")),
+        }
+        Ok(())
+    }
+
+    unsafe fn enter(&mut self) -> Result<(), Error> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Error::Wire(synodic_core::wire::WireError::TooDeep));
+        }
+        Ok(())
+    }
+
+    /// Records the object on top of the stack under the next reference id.
+    unsafe fn remember(&mut self) {
+        let L = self.L;
+        if ffi::lua_type(L, self.refs) != ffi::LUA_TTABLE {
+            ffi::lua_createtable(L, 4, 0);
+            ffi::lua_replace(L, self.refs);
+        }
+        self.next_ref += 1;
+        ffi::lua_pushvalue(L, -1);
+        ffi::lua_rawseti(L, self.refs, self.next_ref);
+    }
+
+    unsafe fn table(&mut self) -> Result<(), Error> {
+        let L = self.L;
+        self.enter()?;
+        let narr = self.r.varint()?;
+        let nhash = self.r.u32()? as u64;
+        if narr.saturating_add(nhash) > self.r.remaining() as u64 {
+            return Err(junk("table larger than its message"));
+        }
+        ffi::lua_createtable(L, narr as c_int, nhash as c_int);
+        self.remember();
+        let t = ffi::lua_gettop(L);
+        for i in 1..=narr as i64 {
+            self.value()?;
+            if ffi::lua_type(L, -1) == ffi::LUA_TNIL {
+                ffi::lua_settop(L, -2);
+            } else {
+                ffi::lua_rawseti(L, t, i);
+            }
+        }
+        for _ in 0..nhash {
+            self.value()?;
+            let bad_key = match ffi::lua_type(L, -1) {
+                ffi::LUA_TNIL => true,
+                ffi::LUA_TNUMBER => ffi::lua_isinteger(L, -1) == 0 && ffi::lua_tonumber(L, -1).is_nan(),
+                _ => false,
+            };
+            if bad_key {
+                return Err(junk("table key is nil or NaN"));
+            }
+            self.value()?;
+            ffi::lua_rawset(L, t);
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    unsafe fn function(&mut self) -> Result<(), Error> {
+        let L = self.L;
+        self.enter()?;
+        let len = self.r.u32()? as usize;
+        if len > self.r.remaining() {
+            return Err(junk("function code runs past the message"));
+        }
+        let start = self.r.position();
+        let code = self.r.bytes_raw(len)?;
+        let mut chunk = Some(code);
+        let status = ffi::lua_load(L, chunk_reader, (&mut chunk as *mut Option<&[u8]>).cast(), c"=message".as_ptr(), c"b".as_ptr());
+        if status != ffi::LUA_OK {
+            let why = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+            ffi::lua_settop(L, -2);
+            return Err(junk(format!("bad function code at byte {start}: {why}")));
+        }
+        self.remember();
+        let f = ffi::lua_gettop(L);
+        let nups = self.r.varint()?;
+        for n in 1..=nups {
+            if n > 255 || ffi::lua_getupvalue(L, f, n as c_int).is_null() {
+                return Err(junk("function has fewer upvalues than the message gives"));
+            }
+            ffi::lua_settop(L, -2);
+            if self.r.peek_tag() == Some(Tag::SharedUpvalue) {
+                self.r.tag()?;
+                let owner = self.r.varint()?;
+                let m = self.r.varint()?;
+                if owner >= self.next_ref as u64 || m == 0 || m > 255 {
+                    return Err(junk("bad shared upvalue"));
+                }
+                ffi::lua_rawgeti(L, self.refs, owner as i64 + 1);
+                let ok = ffi::lua_type(L, -1) == ffi::LUA_TFUNCTION
+                    && ffi::lua_iscfunction(L, -1) == 0
+                    && !ffi::lua_getupvalue(L, -1, m as c_int).is_null();
+                if !ok {
+                    return Err(junk("bad shared upvalue"));
+                }
+                ffi::lua_settop(L, -2);
+                ffi::lua_upvaluejoin(L, f, n as c_int, -1, m as c_int);
+                ffi::lua_settop(L, -2);
+            } else {
+                self.value()?;
+                ffi::lua_setupvalue(L, f, n as c_int);
+            }
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+
+    unsafe fn library(&mut self) -> Result<(), Error> {
+        let L = self.L;
+        let module = self.r.bytes()?;
+        let field = self.r.bytes()?;
+        crate::state::push_module(L, module).map_err(|e| junk(format!("module '{}': {e}", String::from_utf8_lossy(module))))?;
+        if !field.is_empty() {
+            push_bytes(L, field);
+            ffi::lua_rawget(L, -2);
+            ffi::lua_rotate(L, -2, 1);
+            ffi::lua_settop(L, -2);
+        }
+        Ok(())
+    }
+}
+
+unsafe extern "C-unwind" fn chunk_reader(_L: *mut ffi::lua_State, ud: *mut c_void, size: *mut usize) -> *const std::ffi::c_char {
+    let chunk = &mut *(ud as *mut Option<&[u8]>);
+    match chunk.take() {
+        Some(b) => {
+            *size = b.len();
+            b.as_ptr().cast()
+        }
+        None => {
+            *size = 0;
+            std::ptr::null()
+        }
+    }
+}

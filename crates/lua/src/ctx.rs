@@ -1,0 +1,81 @@
+//! The per-process context that native functions reach through the Lua
+//! state's extra space: the runtime and process handles of the current
+//! resume, and what the process is yielding for. Coroutines inherit the
+//! extra-space pointer, so every thread of a process sees the same context.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use mlua_sys as ffi;
+use synodic_core::channel::Handoff;
+use synodic_core::{ExitReason, Process, Runtime};
+
+/// Why the process is yielding to the scheduler (not to a Lua coroutine).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Pending {
+    None,
+    Preempt,
+    Block,
+    Exit,
+}
+
+pub(crate) enum Boot {
+    /// A spawn message: the function and its arguments.
+    Message(Vec<u8>),
+    /// The main script and its command-line arguments.
+    Script { path: String, args: Vec<String> },
+}
+
+pub(crate) struct Ctx {
+    rt: *const Runtime,
+    proc: *const Arc<Process>,
+    pub pending: Pending,
+    pub deadline: Option<Instant>,
+    pub handoff: Option<Arc<Handoff>>,
+    pub exit: Option<ExitReason>,
+    pub boot: Option<Boot>,
+    /// Set when the error that ends the process was a load error (reported without traceback).
+    pub load_error: bool,
+    pub pid_meta: bool,
+}
+
+impl Ctx {
+    pub fn new(boot: Boot) -> Ctx {
+        Ctx {
+            rt: std::ptr::null(),
+            proc: std::ptr::null(),
+            pending: Pending::None,
+            deadline: None,
+            handoff: None,
+            exit: None,
+            boot: Some(boot),
+            load_error: false,
+            pid_meta: false,
+        }
+    }
+
+    /// Points the context at the handles of the resume that is starting.
+    pub fn enter(&mut self, rt: &Runtime, proc: &Arc<Process>) {
+        self.rt = rt;
+        self.proc = proc;
+        self.pending = Pending::None;
+    }
+
+    pub fn rt(&self) -> &Runtime {
+        // SAFETY: set by `enter` to a reference that outlives the resume; native functions only run inside it.
+        unsafe { &*self.rt }
+    }
+
+    pub fn proc(&self) -> &Arc<Process> {
+        // SAFETY: as for `rt`.
+        unsafe { &*self.proc }
+    }
+}
+
+/// The context of the process that owns `L`.
+///
+/// # Safety
+/// `L` must be a state created by [`crate::state::new_state`].
+pub(crate) unsafe fn ctx<'a>(L: *mut ffi::lua_State) -> &'a mut Ctx {
+    &mut **(ffi::lua_getextraspace(L) as *mut *mut Ctx)
+}

@@ -1,0 +1,251 @@
+//! The `synodic` module: processes and messages (SPEC §2). Each function
+//! checks its arguments, does its work through the core runtime, and blocks
+//! (receive, sleep) by yielding to the scheduler with a continuation that
+//! re-checks its condition when the process is resumed.
+
+use std::ffi::{c_int, CStr};
+
+use mlua_sys as ffi;
+use synodic_core::{ExitReason, Pid};
+
+use crate::codec;
+use crate::ctx::{ctx, Pending};
+use crate::process::LuaProcess;
+use crate::util::*;
+
+const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
+    (c"spawn", spawn),
+    (c"spawn_on", spawn_on),
+    (c"self", self_pid),
+    (c"send", send),
+    (c"receive", receive),
+    (c"sleep", sleep),
+    (c"monitor", monitor),
+    (c"register", register),
+    (c"whereis", whereis),
+    (c"exit", exit),
+    (c"node", node),
+    (c"nodes", nodes),
+    (c"is_alive", is_alive),
+    (c"clock", clock),
+];
+
+pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
+    new_lib(L, FUNCTIONS);
+    1
+}
+
+/// Encodes `f, args...` from `first` and starts a process running it.
+unsafe fn spawn_from(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Result<Pid, String> {
+    if ffi::lua_type(L, first) != ffi::LUA_TFUNCTION {
+        return Err(format!("bad argument #{first} to '{fname}' (function expected, got {})", type_name(L, first)));
+    }
+    let msg = codec::encode(L, first, ffi::lua_gettop(L)).map_err(|e| format!("{fname}: {e}"))?;
+    Ok(ctx(L).rt().spawn(LuaProcess::spawned(msg)))
+}
+
+unsafe extern "C-unwind" fn spawn(L: *mut ffi::lua_State) -> c_int {
+    match spawn_from(L, 1, "spawn") {
+        Ok(pid) => {
+            push_pid(L, pid);
+            1
+        }
+        Err(e) => raise(L, e),
+    }
+}
+
+unsafe extern "C-unwind" fn spawn_on(L: *mut ffi::lua_State) -> c_int {
+    let result = match to_bytes(L, 1) {
+        Some(b"any") => spawn_from(L, 2, "spawn_on"),
+        Some(node) if node == ctx(L).rt().node_name().as_bytes() => spawn_from(L, 2, "spawn_on"),
+        Some(node) => Err(format!("spawn_on: no such node '{}'", String::from_utf8_lossy(node))),
+        None => Err(format!("bad argument #1 to 'spawn_on' (node name expected, got {})", type_name(L, 1))),
+    };
+    match result {
+        Ok(pid) => {
+            push_pid(L, pid);
+            1
+        }
+        Err(e) => raise(L, e),
+    }
+}
+
+unsafe extern "C-unwind" fn self_pid(L: *mut ffi::lua_State) -> c_int {
+    push_pid(L, ctx(L).proc().pid());
+    1
+}
+
+/// A destination: a pid, or a registered name (`None` when the name is free).
+unsafe fn destination(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<Option<Pid>, String> {
+    if let Some(pid) = to_pid(L, idx) {
+        return Ok(Some(pid));
+    }
+    if ffi::lua_type(L, idx) == ffi::LUA_TSTRING {
+        return Ok(ctx(L).rt().whereis(to_bytes(L, idx).unwrap_or_default()));
+    }
+    Err(format!("bad argument #{idx} to '{fname}' (pid or name expected, got {})", type_name(L, idx)))
+}
+
+unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<(), String> {
+    let dest = destination(L, 1, "send")?;
+    let top = ffi::lua_gettop(L);
+    if top < 2 {
+        return Err("send: nothing to send (give at least one value)".into());
+    }
+    let msg = codec::encode(L, 2, top).map_err(|e| format!("send: {e}"))?;
+    if let Some(pid) = dest {
+        ctx(L).rt().send(pid, msg.into_boxed_slice());
+    }
+    Ok(())
+}
+
+unsafe extern "C-unwind" fn send(L: *mut ffi::lua_State) -> c_int {
+    match send_inner(L) {
+        Ok(()) => 0,
+        Err(e) => raise(L, e),
+    }
+}
+
+/// Pushes the next message's values, if there is one.
+unsafe fn take_message(L: *mut ffi::lua_State) -> Option<Result<c_int, String>> {
+    let msg = ctx(L).proc().pop_message()?;
+    Some(codec::decode(L, &msg).map_err(|e| format!("receive: {e}")))
+}
+
+unsafe fn finish_receive(L: *mut ffi::lua_State, got: Result<c_int, String>) -> c_int {
+    match got {
+        Ok(n) => n,
+        Err(e) => raise(L, e),
+    }
+}
+
+unsafe extern "C-unwind" fn receive(L: *mut ffi::lua_State) -> c_int {
+    let timeout = match opt_seconds(L, 1, "receive") {
+        Ok(t) => t,
+        Err(e) => return raise(L, e),
+    };
+    ffi::lua_settop(L, 0);
+    if let Some(got) = take_message(L) {
+        return finish_receive(L, got);
+    }
+    if timeout.is_some_and(|t| t.is_zero()) {
+        return 0;
+    }
+    start_deadline(L, timeout);
+    yield_to_scheduler(L, Pending::Block, receive_k, "receive")
+}
+
+unsafe extern "C-unwind" fn receive_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
+    ffi::lua_settop(L, 0);
+    if let Some(got) = take_message(L) {
+        return finish_receive(L, got);
+    }
+    if deadline_passed(L) {
+        return 0;
+    }
+    yield_to_scheduler(L, Pending::Block, receive_k, "receive")
+}
+
+unsafe extern "C-unwind" fn sleep(L: *mut ffi::lua_State) -> c_int {
+    let timeout = match opt_seconds(L, 1, "sleep") {
+        Ok(Some(t)) => t,
+        Ok(None) => return raise(L, "bad argument #1 to 'sleep' (number expected, got no value)".into()),
+        Err(e) => return raise(L, e),
+    };
+    if timeout.is_zero() {
+        return yield_to_scheduler(L, Pending::Preempt, sleep_k, "sleep");
+    }
+    start_deadline(L, Some(timeout));
+    yield_to_scheduler(L, Pending::Block, sleep_k, "sleep")
+}
+
+unsafe extern "C-unwind" fn sleep_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
+    if ctx(L).deadline.is_none() || deadline_passed(L) {
+        return 0;
+    }
+    yield_to_scheduler(L, Pending::Block, sleep_k, "sleep")
+}
+
+unsafe extern "C-unwind" fn monitor(L: *mut ffi::lua_State) -> c_int {
+    let Some(target) = to_pid(L, 1) else {
+        return raise(L, format!("bad argument #1 to 'monitor' (pid expected, got {})", type_name(L, 1)));
+    };
+    let c = ctx(L);
+    c.rt().monitor(c.proc().pid(), target);
+    0
+}
+
+unsafe extern "C-unwind" fn register(L: *mut ffi::lua_State) -> c_int {
+    let Some(name) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
+        return raise(L, format!("bad argument #1 to 'register' (string expected, got {})", type_name(L, 1)));
+    };
+    let Some(pid) = to_pid(L, 2) else {
+        return raise(L, format!("bad argument #2 to 'register' (pid expected, got {})", type_name(L, 2)));
+    };
+    match ctx(L).rt().register(name, pid) {
+        Ok(()) => {
+            ffi::lua_pushboolean(L, 1);
+            1
+        }
+        Err(e) => raise(L, format!("register: {e}")),
+    }
+}
+
+unsafe extern "C-unwind" fn whereis(L: *mut ffi::lua_State) -> c_int {
+    match to_bytes(L, 1).and_then(|name| ctx(L).rt().whereis(name)) {
+        Some(pid) => push_pid(L, pid),
+        None => ffi::lua_pushnil(L),
+    }
+    1
+}
+
+unsafe extern "C-unwind" fn is_alive(L: *mut ffi::lua_State) -> c_int {
+    let alive = to_pid(L, 1).is_some_and(|pid| ctx(L).rt().is_alive(pid));
+    ffi::lua_pushboolean(L, alive as c_int);
+    1
+}
+
+unsafe extern "C-unwind" fn exit(L: *mut ffi::lua_State) -> c_int {
+    let reason = if ffi::lua_isnoneornil(L, 1) != 0 {
+        Ok(ExitReason::Normal)
+    } else if ffi::lua_type(L, 1) == ffi::LUA_TSTRING && to_bytes(L, 1) == Some(b"normal") {
+        Ok(ExitReason::Normal)
+    } else {
+        codec::encode(L, 1, 1).map(ExitReason::Value).map_err(|e| format!("exit: {e}"))
+    };
+    match reason {
+        Ok(r) => {
+            ctx(L).exit = Some(r);
+            if ffi::lua_isyieldable(L) == 0 {
+                // Cannot yield from here: unwind instead; the process body sees `exit` set.
+                push_bytes(L, b"exit");
+                ffi::lua_error(L)
+            }
+            yield_to_scheduler(L, Pending::Exit, exit_k, "exit")
+        }
+        Err(e) => raise(L, e),
+    }
+}
+
+unsafe extern "C-unwind" fn exit_k(_L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
+    0
+}
+
+unsafe extern "C-unwind" fn node(L: *mut ffi::lua_State) -> c_int {
+    push_bytes(L, ctx(L).rt().node_name().as_bytes());
+    1
+}
+
+unsafe extern "C-unwind" fn nodes(L: *mut ffi::lua_State) -> c_int {
+    ffi::lua_createtable(L, 1, 0);
+    push_bytes(L, ctx(L).rt().node_name().as_bytes());
+    ffi::lua_rawseti(L, -2, 1);
+    1
+}
+
+/// Seconds on a monotonic clock (for measuring intervals).
+unsafe extern "C-unwind" fn clock(L: *mut ffi::lua_State) -> c_int {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    ffi::lua_pushnumber(L, EPOCH.get_or_init(std::time::Instant::now).elapsed().as_secs_f64());
+    1
+}

@@ -1,0 +1,178 @@
+//! `LuaProcess`: the core `Body` of a Lua process. Its state is created on
+//! the first resume (so spawning only encodes the function and arguments, and
+//! the new state is built on whichever worker runs it), then driven with
+//! `lua_resume` until it ends.
+//!
+//! One resume, step by step:
+//!
+//! 1. point the context at this resume's runtime and process;
+//! 2. on the first resume, create the state and push the `boot` function,
+//!    which decodes the spawn message (or loads the main script) and calls it;
+//! 3. `lua_resume`; a yield means what the context's `pending` says
+//!    (preempted, blocked, exiting); a return is a normal end;
+//! 4. an error is reported on stderr with the pid and a traceback, and
+//!    becomes the exit reason.
+
+use std::ffi::{c_int, CString};
+use std::sync::Arc;
+
+use mlua_sys as ffi;
+use synodic_core::{Body, ExitReason, Process, Runtime, Step};
+
+use crate::codec;
+use crate::ctx::{ctx, Boot, Ctx, Pending};
+use crate::state::new_state;
+use crate::util::{push_bytes, raise, to_bytes};
+
+pub struct LuaProcess {
+    L: *mut ffi::lua_State,
+    ctx: Box<Ctx>,
+}
+
+// SAFETY: the state is only touched by the worker currently running the process.
+unsafe impl Send for LuaProcess {}
+
+impl LuaProcess {
+    /// A process that will run the function and arguments of a spawn message.
+    pub fn spawned(msg: Vec<u8>) -> Box<dyn Body> {
+        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Box::new(Ctx::new(Boot::Message(msg))) })
+    }
+
+    /// The main process: runs `path` with `args` as the `lua` command would.
+    pub fn main_script(path: String, args: Vec<String>) -> Box<dyn Body> {
+        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Box::new(Ctx::new(Boot::Script { path, args })) })
+    }
+
+    /// Bytes held by this process's Lua state.
+    pub fn memory(&self) -> usize {
+        if self.L.is_null() {
+            0
+        } else {
+            unsafe { crate::state::memory(self.L) }
+        }
+    }
+}
+
+impl Drop for LuaProcess {
+    fn drop(&mut self) {
+        if !self.L.is_null() {
+            unsafe { ffi::lua_close(self.L) };
+        }
+    }
+}
+
+impl Body for LuaProcess {
+    fn resume(&mut self, rt: &Runtime, me: &Arc<Process>) -> Step {
+        self.ctx.enter(rt, me);
+        unsafe {
+            if self.L.is_null() {
+                match new_state(&mut *self.ctx) {
+                    Some(L) => self.L = L,
+                    None => return Step::Exited(ExitReason::Error("cannot create a Lua state: out of memory".into())),
+                }
+                ffi::lua_pushcfunction(self.L, boot);
+            }
+            let L = self.L;
+            let mut nres = 0;
+            let status = ffi::lua_resume(L, std::ptr::null_mut(), 0, &mut nres);
+            match status {
+                ffi::LUA_YIELD => {
+                    ffi::lua_settop(L, -nres - 1);
+                    match self.ctx.pending {
+                        Pending::Block => Step::Blocked,
+                        Pending::Exit => Step::Exited(self.ctx.exit.take().unwrap_or(ExitReason::Normal)),
+                        Pending::Preempt | Pending::None => Step::Preempted,
+                    }
+                }
+                ffi::LUA_OK => Step::Exited(ExitReason::Normal),
+                _ => match self.ctx.exit.take() {
+                    Some(reason) => Step::Exited(reason),
+                    None => Step::Exited(self.failure(me)),
+                },
+            }
+        }
+    }
+}
+
+impl LuaProcess {
+    /// Reports the error on top of the dead state and turns it into an exit reason.
+    unsafe fn failure(&mut self, me: &Process) -> ExitReason {
+        let L = self.L;
+        let err = ffi::lua_gettop(L);
+        let text = match ffi::lua_type(L, err) {
+            ffi::LUA_TSTRING | ffi::LUA_TNUMBER => to_bytes(L, err).map(|b| String::from_utf8_lossy(b).into_owned()),
+            _ => None,
+        };
+        let reason = match &text {
+            Some(t) => ExitReason::Error(t.clone()),
+            None => codec::encode(L, err, err).map(ExitReason::Value).unwrap_or_else(|_| ExitReason::Error(String::new())),
+        };
+        let text = text.unwrap_or_else(|| format!("(error object is a {} value)", crate::util::type_name(L, err)));
+        if self.ctx.load_error {
+            eprintln!("synodic: {text}");
+        } else {
+            ffi::luaL_traceback(L, L, std::ptr::null(), 0);
+            let tb = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+            eprintln!("synodic: error in process {}: {text}\n{tb}", me.pid());
+        }
+        match reason {
+            ExitReason::Error(e) if e.is_empty() => ExitReason::Error(text),
+            r => r,
+        }
+    }
+}
+
+/// The first function a process runs: unpacks its boot data and calls it.
+unsafe extern "C-unwind" fn boot(L: *mut ffi::lua_State) -> c_int {
+    let prepared = match ctx(L).boot.take() {
+        Some(Boot::Message(msg)) => prepare_spawned(L, msg),
+        Some(Boot::Script { path, args }) => prepare_script(L, path, args),
+        None => Err("process started twice".into()),
+    };
+    match prepared {
+        Ok(nargs) => {
+            ffi::lua_callk(L, nargs, ffi::LUA_MULTRET, 0, Some(boot_k));
+            0
+        }
+        Err(e) => raise(L, e),
+    }
+}
+
+unsafe extern "C-unwind" fn boot_k(_L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
+    0
+}
+
+/// Pushes the spawned function and its arguments; returns the argument count.
+unsafe fn prepare_spawned(L: *mut ffi::lua_State, msg: Vec<u8>) -> Result<c_int, String> {
+    ffi::lua_settop(L, 0);
+    let n = codec::decode(L, &msg).map_err(|e| format!("spawn: {e}"))?;
+    if n < 1 || ffi::lua_type(L, 1) != ffi::LUA_TFUNCTION {
+        return Err("spawn: the message does not start with a function".into());
+    }
+    Ok(n - 1)
+}
+
+/// Loads the main script, sets `arg`, pushes the chunk and its arguments.
+unsafe fn prepare_script(L: *mut ffi::lua_State, path: String, args: Vec<String>) -> Result<c_int, String> {
+    ffi::lua_settop(L, 0);
+    let cpath = CString::new(path.clone()).map_err(|_| format!("cannot open {path}: the name contains a NUL byte"))?;
+    if ffi::luaL_loadfilex(L, cpath.as_ptr(), std::ptr::null()) != ffi::LUA_OK {
+        ctx(L).load_error = true;
+        let msg = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+        return Err(msg);
+    }
+    ffi::lua_createtable(L, args.len() as c_int, 2);
+    push_bytes(L, b"synodic");
+    ffi::lua_rawseti(L, -2, -1);
+    push_bytes(L, path.as_bytes());
+    ffi::lua_rawseti(L, -2, 0);
+    for (i, a) in args.iter().enumerate() {
+        push_bytes(L, a.as_bytes());
+        ffi::lua_rawseti(L, -2, i as i64 + 1);
+    }
+    ffi::lua_setglobal(L, c"arg".as_ptr());
+    for a in &args {
+        push_bytes(L, a.as_bytes());
+    }
+    Ok(args.len() as c_int)
+}

@@ -1,0 +1,202 @@
+//! Creating the Lua state of a process, kept small while it is idle.
+//!
+//! Only the base library is opened up front. The other standard libraries
+//! (and `require`) are opened the first time a global of that name is read,
+//! through an `__index` on the global table; `require` also finds them (and
+//! Synodic's own modules) through `package.preload`. The string library is
+//! opened at once because string methods and string arithmetic need its
+//! metatable.
+//!
+//! Every state carries a count hook: after [`BUDGET`] VM instructions a
+//! process yields to the scheduler, so a busy loop cannot starve the others
+//! on its worker.
+
+use std::ffi::{c_int, c_void, CStr};
+
+use mlua_sys as ffi;
+
+use crate::ctx::{ctx, Ctx, Pending};
+use crate::util::{push_bytes, to_bytes};
+
+/// VM instructions a process runs before it is preempted.
+pub const BUDGET: c_int = 20_000;
+
+type Opener = ffi::lua_CFunction;
+
+/// Libraries opened on first use: global name, opener.
+const LAZY: &[(&CStr, Opener)] = &[
+    (c"table", ffi::luaopen_table),
+    (c"math", ffi::luaopen_math),
+    (c"coroutine", crate::coroutine::open),
+    (c"utf8", ffi::luaopen_utf8),
+    (c"os", ffi::luaopen_os),
+    (c"io", ffi::luaopen_io),
+    (c"debug", ffi::luaopen_debug),
+    (c"package", open_package),
+];
+
+/// Modules `require` finds without a search: Synodic's own.
+const NATIVE: &[(&CStr, Opener)] = &[(c"synodic", crate::kernel::open), (c"synodic.chan", crate::chan::open)];
+
+unsafe extern "C" fn allocate(_ud: *mut c_void, ptr: *mut c_void, _osize: usize, nsize: usize) -> *mut c_void {
+    if nsize == 0 {
+        libc::free(ptr);
+        std::ptr::null_mut()
+    } else {
+        libc::realloc(ptr, nsize)
+    }
+}
+
+unsafe extern "C-unwind" fn panic_handler(L: *mut ffi::lua_State) -> c_int {
+    let msg = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+    eprintln!("synodic: unprotected Lua error: {msg}");
+    std::process::abort()
+}
+
+/// A fresh state for a process whose context is `ctx` (which must outlive the state).
+pub(crate) unsafe fn new_state(ctx: *mut Ctx) -> Option<*mut ffi::lua_State> {
+    let L = ffi::lua_newstate(allocate, std::ptr::null_mut());
+    if L.is_null() {
+        return None;
+    }
+    ffi::lua_atpanic(L, panic_handler);
+    *(ffi::lua_getextraspace(L) as *mut *mut Ctx) = ctx;
+    ffi::lua_sethook(L, Some(preempt), ffi::LUA_MASKCOUNT, BUDGET);
+    ffi::luaL_requiref(L, c"_G".as_ptr(), ffi::luaopen_base, 1);
+    ffi::lua_pushcfunction(L, print);
+    ffi::lua_setfield(L, -2, c"print".as_ptr());
+    ffi::lua_createtable(L, 0, 1);
+    ffi::lua_pushcfunction(L, lazy_global);
+    ffi::lua_setfield(L, -2, c"__index".as_ptr());
+    ffi::lua_setmetatable(L, -2);
+    ffi::lua_settop(L, 0);
+    ffi::luaL_requiref(L, c"string".as_ptr(), ffi::luaopen_string, 1);
+    ffi::lua_settop(L, 0);
+    Some(L)
+}
+
+unsafe extern "C-unwind" fn preempt(L: *mut ffi::lua_State, _ar: *mut ffi::lua_Debug) {
+    if ffi::lua_isyieldable(L) != 0 {
+        ctx(L).pending = Pending::Preempt;
+        ffi::lua_yield(L, 0);
+    }
+}
+
+/// `__index` of the global table: opens a standard library on first use.
+unsafe extern "C-unwind" fn lazy_global(L: *mut ffi::lua_State) -> c_int {
+    let Some(name) = to_bytes(L, 2) else { return 0 };
+    if name == b"require" {
+        open_lazy(L, c"package");
+        ffi::lua_settop(L, 2);
+        ffi::lua_rawget(L, 1);
+        return 1;
+    }
+    match LAZY.iter().find(|(n, _)| n.to_bytes() == name) {
+        Some((n, _)) => {
+            open_lazy(L, n);
+            1
+        }
+        None => 0,
+    }
+}
+
+/// Opens a lazily loaded library as a global and pushes it.
+unsafe fn open_lazy(L: *mut ffi::lua_State, name: &CStr) {
+    let (_, f) = LAZY.iter().find(|(n, _)| *n == name).expect("known lazy library");
+    ffi::luaL_requiref(L, name.as_ptr(), *f, 1);
+}
+
+/// Pushes the receiver's module `name`: already loaded, a library opened now,
+/// or the result of `require(name)`. Errors come back as text, never raised.
+pub(crate) unsafe fn push_module(L: *mut ffi::lua_State, name: &[u8]) -> Result<(), String> {
+    ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
+    push_bytes(L, name);
+    ffi::lua_rawget(L, -2);
+    if ffi::lua_type(L, -1) == ffi::LUA_TTABLE {
+        ffi::lua_rotate(L, -2, 1);
+        ffi::lua_settop(L, -2);
+        return Ok(());
+    }
+    ffi::lua_settop(L, -3);
+    if name == b"_G" {
+        ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
+        return Ok(());
+    }
+    if let Some((n, _)) = LAZY.iter().find(|(n, _)| n.to_bytes() == name) {
+        open_lazy(L, n);
+        return Ok(());
+    }
+    if let Some((n, f)) = NATIVE.iter().find(|(n, _)| n.to_bytes() == name) {
+        ffi::luaL_requiref(L, n.as_ptr(), *f, 0);
+        return Ok(());
+    }
+    // Anything else goes through `require`, protected: loading may fail.
+    ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
+    ffi::lua_getfield(L, -1, c"require".as_ptr());
+    ffi::lua_rotate(L, -2, 1);
+    ffi::lua_settop(L, -2);
+    push_bytes(L, name);
+    if ffi::lua_pcall(L, 1, 1, 0) != ffi::LUA_OK {
+        let msg = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+        ffi::lua_settop(L, -2);
+        return Err(msg);
+    }
+    Ok(())
+}
+
+/// Opens `package`, registers Synodic's modules and the standard libraries in
+/// `package.preload`, and adds Debian's module directories to the search paths.
+unsafe extern "C-unwind" fn open_package(L: *mut ffi::lua_State) -> c_int {
+    ffi::luaopen_package(L);
+    let package = ffi::lua_gettop(L);
+    ffi::lua_getfield(L, package, c"preload".as_ptr());
+    for (name, f) in NATIVE.iter().chain(LAZY.iter().filter(|(n, _)| *n != c"package")) {
+        ffi::lua_pushcfunction(L, *f);
+        ffi::lua_setfield(L, -2, name.as_ptr());
+    }
+    ffi::lua_settop(L, package);
+    let triple = format!("{}-linux-gnu", std::env::consts::ARCH);
+    if std::env::var_os("LUA_PATH_5_4").is_none() && std::env::var_os("LUA_PATH").is_none() {
+        append_path(L, package, c"path", "/usr/share/lua/5.4/?.lua;/usr/share/lua/5.4/?/init.lua".to_string());
+    }
+    if std::env::var_os("LUA_CPATH_5_4").is_none() && std::env::var_os("LUA_CPATH").is_none() {
+        append_path(L, package, c"cpath", format!("/usr/lib/{triple}/lua/5.4/?.so;/usr/lib/lua/5.4/?.so"));
+    }
+    1
+}
+
+unsafe fn append_path(L: *mut ffi::lua_State, package: c_int, field: &CStr, extra: String) {
+    ffi::lua_getfield(L, package, field.as_ptr());
+    push_bytes(L, b";");
+    push_bytes(L, extra.as_bytes());
+    drop(extra);
+    ffi::lua_concat(L, 3);
+    ffi::lua_setfield(L, package, field.as_ptr());
+}
+
+extern "C" {
+    static stdout: *mut libc::FILE;
+}
+
+/// `print`, writing each line with one call so lines of concurrent processes never interleave.
+unsafe extern "C-unwind" fn print(L: *mut ffi::lua_State) -> c_int {
+    let n = ffi::lua_gettop(L);
+    for i in 1..=n {
+        ffi::luaL_tolstring(L, i, std::ptr::null_mut());
+        if i < n {
+            push_bytes(L, b"\t");
+        }
+    }
+    push_bytes(L, b"\n");
+    ffi::lua_concat(L, ffi::lua_gettop(L) - n);
+    let line = to_bytes(L, -1).unwrap_or_default();
+    libc::fwrite(line.as_ptr().cast(), 1, line.len(), stdout);
+    0
+}
+
+/// Bytes the state currently holds (Lua's own count).
+pub(crate) unsafe fn memory(L: *mut ffi::lua_State) -> usize {
+    let kb = ffi::lua_gc(L, ffi::LUA_GCCOUNT, 0) as usize;
+    let b = ffi::lua_gc(L, ffi::LUA_GCCOUNTB, 0) as usize;
+    kb * 1024 + b
+}

@@ -1,0 +1,125 @@
+//! Small helpers over the raw Lua C API shared by the native modules.
+//!
+//! A rule for every native function here: `lua_error` and `lua_yieldk`
+//! unwind with `longjmp`, which skips Rust destructors. So a function first
+//! does its Rust work in an inner function that returns a `Result`, drops
+//! everything that owns memory, and only then raises or yields.
+
+use std::ffi::{c_int, c_void, CStr};
+use std::time::{Duration, Instant};
+
+use mlua_sys as ffi;
+use synodic_core::Pid;
+
+use crate::ctx::{ctx, Pending};
+
+pub(crate) unsafe fn push_bytes(L: *mut ffi::lua_State, b: &[u8]) {
+    ffi::lua_pushlstring(L, b.as_ptr().cast(), b.len());
+}
+
+/// The bytes of a string (or number, converted in place) at `idx`.
+pub(crate) unsafe fn to_bytes<'a>(L: *mut ffi::lua_State, idx: c_int) -> Option<&'a [u8]> {
+    let mut len = 0;
+    let p = ffi::lua_tolstring(L, idx, &mut len);
+    (!p.is_null()).then(|| std::slice::from_raw_parts(p.cast(), len))
+}
+
+/// Raises `msg` as a Lua error. The message is copied onto the Lua stack and
+/// dropped before unwinding.
+pub(crate) unsafe fn raise(L: *mut ffi::lua_State, msg: String) -> c_int {
+    push_bytes(L, msg.as_bytes());
+    drop(msg);
+    ffi::lua_error(L)
+}
+
+pub(crate) unsafe fn type_name(L: *mut ffi::lua_State, idx: c_int) -> &'static str {
+    let p = ffi::lua_typename(L, ffi::lua_type(L, idx));
+    CStr::from_ptr(p).to_str().unwrap_or("?")
+}
+
+pub(crate) unsafe fn push_pid(L: *mut ffi::lua_State, pid: Pid) {
+    ffi::lua_pushlightuserdata(L, pid.raw() as usize as *mut c_void);
+    let c = ctx(L);
+    if !c.pid_meta {
+        c.pid_meta = true;
+        set_pid_metatable(L);
+    }
+}
+
+/// All light userdata of a state share one metatable; pids are the only light userdata we make.
+unsafe fn set_pid_metatable(L: *mut ffi::lua_State) {
+    ffi::lua_createtable(L, 0, 2);
+    ffi::lua_pushcfunction(L, pid_tostring);
+    ffi::lua_setfield(L, -2, c"__tostring".as_ptr());
+    ffi::lua_pushstring(L, c"pid".as_ptr());
+    ffi::lua_setfield(L, -2, c"__name".as_ptr());
+    ffi::lua_setmetatable(L, -2);
+}
+
+unsafe extern "C-unwind" fn pid_tostring(L: *mut ffi::lua_State) -> c_int {
+    match to_pid(L, 1) {
+        Some(pid) => {
+            let s = pid.to_string();
+            push_bytes(L, s.as_bytes());
+        }
+        None => {
+            let p = ffi::lua_touserdata(L, 1);
+            let s = format!("userdata: {p:p}");
+            push_bytes(L, s.as_bytes());
+        }
+    }
+    1
+}
+
+pub(crate) unsafe fn to_pid(L: *mut ffi::lua_State, idx: c_int) -> Option<Pid> {
+    if ffi::lua_type(L, idx) != ffi::LUA_TLIGHTUSERDATA {
+        return None;
+    }
+    Pid::from_raw(ffi::lua_touserdata(L, idx) as usize as u64)
+}
+
+/// An optional timeout argument in seconds: `None` for nil/none.
+pub(crate) unsafe fn opt_seconds(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<Option<Duration>, String> {
+    if ffi::lua_isnoneornil(L, idx) != 0 {
+        return Ok(None);
+    }
+    let mut ok = 0;
+    let secs = ffi::lua_tonumberx(L, idx, &mut ok);
+    if ok == 0 || secs.is_nan() {
+        return Err(format!("bad argument #{idx} to '{fname}' (number expected, got {})", type_name(L, idx)));
+    }
+    Ok(Some(Duration::from_secs_f64(secs.clamp(0.0, 1e9))))
+}
+
+/// Sets (and arms) the deadline of a blocking call that starts now.
+pub(crate) unsafe fn start_deadline(L: *mut ffi::lua_State, timeout: Option<Duration>) {
+    let c = ctx(L);
+    c.deadline = timeout.map(|t| Instant::now() + t);
+    if let Some(at) = c.deadline {
+        c.rt().arm_timer(c.proc(), at);
+    }
+}
+
+pub(crate) unsafe fn deadline_passed(L: *mut ffi::lua_State) -> bool {
+    ctx(L).deadline.is_some_and(|d| Instant::now() >= d)
+}
+
+/// Yields the process to the scheduler; `k` runs when it is resumed.
+/// Raises an error instead when this thread cannot yield.
+pub(crate) unsafe fn yield_to_scheduler(L: *mut ffi::lua_State, why: Pending, k: ffi::lua_KFunction, what: &str) -> c_int {
+    if ffi::lua_isyieldable(L) == 0 {
+        let msg = format!("{what}: cannot block here (inside a call that cannot yield, such as a metamethod called from C)");
+        return raise(L, msg);
+    }
+    ctx(L).pending = why;
+    ffi::lua_yieldk(L, 0, 0, Some(k))
+}
+
+/// Pushes a new table holding `funcs`.
+pub(crate) unsafe fn new_lib(L: *mut ffi::lua_State, funcs: &[(&CStr, ffi::lua_CFunction)]) {
+    ffi::lua_createtable(L, 0, funcs.len() as c_int);
+    for (name, f) in funcs {
+        ffi::lua_pushcfunction(L, *f);
+        ffi::lua_setfield(L, -2, name.as_ptr());
+    }
+}

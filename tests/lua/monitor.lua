@@ -1,0 +1,47 @@
+-- monitor: DOWN with "normal", the exit value, or the error text; at once for a dead pid.
+local s = require "synodic"
+
+local function down_of(f)
+  local p = s.spawn(function() s.receive() f() end)
+  s.monitor(p)
+  s.send(p, "go")
+  local tag, who, reason = s.receive()
+  assert(tag == "DOWN" and who == p, tostring(tag))
+  return reason
+end
+
+assert(down_of(function() end) == "normal")
+assert(down_of(function() s.exit() end) == "normal")
+assert(down_of(function() s.exit("tired") end) == "tired")
+local r = down_of(function() s.exit({code = 7}) end)
+assert(type(r) == "table" and r.code == 7, "any sendable value can be a reason")
+local e = down_of(function() error("kaboom") end)
+assert(type(e) == "string" and e:find("kaboom"), e)
+local e2 = down_of(function() local x = nil; return x.field end)
+assert(e2:find("attempt to index"), e2)
+
+-- Code after exit does not run.
+local me = s.self()
+local p = s.spawn(function() s.exit("early") s.send(me, "after exit") end)
+s.monitor(p)
+local _, _, why = s.receive()
+assert(why == "early")
+assert(select("#", s.receive(0.05)) == 0, "nothing was sent after exit")
+
+-- A pid that has already ended gives its DOWN at once.
+local gone = s.spawn(function() end)
+while s.is_alive(gone) do s.sleep(0.001) end
+s.monitor(gone)
+local tag, who = s.receive(1)
+assert(tag == "DOWN" and who == gone)
+
+-- Several monitors of one process all hear of its end.
+local target = s.spawn(function() s.receive() end)
+local watchers = {}
+for i = 1, 3 do
+  watchers[i] = s.spawn(function(t, parent) s.monitor(t) s.send(parent, "watching") s.send(parent, s.receive()) end, target, me)
+end
+for _ = 1, 3 do assert(s.receive() == "watching") end
+s.send(target, "stop")
+for _ = 1, 3 do assert(s.receive() == "DOWN") end
+print("monitor ok")

@@ -1,0 +1,14 @@
+-- sleep blocks only the calling process.
+local s = require "synodic"
+local me = s.self()
+s.spawn(function() s.sleep(0.2) s.send(me, "sleeper") end)
+s.spawn(function() s.send(me, "quick") end)
+assert(s.receive() == "quick", "a sleeping process does not hold up others")
+local t0 = s.clock()
+s.sleep(0.05)
+assert(s.clock() - t0 >= 0.045)
+assert(s.receive() == "sleeper")
+s.sleep(0) -- yields and comes back
+local ok, err = pcall(s.sleep, "soon")
+assert(not ok and err:find("number expected"), err)
+print("sleep ok")
