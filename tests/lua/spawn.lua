@@ -3,7 +3,7 @@ local s = require "synodic"
 
 local me = s.self()
 assert(type(me) == "userdata")
-assert(tostring(me):match("^<%d+%.%d+>$"), tostring(me))
+assert(tostring(me):match("^<%d+%.%d+%.%d+>$"), tostring(me))
 assert(me == s.self())
 
 local child = s.spawn(function(parent, a, b) s.send(parent, s.self(), a + b) end, me, 20, 22)

@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::process::{Message, Process};
+use crate::process::Process;
+use crate::Message;
 use crate::Error;
 
 /// What a waiting party learns when it looks at its hand-off.
@@ -34,7 +35,7 @@ pub enum Handed {
 }
 
 pub struct Handoff {
-    proc: Arc<Process>,
+    proc: &'static Process,
     slot: Mutex<Slot>,
 }
 
@@ -45,8 +46,8 @@ enum Slot {
 }
 
 impl Handoff {
-    fn new(proc: &Arc<Process>, msg: Option<Message>) -> Arc<Handoff> {
-        Arc::new(Handoff { proc: proc.clone(), slot: Mutex::new(Slot::Waiting(msg)) })
+    fn new(proc: &'static Process, msg: Option<Message>) -> Arc<Handoff> {
+        Arc::new(Handoff { proc, slot: Mutex::new(Slot::Waiting(msg)) })
     }
 
     /// Takes the outcome if there is one.
@@ -98,13 +99,13 @@ impl Channels {
     }
 
     /// Offers a message; `wake` is called for a receiver that must run.
-    pub fn send(&self, name: &[u8], me: &Arc<Process>, msg: Message, wake: impl Fn(&Arc<Process>)) -> Result<SendOutcome, Error> {
+    pub fn send(&self, name: &[u8], me: &'static Process, msg: Message, wake: impl Fn(&'static Process)) -> Result<SendOutcome, Error> {
         let chan = self.get(name)?;
         let mut q = chan.lock();
         if let Some(receiver) = q.receivers.pop_front() {
             drop(q);
             *receiver.slot.lock() = Slot::Done(Some(msg));
-            wake(&receiver.proc);
+            wake(receiver.proc);
             return Ok(SendOutcome::Delivered);
         }
         let handoff = Handoff::new(me, Some(msg));
@@ -113,7 +114,7 @@ impl Channels {
     }
 
     /// Takes a message, or queues the caller (unless `wait` is false).
-    pub fn receive(&self, name: &[u8], me: &Arc<Process>, wait: bool, wake: impl Fn(&Arc<Process>)) -> Result<ReceiveOutcome, Error> {
+    pub fn receive(&self, name: &[u8], me: &'static Process, wait: bool, wake: impl Fn(&'static Process)) -> Result<ReceiveOutcome, Error> {
         let chan = self.get(name)?;
         let mut q = chan.lock();
         if let Some(sender) = q.senders.pop_front() {
@@ -125,7 +126,7 @@ impl Channels {
                     _ => unreachable!("queued senders always hold their message"),
                 }
             };
-            wake(&sender.proc);
+            wake(sender.proc);
             return Ok(ReceiveOutcome::Got(msg));
         }
         if !wait {
@@ -137,12 +138,12 @@ impl Channels {
     }
 
     /// Deletes a channel and releases everyone waiting on it.
-    pub fn delete(&self, name: &[u8], wake: impl Fn(&Arc<Process>)) -> Result<(), Error> {
+    pub fn delete(&self, name: &[u8], wake: impl Fn(&'static Process)) -> Result<(), Error> {
         let chan = self.map.lock().remove(name).ok_or(Error::NoSuchChannel)?;
         let q = std::mem::take(&mut *chan.lock());
         for h in q.senders.into_iter().chain(q.receivers) {
             *h.slot.lock() = Slot::Deleted;
-            wake(&h.proc);
+            wake(h.proc);
         }
         Ok(())
     }

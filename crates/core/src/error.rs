@@ -10,6 +10,8 @@ pub enum Error {
     NameTaken(String),
     #[error("no such channel")]
     NoSuchChannel,
+    #[error("too many processes on this node")]
+    TooManyProcesses,
     #[error("no such node '{0}'")]
     NoSuchNode(String),
     #[error(transparent)]

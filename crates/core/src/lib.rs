@@ -8,23 +8,27 @@
 //! | module | gives |
 //! |---|---|
 //! | [`pid`] | `Pid`: node + serial in one tagged `u64` |
-//! | [`process`] | `Process`, `Body`, `Step`, `ExitReason`, `Message` |
+//! | [`process`] | `Process`, `Body`, `Step`, `ExitReason` |
+//! | `message` | `Message`: encoded values, small ones inline |
 //! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main` |
 //! | [`channel`] | `Channels`: named rendezvous with hand-offs |
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
-//! | `scheduler`, `timer`, `names` | internal: worker pool, deadlines, name map |
+//! | `scheduler`, `table`, `timer`, `names` | internal: worker pool, process slots, deadlines, name map |
 
 pub mod channel;
 mod error;
+mod message;
 mod names;
 pub mod pid;
 pub mod process;
 pub mod runtime;
 mod scheduler;
+mod table;
 mod timer;
 pub mod wire;
 
 pub use error::Error;
 pub use pid::Pid;
-pub use process::{Body, ExitReason, Message, Process, Step};
+pub use message::Message;
+pub use process::{Body, ExitReason, Process, Step};
 pub use runtime::{Config, Runtime};

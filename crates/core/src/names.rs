@@ -15,7 +15,7 @@ pub(crate) struct Names {
 }
 
 impl Names {
-    pub(crate) fn register(&self, name: &[u8], proc: &Process) -> Result<(), Error> {
+    pub(crate) fn register(&self, name: &[u8], proc: &'static Process) -> Result<(), Error> {
         let mut links = proc.links.lock();
         if links.exited {
             return Err(Error::NoProcess(proc.pid()));

@@ -1,30 +1,40 @@
 //! Process identifiers. A pid is one `u64` that names a process anywhere in a
-//! cluster: a node index and a per-node serial number, plus a fixed tag in the
-//! low bits. The tag lets the Lua layer carry pids as light userdata (which
-//! compare by value and work as table keys) and still tell them apart from the
-//! aligned pointers other C libraries use as light userdata.
+//! cluster: a node number, the index of the process's slot in that node's
+//! process table, and the slot's generation (bumped each time the slot is
+//! reused, so a stale pid never reaches a newer process), plus a fixed tag in
+//! the low bits. The tag lets the Lua layer carry pids as light userdata
+//! (which compare by value and work as table keys) and still tell them apart
+//! from the aligned pointers other C libraries use as light userdata.
 
 use std::fmt;
 
 const TAG_BITS: u32 = 4;
 const TAG: u64 = 0xD;
-const NODE_BITS: u32 = 16;
-const SERIAL_SHIFT: u32 = TAG_BITS + NODE_BITS;
+const NODE_BITS: u32 = 12;
+const INDEX_BITS: u32 = 24;
+const GEN_BITS: u32 = 64 - TAG_BITS - NODE_BITS - INDEX_BITS;
+const NODE_SHIFT: u32 = TAG_BITS;
+const INDEX_SHIFT: u32 = NODE_SHIFT + NODE_BITS;
+const GEN_SHIFT: u32 = INDEX_SHIFT + INDEX_BITS;
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Pid(u64);
 
 impl Pid {
-    pub const MAX_SERIAL: u64 = (1 << (64 - SERIAL_SHIFT)) - 1;
+    /// Processes a node can hold at once.
+    pub const MAX_INDEX: u32 = (1 << INDEX_BITS) - 1;
+    pub const MAX_NODE: u16 = (1 << NODE_BITS) - 1;
+    pub const GEN_MASK: u32 = (1 << GEN_BITS) - 1;
 
-    pub fn new(node: u16, serial: u64) -> Pid {
-        debug_assert!(serial <= Self::MAX_SERIAL);
-        Pid(serial << SERIAL_SHIFT | (node as u64) << TAG_BITS | TAG)
+    pub fn new(node: u16, index: u32, generation: u32) -> Pid {
+        debug_assert!(node <= Self::MAX_NODE && index <= Self::MAX_INDEX);
+        let g = (generation & Self::GEN_MASK) as u64;
+        Pid(g << GEN_SHIFT | (index as u64) << INDEX_SHIFT | (node as u64) << NODE_SHIFT | TAG)
     }
 
     /// Rebuilds a pid from its raw form; `None` when the bits are not a pid.
     pub fn from_raw(raw: u64) -> Option<Pid> {
-        (raw & ((1 << TAG_BITS) - 1) == TAG && raw >> SERIAL_SHIFT != 0).then_some(Pid(raw))
+        (raw & ((1 << TAG_BITS) - 1) == TAG).then_some(Pid(raw))
     }
 
     pub fn raw(self) -> u64 {
@@ -32,17 +42,21 @@ impl Pid {
     }
 
     pub fn node(self) -> u16 {
-        (self.0 >> TAG_BITS) as u16
+        ((self.0 >> NODE_SHIFT) & ((1 << NODE_BITS) - 1)) as u16
     }
 
-    pub fn serial(self) -> u64 {
-        self.0 >> SERIAL_SHIFT
+    pub fn index(self) -> u32 {
+        ((self.0 >> INDEX_SHIFT) & ((1 << INDEX_BITS) - 1)) as u32
+    }
+
+    pub fn generation(self) -> u32 {
+        (self.0 >> GEN_SHIFT) as u32
     }
 }
 
 impl fmt::Display for Pid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "<{}.{}>", self.node(), self.serial())
+        write!(f, "<{}.{}.{}>", self.node(), self.index(), self.generation())
     }
 }
 
@@ -58,11 +72,13 @@ mod tests {
 
     #[test]
     fn round_trips_and_rejects_non_pids() {
-        let pid = Pid::new(3, 123_456);
+        let pid = Pid::new(3, 123_456, 7);
         assert_eq!(Pid::from_raw(pid.raw()), Some(pid));
-        assert_eq!((pid.node(), pid.serial()), (3, 123_456));
-        assert_eq!(pid.to_string(), "<3.123456>");
+        assert_eq!((pid.node(), pid.index(), pid.generation()), (3, 123_456, 7));
+        assert_eq!(pid.to_string(), "<3.123456.7>");
         assert_eq!(Pid::from_raw(0x1000), None, "an aligned pointer is not a pid");
-        assert_eq!(Pid::from_raw(TAG), None, "serial 0 is never issued");
+        let max = Pid::new(Pid::MAX_NODE, Pid::MAX_INDEX, Pid::GEN_MASK);
+        assert_eq!((max.node(), max.index(), max.generation()), (Pid::MAX_NODE, Pid::MAX_INDEX, Pid::GEN_MASK));
+        assert_ne!(Pid::new(0, 1, 1), Pid::new(0, 1, 2), "a reused slot gives a new pid");
     }
 }

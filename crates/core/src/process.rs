@@ -1,37 +1,39 @@
-//! One process as the core sees it: a pid, a mailbox, the run state that the
-//! scheduler and wakers agree on, and an opaque [`Body`] that does the work
-//! (the Lua layer's interpreter state). The core never looks inside a body.
+//! One process as the core sees it: a slot in the process table with a
+//! mailbox, the run state that the scheduler and wakers agree on, links
+//! (monitors, names) and an opaque [`Body`] that does the work (the Lua
+//! layer's interpreter state). The core never looks inside a body.
 //!
 //! Run states and who moves between them:
 //!
-//! 1. `QUEUED`  – in some run queue; only the worker that pops it moves on.
-//! 2. `RUNNING` – a worker is inside [`Body::resume`].
+//! 1. `QUEUED`   – in some run queue; only the worker that pops it moves on.
+//! 2. `RUNNING`  – a worker is inside [`Body::resume`].
 //! 3. `NOTIFIED` – running, and something happened that it may be waiting for;
 //!    when the body blocks it is queued again at once instead of going idle.
-//! 4. `IDLE`    – blocked; the first [`Process::notify`] queues it.
-//! 5. `DEAD`    – ended; notifications are ignored.
+//! 4. `IDLE`     – blocked; the first [`Process::notify`] queues it.
+//! 5. `DEAD`     – the slot is vacant; notifications are ignored.
 //!
-//! A wake-up is a hint, never a value: a body that is resumed re-checks what
-//! it waits for (mailbox, deadline, channel hand-off) and blocks again if that
-//! is not there yet. This keeps every waker simple and lost wake-ups impossible.
+//! A wake-up is a hint, never a value: a resumed body re-checks what it
+//! waits for (mailbox, deadline, channel hand-off) and blocks again if that
+//! is not there yet. So every waker stays simple, lost wake-ups cannot
+//! happen, and a stray wake-up of a reused slot is harmless.
+//!
+//! A pid is valid while the slot's generation matches it. The generation
+//! changes only under the mailbox lock, which is also where deliveries check
+//! it: no message for an ended process can land in its slot's next tenant.
 
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
 
 use parking_lot::Mutex;
 
-use crate::{Pid, Runtime};
-use std::sync::Arc;
+use crate::{Message, Pid, Runtime};
 
 pub(crate) const QUEUED: u8 = 0;
 pub(crate) const RUNNING: u8 = 1;
 pub(crate) const NOTIFIED: u8 = 2;
 pub(crate) const IDLE: u8 = 3;
 pub(crate) const DEAD: u8 = 4;
-
-/// An encoded message (see [`crate::wire`]).
-pub type Message = Box<[u8]>;
 
 /// Why a process ended; it becomes the `reason` of DOWN notices.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,7 +57,7 @@ pub enum Step {
 /// The work a process does. `resume` is only ever called by one worker at a
 /// time, so a body needs `Send` but not `Sync`.
 pub trait Body: Send {
-    fn resume(&mut self, rt: &Runtime, me: &Arc<Process>) -> Step;
+    fn resume(&mut self, rt: &Runtime, me: &'static Process) -> Step;
 }
 
 #[derive(Default)]
@@ -65,10 +67,17 @@ pub(crate) struct Links {
     pub exited: bool,
 }
 
+struct Mailbox {
+    generation: u32,
+    queue: VecDeque<Message>,
+}
+
 pub struct Process {
-    pid: Pid,
+    index: u32,
+    node: u16,
     pub(crate) state: AtomicU8,
-    mailbox: Mutex<VecDeque<Message>>,
+    generation: AtomicU32,
+    mailbox: Mutex<Mailbox>,
     /// Bumped whenever the process arms a new timer, so stale timers are ignored.
     pub(crate) timer_seq: AtomicU64,
     pub(crate) links: Mutex<Links>,
@@ -76,38 +85,76 @@ pub struct Process {
 }
 
 // SAFETY: `body` is only touched by the single worker that moved the process
-// from QUEUED to RUNNING (see `take_body`/`put_body`); every other field is
-// synchronised.
+// from QUEUED to RUNNING (see `take_body`/`put_body`), or by `occupy` on a
+// vacant slot that nobody else can reach; every other field is synchronised.
 unsafe impl Sync for Process {}
 unsafe impl Send for Process {}
 
 impl Process {
-    pub(crate) fn new(pid: Pid, body: Box<dyn Body>) -> Process {
+    pub(crate) fn vacant(node: u16, index: u32) -> Process {
         Process {
-            pid,
-            state: AtomicU8::new(QUEUED),
-            mailbox: Mutex::new(VecDeque::new()),
+            index,
+            node,
+            state: AtomicU8::new(DEAD),
+            generation: AtomicU32::new(0),
+            mailbox: Mutex::new(Mailbox { generation: 0, queue: VecDeque::new() }),
             timer_seq: AtomicU64::new(0),
             links: Mutex::new(Links::default()),
-            body: UnsafeCell::new(Some(body)),
+            body: UnsafeCell::new(None),
         }
     }
 
+    pub(crate) fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// The pid of the process that currently holds this slot.
     pub fn pid(&self) -> Pid {
-        self.pid
+        Pid::new(self.node, self.index, self.generation.load(Acquire))
+    }
+
+    /// Whether `pid` names the current tenant of this slot.
+    pub(crate) fn is(&self, pid: Pid) -> bool {
+        self.generation.load(Acquire) == pid.generation() && self.state.load(Acquire) != DEAD
+    }
+
+    /// Installs a new process in a vacant slot (from `Table::acquire`).
+    pub(crate) fn occupy(&self, body: Box<dyn Body>) -> Pid {
+        // SAFETY: a vacant slot is reachable by no worker; stale wakers see DEAD and back off.
+        unsafe { *self.body.get() = Some(body) };
+        *self.links.lock() = Links::default();
+        let generation = self.mailbox.lock().generation;
+        self.generation.store(generation, Release);
+        self.state.store(QUEUED, Release);
+        Pid::new(self.node, self.index, generation)
+    }
+
+    /// Ends the tenancy: later sends to its pid are dropped, queued messages freed.
+    pub(crate) fn vacate(&self) {
+        self.state.store(DEAD, Release);
+        let mut mb = self.mailbox.lock();
+        mb.generation = (mb.generation + 1) & Pid::GEN_MASK;
+        self.generation.store(mb.generation, Release);
+        mb.queue = VecDeque::new();
     }
 
     /// Takes the next message, if any.
     pub fn pop_message(&self) -> Option<Message> {
-        self.mailbox.lock().pop_front()
+        self.mailbox.lock().queue.pop_front()
     }
 
     pub fn mailbox_len(&self) -> usize {
-        self.mailbox.lock().len()
+        self.mailbox.lock().queue.len()
     }
 
-    pub(crate) fn push_message(&self, msg: Message) {
-        self.mailbox.lock().push_back(msg);
+    /// Delivers a message if `to` still names this slot's tenant.
+    pub(crate) fn deliver(&self, to: Pid, msg: Message) -> bool {
+        let mut mb = self.mailbox.lock();
+        if mb.generation != to.generation() || self.state.load(Acquire) == DEAD {
+            return false;
+        }
+        mb.queue.push_back(msg);
+        true
     }
 
     /// Marks the process as having something to look at. Returns true when

@@ -5,27 +5,30 @@
 //!
 //! The end of a process, in order:
 //!
-//! 1. its body is dropped (the Lua state is closed) and its state set DEAD;
-//! 2. it leaves the process table, so later sends are dropped;
-//! 3. its links are closed: names are released, monitors collected;
-//! 4. each monitor gets `"DOWN", pid, reason`;
-//! 5. if it was the watched main process, the waiter in `run_main` returns.
+//! 1. its body is dropped (the Lua state is closed);
+//! 2. its links are closed: monitors and names are collected, and later
+//!    monitors get their DOWN at once;
+//! 3. its slot is vacated: the generation moves on, so later sends to its
+//!    pid are dropped, and queued messages are freed;
+//! 4. names are released and each monitor gets `"DOWN", pid, reason`;
+//! 5. the slot goes back to the free list;
+//! 6. if it was the watched main process, the waiter in `run_main` returns.
 
-use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use dashmap::DashMap;
 use parking_lot::{Condvar, Mutex};
 
 use crate::channel::Channels;
 use crate::names::Names;
-use crate::process::{Body, ExitReason, Message, Process, Step, DEAD, QUEUED};
+use crate::process::{Body, ExitReason, Process, Step, QUEUED};
 use crate::scheduler::Scheduler;
+use crate::table::Table;
 use crate::timer::Timers;
 use crate::wire::Writer;
-use crate::{Error, Pid};
+use crate::{Error, Message, Pid};
 
 pub struct Config {
     /// Worker threads; 0 means one per core.
@@ -46,11 +49,10 @@ pub struct Runtime {
 
 pub(crate) struct Shared {
     pub(crate) scheduler: Scheduler,
-    procs: DashMap<u64, Arc<Process>>,
+    table: Table,
     names: Names,
     channels: Channels,
     timers: Timers,
-    next_serial: AtomicU64,
     node: u16,
     node_name: String,
     main: Mutex<Option<(Pid, Option<ExitReason>)>>,
@@ -68,11 +70,10 @@ impl Runtime {
         let (scheduler, queues) = Scheduler::new(workers);
         let shared = Arc::new(Shared {
             scheduler,
-            procs: DashMap::new(),
+            table: Table::new(0),
             names: Names::default(),
             channels: Channels::default(),
             timers: Timers::default(),
-            next_serial: AtomicU64::new(1),
             node: 0,
             node_name: config.node_name,
             main: Mutex::new(None),
@@ -88,7 +89,7 @@ impl Runtime {
         }
         let timer_rt = rt.clone();
         let t = std::thread::Builder::new().name("synodic-timers".into());
-        threads.push(t.spawn(move || timer_rt.shared.timers.run(|p| timer_rt.wake(&p))).expect("spawn timer thread"));
+        threads.push(t.spawn(move || timer_rt.shared.timers.run(|p| timer_rt.wake(p))).expect("spawn timer thread"));
         *rt.shared.threads.lock() = threads;
         rt
     }
@@ -111,7 +112,7 @@ impl Runtime {
 
     /// Live processes on this node.
     pub fn process_count(&self) -> usize {
-        self.shared.procs.len()
+        self.shared.table.live()
     }
 
     /// Pending timers, stale ones included (for tests and statistics).
@@ -120,46 +121,49 @@ impl Runtime {
     }
 
     /// Starts a process; it runs as soon as a worker is free.
-    pub fn spawn(&self, body: Box<dyn Body>) -> Pid {
-        let serial = self.shared.next_serial.fetch_add(1, Relaxed);
-        let pid = Pid::new(self.shared.node, serial);
-        let proc = Arc::new(Process::new(pid, body));
-        self.shared.procs.insert(pid.raw(), proc.clone());
-        self.scheduler().schedule_back(proc);
-        pid
+    pub fn spawn(&self, body: Box<dyn Body>) -> Result<Pid, Error> {
+        let slot = self.shared.table.acquire().ok_or(Error::TooManyProcesses)?;
+        let pid = slot.occupy(body);
+        self.scheduler().schedule_back(slot);
+        Ok(pid)
+    }
+
+    /// The slot of a live process.
+    fn live(&self, pid: Pid) -> Option<&'static Process> {
+        self.shared.table.lookup(pid).filter(|p| p.is(pid))
     }
 
     pub fn is_alive(&self, pid: Pid) -> bool {
-        self.shared.procs.contains_key(&pid.raw())
+        self.live(pid).is_some()
     }
 
     /// Delivers a message; false when the destination is gone (the message is dropped).
     pub fn send(&self, to: Pid, msg: Message) -> bool {
-        let Some(proc) = self.shared.procs.get(&to.raw()).map(|p| p.clone()) else {
+        let Some(slot) = self.shared.table.lookup(to) else { return false };
+        if !slot.deliver(to, msg) {
             return false;
-        };
-        proc.push_message(msg);
-        self.wake(&proc);
+        }
+        self.wake(slot);
         true
     }
 
     /// Lets a process know something it may wait for has happened.
-    pub fn wake(&self, proc: &Arc<Process>) {
+    pub fn wake(&self, proc: &'static Process) {
         if proc.notify() {
-            self.scheduler().schedule(proc.clone());
+            self.scheduler().schedule(proc);
         }
     }
 
     /// Wakes `proc` at `at` (it re-checks its own deadline then).
-    pub fn arm_timer(&self, proc: &Arc<Process>, at: Instant) {
+    pub fn arm_timer(&self, proc: &'static Process, at: Instant) {
         self.shared.timers.arm(proc, at);
     }
 
     /// `watcher` gets `"DOWN", target, reason` when `target` ends, at once if it already has.
     pub fn monitor(&self, watcher: Pid, target: Pid) {
-        if let Some(proc) = self.shared.procs.get(&target.raw()).map(|p| p.clone()) {
-            let mut links = proc.links.lock();
-            if !links.exited {
+        if let Some(slot) = self.shared.table.lookup(target) {
+            let mut links = slot.links.lock();
+            if !links.exited && slot.is(target) {
                 links.monitors.push(watcher);
                 return;
             }
@@ -168,8 +172,8 @@ impl Runtime {
     }
 
     pub fn register(&self, name: &[u8], pid: Pid) -> Result<(), Error> {
-        let proc = self.shared.procs.get(&pid.raw()).map(|p| p.clone()).ok_or(Error::NoProcess(pid))?;
-        self.shared.names.register(name, &proc)
+        let proc = self.live(pid).ok_or(Error::NoProcess(pid))?;
+        self.shared.names.register(name, proc)
     }
 
     pub fn whereis(&self, name: &[u8]) -> Option<Pid> {
@@ -179,7 +183,10 @@ impl Runtime {
     /// Runs `body` as the main process and blocks until it ends.
     pub fn run_main(&self, body: Box<dyn Body>) -> ExitReason {
         let mut main = self.shared.main.lock();
-        let pid = self.spawn(body);
+        let pid = match self.spawn(body) {
+            Ok(pid) => pid,
+            Err(e) => return ExitReason::Error(e.to_string()),
+        };
         *main = Some((pid, None));
         loop {
             if let Some((_, Some(reason))) = &*main {
@@ -201,14 +208,13 @@ impl Runtime {
                 let _ = t.join();
             }
         }
-        self.shared.procs.clear();
     }
 
     /// Runs one scheduled process until it yields (called by workers).
-    pub(crate) fn run_process(&self, proc: Arc<Process>) {
+    pub(crate) fn run_process(&self, proc: &'static Process) {
         // SAFETY: the process was popped from a run queue, so this worker is its only runner.
         let Some(mut body) = (unsafe { proc.take_body() }) else { return };
-        match body.resume(self, &proc) {
+        match body.resume(self, proc) {
             Step::Preempted => {
                 unsafe { proc.put_body(body) };
                 proc.state.store(QUEUED, Release);
@@ -222,17 +228,19 @@ impl Runtime {
             }
             Step::Exited(reason) => {
                 drop(body);
-                self.finish(&proc, reason);
+                self.finish(proc, reason);
             }
         }
     }
 
-    fn finish(&self, proc: &Arc<Process>, reason: ExitReason) {
+    fn finish(&self, proc: &'static Process, reason: ExitReason) {
         let pid = proc.pid();
-        proc.state.store(DEAD, Release);
-        self.shared.procs.remove(&pid.raw());
-        let links = std::mem::take(&mut *proc.links.lock());
-        proc.links.lock().exited = true;
+        let links = {
+            let mut links = proc.links.lock();
+            links.exited = true;
+            std::mem::take(&mut *links)
+        };
+        proc.vacate();
         self.shared.names.release(pid, links.names);
         if !links.monitors.is_empty() {
             let down = down_message(pid, &reason);
@@ -240,6 +248,7 @@ impl Runtime {
                 self.send(watcher, down.clone());
             }
         }
+        self.shared.table.release(proc);
         let mut main = self.shared.main.lock();
         if let Some((main_pid, slot)) = &mut *main {
             if *main_pid == pid {
@@ -268,5 +277,5 @@ pub fn down_message(pid: Pid, reason: &ExitReason) -> Message {
         // A one-value message: skip its version byte and its count (1, one byte).
         ExitReason::Value(encoded) => w.raw(&encoded[2..]),
     }
-    w.finish().into_boxed_slice()
+    Message::from_vec(w.finish())
 }

@@ -13,7 +13,6 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
-use std::sync::Arc;
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use parking_lot::{Condvar, Mutex};
@@ -27,8 +26,8 @@ const NEXT_STREAK: u32 = 64;
 const INJECTOR_EVERY: u32 = 61;
 
 pub(crate) struct Scheduler {
-    injector: Injector<Arc<Process>>,
-    stealers: Vec<Stealer<Arc<Process>>>,
+    injector: Injector<&'static Process>,
+    stealers: Vec<Stealer<&'static Process>>,
     idle: AtomicUsize,
     park_lock: Mutex<()>,
     unpark: Condvar,
@@ -36,8 +35,8 @@ pub(crate) struct Scheduler {
 }
 
 struct Local {
-    queue: Worker<Arc<Process>>,
-    next: Cell<Option<Arc<Process>>>,
+    queue: Worker<&'static Process>,
+    next: Cell<Option<&'static Process>>,
     streak: Cell<u32>,
     ticks: Cell<u32>,
     scheduler: *const Scheduler,
@@ -49,7 +48,7 @@ thread_local! {
 
 impl Scheduler {
     /// A scheduler for `workers` threads, and the deques those threads will own.
-    pub(crate) fn new(workers: usize) -> (Scheduler, Vec<Worker<Arc<Process>>>) {
+    pub(crate) fn new(workers: usize) -> (Scheduler, Vec<Worker<&'static Process>>) {
         let queues: Vec<_> = (0..workers.max(1)).map(|_| Worker::new_fifo()).collect();
         let sched = Scheduler {
             injector: Injector::new(),
@@ -64,16 +63,16 @@ impl Scheduler {
 
     /// Queues a runnable process: on the current worker's "next" slot when
     /// called from a worker of this scheduler, else on the injector.
-    pub(crate) fn schedule(&self, proc: Arc<Process>) {
+    pub(crate) fn schedule(&self, proc: &'static Process) {
         self.schedule_with(proc, true)
     }
 
     /// Queues a process behind the others of this worker (after preemption).
-    pub(crate) fn schedule_back(&self, proc: Arc<Process>) {
+    pub(crate) fn schedule_back(&self, proc: &'static Process) {
         self.schedule_with(proc, false)
     }
 
-    fn schedule_with(&self, proc: Arc<Process>, as_next: bool) {
+    fn schedule_with(&self, proc: &'static Process, as_next: bool) {
         let local = LOCAL.with(|l| l.get());
         // SAFETY: LOCAL points at the running worker's `Local`, which lives for the whole worker loop.
         match unsafe { local.as_ref() } {
@@ -109,7 +108,7 @@ impl Scheduler {
     }
 
     /// The body of one worker thread.
-    pub(crate) fn work(rt: &Runtime, queue: Worker<Arc<Process>>) {
+    pub(crate) fn work(rt: &Runtime, queue: Worker<&'static Process>) {
         let sched = rt.scheduler();
         let local = Local {
             queue,
@@ -128,7 +127,7 @@ impl Scheduler {
         LOCAL.with(|l| l.set(std::ptr::null()));
     }
 
-    fn find_work(&self, local: &Local) -> Option<Arc<Process>> {
+    fn find_work(&self, local: &Local) -> Option<&'static Process> {
         let ticks = local.ticks.get().wrapping_add(1);
         local.ticks.set(ticks);
         if ticks % INJECTOR_EVERY == 0 {
@@ -148,7 +147,7 @@ impl Scheduler {
         local.queue.pop().or_else(|| self.steal_injector(local)).or_else(|| self.steal_peers(local))
     }
 
-    fn steal_injector(&self, local: &Local) -> Option<Arc<Process>> {
+    fn steal_injector(&self, local: &Local) -> Option<&'static Process> {
         loop {
             match self.injector.steal_batch_and_pop(&local.queue) {
                 Steal::Success(p) => return Some(p),
@@ -158,7 +157,7 @@ impl Scheduler {
         }
     }
 
-    fn steal_peers(&self, local: &Local) -> Option<Arc<Process>> {
+    fn steal_peers(&self, local: &Local) -> Option<&'static Process> {
         for s in &self.stealers {
             loop {
                 match s.steal_batch_and_pop(&local.queue) {

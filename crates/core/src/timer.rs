@@ -7,7 +7,6 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::atomic::Ordering::*;
-use std::sync::Arc;
 use std::time::Instant;
 
 use parking_lot::{Condvar, Mutex};
@@ -17,7 +16,7 @@ use crate::process::Process;
 struct Entry {
     at: Instant,
     seq: u64,
-    proc: Arc<Process>,
+    proc: &'static Process,
 }
 
 impl PartialEq for Entry {
@@ -45,11 +44,11 @@ pub(crate) struct Timers {
 }
 
 impl Timers {
-    pub(crate) fn arm(&self, proc: &Arc<Process>, at: Instant) {
+    pub(crate) fn arm(&self, proc: &'static Process, at: Instant) {
         let seq = proc.timer_seq.fetch_add(1, AcqRel) + 1;
         let mut heap = self.heap.lock();
         let earliest = heap.0.peek().is_none_or(|top| at < top.at);
-        heap.0.push(Entry { at, seq, proc: proc.clone() });
+        heap.0.push(Entry { at, seq, proc });
         if earliest {
             self.changed.notify_one();
         }
@@ -66,7 +65,7 @@ impl Timers {
     }
 
     /// The timer thread: fires due timers through `wake` until stopped.
-    pub(crate) fn run(&self, wake: impl Fn(Arc<Process>)) {
+    pub(crate) fn run(&self, wake: impl Fn(&'static Process)) {
         let mut guard = self.heap.lock();
         loop {
             if guard.1 {

@@ -91,6 +91,15 @@ impl Writer {
         w
     }
 
+    /// Starts a message in a recycled buffer (cleared first).
+    pub fn message_into(mut buf: Vec<u8>, count: usize) -> Writer {
+        buf.clear();
+        let mut w = Writer { buf };
+        w.buf.push(VERSION);
+        w.varint(count as u64);
+        w
+    }
+
     pub fn finish(self) -> Vec<u8> {
         self.buf
     }
@@ -308,7 +317,7 @@ mod tests {
         w.int(-1);
         w.float(-0.0);
         w.str(b"a\0b");
-        w.pid(Pid::new(1, 9));
+        w.pid(Pid::new(1, 9, 2));
         let buf = w.finish();
         let (mut r, n) = Reader::message(&buf).unwrap();
         assert_eq!(n, 5);
@@ -317,7 +326,7 @@ mod tests {
         assert_eq!(r.tag().unwrap(), Tag::Float);
         assert!(r.float().unwrap().is_sign_negative());
         assert_eq!((r.tag().unwrap(), r.bytes().unwrap()), (Tag::Str, &b"a\0b"[..]));
-        assert_eq!((r.tag().unwrap(), r.pid().unwrap()), (Tag::Pid, Pid::new(1, 9)));
+        assert_eq!((r.tag().unwrap(), r.pid().unwrap()), (Tag::Pid, Pid::new(1, 9, 2)));
         r.finish().unwrap();
     }
 

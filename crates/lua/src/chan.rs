@@ -32,8 +32,8 @@ unsafe fn fail(L: *mut ffi::lua_State, why: &CStr) -> c_int {
     2
 }
 
-unsafe fn wake(L: *mut ffi::lua_State) -> impl Fn(&std::sync::Arc<synodic_core::Process>) {
-    let rt = ctx(L).rt().clone();
+unsafe fn wake<'a>(L: *mut ffi::lua_State) -> impl Fn(&'static synodic_core::Process) + 'a {
+    let rt: &'a synodic_core::Runtime = ctx(L).rt();
     move |p| rt.wake(p)
 }
 
@@ -60,7 +60,7 @@ unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<Next, String> {
     let top = ffi::lua_gettop(L);
     let msg = codec::encode(L, 2, top).map_err(|e| format!("send: {e}"))?;
     let c = ctx(L);
-    match c.rt().channels().send(n, c.proc(), msg.into_boxed_slice(), wake(L)) {
+    match c.rt().channels().send(n, c.proc(), msg, wake(L)) {
         Ok(SendOutcome::Delivered) => Ok(Next::Done(0)),
         Ok(SendOutcome::Wait(h)) => {
             c.handoff = Some(h);

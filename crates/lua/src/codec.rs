@@ -19,6 +19,7 @@ use std::ffi::{c_int, c_void, CStr};
 
 use mlua_sys as ffi;
 use synodic_core::wire::{Reader, Tag, Writer, MAX_DEPTH};
+use synodic_core::Message;
 
 use crate::util::{push_bytes, push_pid, to_bytes, to_pid, type_name};
 use crate::Error;
@@ -28,11 +29,19 @@ const MODULE_NAMES: &CStr = c"synodic.module_names";
 /// Registry key of the reverse map {C function = "module\0field"} (built on demand).
 const FUNCTION_NAMES: &CStr = c"synodic.function_names";
 
+thread_local! {
+    /// A buffer kept per worker thread, so encoding a small message allocates nothing.
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 /// Encodes the values at stack positions `first..=last` as one message.
-pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Vec<u8>, Error> {
+pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Message, Error> {
     let top = ffi::lua_gettop(L);
     let count = (last - first + 1).max(0) as usize;
-    let mut enc = Encoder { L, w: Writer::message(count), ids: HashMap::new(), upvalues: HashMap::new(), depth: 0 };
+    // Taken, not borrowed: a finaliser run during encoding may encode too.
+    let scratch = SCRATCH.with(|s| s.take());
+    let w = Writer::message_into(scratch, count);
+    let mut enc = Encoder { L, w, ids: HashMap::new(), upvalues: HashMap::new(), depth: 0 };
     let mut result = Ok(());
     for (n, idx) in (first..=last).enumerate() {
         if let Err(e) = enc.value(idx) {
@@ -41,7 +50,19 @@ pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -
         }
     }
     ffi::lua_settop(L, top);
-    result.map(|()| enc.w.finish()).map_err(Failure::into_error)
+    let bytes = enc.w.finish();
+    match result {
+        Ok(()) if bytes.len() > Message::INLINE => Ok(Message::from_vec(bytes)),
+        Ok(()) => {
+            let msg = Message::from_slice(&bytes);
+            SCRATCH.with(|s| s.set(bytes));
+            Ok(msg)
+        }
+        Err(e) => {
+            SCRATCH.with(|s| s.set(bytes));
+            Err(e.into_error())
+        }
+    }
 }
 
 /// Pushes the values of a message; returns how many.

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use mlua_sys as ffi;
 use synodic_core::channel::Handoff;
-use synodic_core::{ExitReason, Process, Runtime};
+use synodic_core::{ExitReason, Message, Process, Runtime};
 
 /// Why the process is yielding to the scheduler (not to a Lua coroutine).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -21,14 +21,14 @@ pub(crate) enum Pending {
 
 pub(crate) enum Boot {
     /// A spawn message: the function and its arguments.
-    Message(Vec<u8>),
+    Message(Message),
     /// The main script and its command-line arguments.
     Script { path: String, args: Vec<String> },
 }
 
 pub(crate) struct Ctx {
     rt: *const Runtime,
-    proc: *const Arc<Process>,
+    proc: Option<&'static Process>,
     pub pending: Pending,
     pub deadline: Option<Instant>,
     pub handoff: Option<Arc<Handoff>>,
@@ -43,7 +43,7 @@ impl Ctx {
     pub fn new(boot: Boot) -> Ctx {
         Ctx {
             rt: std::ptr::null(),
-            proc: std::ptr::null(),
+            proc: None,
             pending: Pending::None,
             deadline: None,
             handoff: None,
@@ -55,9 +55,9 @@ impl Ctx {
     }
 
     /// Points the context at the handles of the resume that is starting.
-    pub fn enter(&mut self, rt: &Runtime, proc: &Arc<Process>) {
+    pub fn enter(&mut self, rt: &Runtime, proc: &'static Process) {
         self.rt = rt;
-        self.proc = proc;
+        self.proc = Some(proc);
         self.pending = Pending::None;
     }
 
@@ -66,9 +66,8 @@ impl Ctx {
         unsafe { &*self.rt }
     }
 
-    pub fn proc(&self) -> &Arc<Process> {
-        // SAFETY: as for `rt`.
-        unsafe { &*self.proc }
+    pub fn proc(&self) -> &'static Process {
+        self.proc.expect("native functions run inside a resume")
     }
 }
 

@@ -41,7 +41,7 @@ unsafe fn spawn_from(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Resul
         return Err(format!("bad argument #{first} to '{fname}' (function expected, got {})", type_name(L, first)));
     }
     let msg = codec::encode(L, first, ffi::lua_gettop(L)).map_err(|e| format!("{fname}: {e}"))?;
-    Ok(ctx(L).rt().spawn(LuaProcess::spawned(msg)))
+    ctx(L).rt().spawn(LuaProcess::spawned(msg)).map_err(|e| format!("{fname}: {e}"))
 }
 
 unsafe extern "C-unwind" fn spawn(L: *mut ffi::lua_State) -> c_int {
@@ -94,7 +94,7 @@ unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<(), String> {
     }
     let msg = codec::encode(L, 2, top).map_err(|e| format!("send: {e}"))?;
     if let Some(pid) = dest {
-        ctx(L).rt().send(pid, msg.into_boxed_slice());
+        ctx(L).rt().send(pid, msg);
     }
     Ok(())
 }
@@ -211,7 +211,7 @@ unsafe extern "C-unwind" fn exit(L: *mut ffi::lua_State) -> c_int {
     } else if ffi::lua_type(L, 1) == ffi::LUA_TSTRING && to_bytes(L, 1) == Some(b"normal") {
         Ok(ExitReason::Normal)
     } else {
-        codec::encode(L, 1, 1).map(ExitReason::Value).map_err(|e| format!("exit: {e}"))
+        codec::encode(L, 1, 1).map(|m| ExitReason::Value(m.to_vec())).map_err(|e| format!("exit: {e}"))
     };
     match reason {
         Ok(r) => {

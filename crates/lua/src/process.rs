@@ -14,10 +14,9 @@
 //!    becomes the exit reason.
 
 use std::ffi::{c_int, CString};
-use std::sync::Arc;
 
 use mlua_sys as ffi;
-use synodic_core::{Body, ExitReason, Process, Runtime, Step};
+use synodic_core::{Body, ExitReason, Message, Process, Runtime, Step};
 
 use crate::codec;
 use crate::ctx::{ctx, Boot, Ctx, Pending};
@@ -34,7 +33,7 @@ unsafe impl Send for LuaProcess {}
 
 impl LuaProcess {
     /// A process that will run the function and arguments of a spawn message.
-    pub fn spawned(msg: Vec<u8>) -> Box<dyn Body> {
+    pub fn spawned(msg: Message) -> Box<dyn Body> {
         Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Box::new(Ctx::new(Boot::Message(msg))) })
     }
 
@@ -62,7 +61,7 @@ impl Drop for LuaProcess {
 }
 
 impl Body for LuaProcess {
-    fn resume(&mut self, rt: &Runtime, me: &Arc<Process>) -> Step {
+    fn resume(&mut self, rt: &Runtime, me: &'static Process) -> Step {
         self.ctx.enter(rt, me);
         unsafe {
             if self.L.is_null() {
@@ -105,7 +104,7 @@ impl LuaProcess {
         };
         let reason = match &text {
             Some(t) => ExitReason::Error(t.clone()),
-            None => codec::encode(L, err, err).map(ExitReason::Value).unwrap_or_else(|_| ExitReason::Error(String::new())),
+            None => codec::encode(L, err, err).map(|m| ExitReason::Value(m.to_vec())).unwrap_or_else(|_| ExitReason::Error(String::new())),
         };
         let text = text.unwrap_or_else(|| format!("(error object is a {} value)", crate::util::type_name(L, err)));
         if self.ctx.load_error {
@@ -143,7 +142,7 @@ unsafe extern "C-unwind" fn boot_k(_L: *mut ffi::lua_State, _status: c_int, _k: 
 }
 
 /// Pushes the spawned function and its arguments; returns the argument count.
-unsafe fn prepare_spawned(L: *mut ffi::lua_State, msg: Vec<u8>) -> Result<c_int, String> {
+unsafe fn prepare_spawned(L: *mut ffi::lua_State, msg: Message) -> Result<c_int, String> {
     ffi::lua_settop(L, 0);
     let n = codec::decode(L, &msg).map_err(|e| format!("spawn: {e}"))?;
     if n < 1 || ffi::lua_type(L, 1) != ffi::LUA_TFUNCTION {

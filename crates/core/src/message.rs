@@ -1,0 +1,78 @@
+//! A message as it sits in a mailbox: the encoded bytes of its values
+//! (see [`crate::wire`]). Small messages — most of them — are stored inline,
+//! so sending one allocates nothing and the receiver reads it from the
+//! mailbox's own memory.
+
+use std::ops::Deref;
+
+const INLINE: usize = 30;
+
+#[derive(Clone)]
+pub struct Message(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    Inline { len: u8, bytes: [u8; INLINE] },
+    Heap(Box<[u8]>),
+}
+
+impl Message {
+    /// Messages up to this many bytes are stored inline.
+    pub const INLINE: usize = INLINE;
+
+    /// Copies `bytes` (small) or takes them over (large).
+    pub fn from_vec(bytes: Vec<u8>) -> Message {
+        if bytes.len() <= INLINE {
+            Message::from_slice(&bytes)
+        } else {
+            Message(Repr::Heap(bytes.into_boxed_slice()))
+        }
+    }
+
+    pub fn from_slice(bytes: &[u8]) -> Message {
+        if bytes.len() <= INLINE {
+            let mut inline = [0; INLINE];
+            inline[..bytes.len()].copy_from_slice(bytes);
+            Message(Repr::Inline { len: bytes.len() as u8, bytes: inline })
+        } else {
+            Message(Repr::Heap(bytes.into()))
+        }
+    }
+}
+
+impl Deref for Message {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline { len, bytes } => &bytes[..*len as usize],
+            Repr::Heap(b) => b,
+        }
+    }
+}
+
+impl std::fmt::Debug for Message {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Message({} bytes)", self.len())
+    }
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_inline_large_on_heap() {
+        assert_eq!(std::mem::size_of::<Message>(), 32);
+        let small = Message::from_vec(vec![1, 2, 3]);
+        assert!(matches!(small.0, Repr::Inline { .. }) && &*small == [1, 2, 3]);
+        let large = Message::from_vec(vec![7; 100]);
+        assert!(matches!(large.0, Repr::Heap(_)) && large.len() == 100);
+        assert_eq!(&*Message::from_slice(&[]), &[] as &[u8]);
+    }
+}

@@ -1,0 +1,91 @@
+//! The process table: slots for processes, found by index in two steps
+//! (chunk, slot) without hashing or locking. Slots are allocated in chunks
+//! that are never freed; a slot whose process ended goes on a free list and
+//! is reused with its generation bumped. Because slots live for the whole
+//! run, run queues, timers and channels hold plain `&'static Process`.
+
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
+
+use parking_lot::Mutex;
+
+use crate::process::Process;
+use crate::Pid;
+
+const CHUNK_BITS: u32 = 12;
+const CHUNK: usize = 1 << CHUNK_BITS;
+const MAX_CHUNKS: usize = (Pid::MAX_INDEX as usize + 1) / CHUNK;
+
+pub(crate) struct Table {
+    node: u16,
+    chunks: Box<[AtomicPtr<Process>]>,
+    alloc: Mutex<Alloc>,
+    live: AtomicUsize,
+}
+
+struct Alloc {
+    free: Vec<u32>,
+    next: u32,
+}
+
+impl Table {
+    pub(crate) fn new(node: u16) -> Table {
+        Table {
+            node,
+            chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            // Index 0 is never handed out, so no pid is all zeroes but the tag.
+            alloc: Mutex::new(Alloc { free: Vec::new(), next: 1 }),
+            live: AtomicUsize::new(0),
+        }
+    }
+
+    /// The slot a pid of this node points at (which may hold another generation).
+    pub(crate) fn lookup(&self, pid: Pid) -> Option<&'static Process> {
+        if pid.node() != self.node {
+            return None;
+        }
+        self.slot(pid.index())
+    }
+
+    /// The slot at `index`, if that chunk exists.
+    pub(crate) fn slot(&self, index: u32) -> Option<&'static Process> {
+        let chunk = self.chunks.get((index >> CHUNK_BITS) as usize)?.load(Acquire);
+        if chunk.is_null() {
+            return None;
+        }
+        // SAFETY: chunks are leaked arrays of CHUNK processes, never freed.
+        Some(unsafe { &*chunk.add(index as usize & (CHUNK - 1)) })
+    }
+
+    /// A free slot, or `None` when the table is full.
+    pub(crate) fn acquire(&self) -> Option<&'static Process> {
+        let mut alloc = self.alloc.lock();
+        let index = match alloc.free.pop() {
+            Some(i) => i,
+            None => {
+                let i = alloc.next;
+                if i > Pid::MAX_INDEX {
+                    return None;
+                }
+                let c = (i >> CHUNK_BITS) as usize;
+                if self.chunks[c].load(Acquire).is_null() {
+                    let chunk: Box<[Process]> = (0..CHUNK as u32).map(|k| Process::vacant(self.node, (c as u32) << CHUNK_BITS | k)).collect();
+                    self.chunks[c].store(Box::leak(chunk).as_mut_ptr(), Release);
+                }
+                alloc.next += 1;
+                i
+            }
+        };
+        drop(alloc);
+        self.live.fetch_add(1, Relaxed);
+        self.slot(index)
+    }
+
+    pub(crate) fn release(&self, proc: &'static Process) {
+        self.live.fetch_sub(1, Relaxed);
+        self.alloc.lock().free.push(proc.index());
+    }
+
+    pub(crate) fn live(&self) -> usize {
+        self.live.load(Relaxed)
+    }
+}
