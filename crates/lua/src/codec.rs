@@ -564,7 +564,7 @@ impl Decoder<'_> {
         crate::state::push_module(L, module).map_err(|e| junk(format!("module '{}': {e}", String::from_utf8_lossy(module))))?;
         if !field.is_empty() {
             push_bytes(L, field);
-            ffi::lua_rawget(L, -2);
+            ffi::lua_gettable(L, -2); // not raw: library tables may fill themselves on first use
             ffi::lua_rotate(L, -2, 1);
             ffi::lua_settop(L, -2);
         }

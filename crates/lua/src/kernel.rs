@@ -31,7 +31,8 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
 ];
 
 pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
-    new_lib(L, FUNCTIONS);
+    static LIB: std::sync::OnceLock<crate::lazy::Library> = std::sync::OnceLock::new();
+    crate::lazy::push_lazy(L, LIB.get_or_init(|| crate::lazy::Library::from_static(FUNCTIONS)));
     1
 }
 

@@ -13,6 +13,7 @@
 //! | [`codec`] | – | Lua values ⇄ wire format |
 //! | [`coroutine`] | `coroutine.resume`, `coroutine.wrap` | scheduler-aware replacements |
 //! | [`state`] | – | state creation, lazy standard libraries, `print`, preemption hook |
+//! | `lazy` | – | library tables filled on first use |
 //! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
 
 #![allow(non_snake_case)] // `L` is the Lua state, as in the C API.
@@ -24,6 +25,7 @@ pub mod coroutine;
 mod ctx;
 mod error;
 pub mod kernel;
+mod lazy;
 pub mod process;
 pub mod state;
 mod util;

@@ -1,11 +1,12 @@
 //! Creating the Lua state of a process, kept small while it is idle.
 //!
-//! Only the base library is opened up front. The other standard libraries
-//! (and `require`) are opened the first time a global of that name is read,
-//! through an `__index` on the global table; `require` also finds them (and
-//! Synodic's own modules) through `package.preload`. The string library is
-//! opened at once because string methods and string arithmetic need its
-//! metatable.
+//! Nothing is opened whole up front. The global table starts with `_G` and
+//! `_VERSION` only; base functions, `print` and the standard libraries (and
+//! `require`) appear the first time a global of that name is read, through an
+//! `__index` on the global table. The string library is a lazily filled
+//! table (see [`crate::lazy`]) behind the string metatable, so string methods
+//! and string arithmetic work from the start. `require` also finds the
+//! standard libraries and Synodic's modules through `package.preload`.
 //!
 //! Every state carries a count hook: after [`BUDGET`] VM instructions a
 //! process yields to the scheduler, so a busy loop cannot starve the others
@@ -16,6 +17,7 @@ use std::ffi::{c_int, c_void, CStr};
 use mlua_sys as ffi;
 
 use crate::ctx::{ctx, Ctx, Pending};
+use crate::lazy;
 use crate::util::{push_bytes, to_bytes};
 
 /// VM instructions a process runs before it is preempted.
@@ -59,19 +61,37 @@ pub(crate) unsafe fn new_state(ctx: *mut Ctx) -> Option<*mut ffi::lua_State> {
     if L.is_null() {
         return None;
     }
+    ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
     ffi::lua_atpanic(L, panic_handler);
     *(ffi::lua_getextraspace(L) as *mut *mut Ctx) = ctx;
     ffi::lua_sethook(L, Some(preempt), ffi::LUA_MASKCOUNT, BUDGET);
-    ffi::luaL_requiref(L, c"_G".as_ptr(), ffi::luaopen_base, 1);
-    ffi::lua_pushcfunction(L, print);
-    ffi::lua_setfield(L, -2, c"print".as_ptr());
+    let templates = lazy::templates();
+    // The global table: `_G`, `_VERSION`, and the rest on demand.
+    ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
+    ffi::lua_pushvalue(L, -1);
+    ffi::lua_setfield(L, -2, c"_G".as_ptr());
+    ffi::lua_pushstring(L, c"Lua 5.4".as_ptr());
+    ffi::lua_setfield(L, -2, c"_VERSION".as_ptr());
     ffi::lua_createtable(L, 0, 1);
     ffi::lua_pushcfunction(L, lazy_global);
     ffi::lua_setfield(L, -2, c"__index".as_ptr());
     ffi::lua_setmetatable(L, -2);
+    ffi::luaL_getsubtable(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
+    ffi::lua_pushvalue(L, -2);
+    ffi::lua_setfield(L, -2, c"_G".as_ptr());
+    // The string library, filled on demand, behind the string metatable.
+    lazy::push_lazy(L, &templates.string);
+    ffi::lua_pushvalue(L, -1);
+    ffi::lua_setfield(L, -3, c"string".as_ptr());
+    ffi::lua_createtable(L, 0, templates.string_meta_len() as c_int + 1);
+    templates.string_meta.set_into(L, -1);
+    ffi::lua_rotate(L, -2, 1);
+    ffi::lua_setfield(L, -2, c"__index".as_ptr());
+    push_bytes(L, b"");
+    ffi::lua_rotate(L, -2, 1);
+    ffi::lua_setmetatable(L, -2);
     ffi::lua_settop(L, 0);
-    ffi::luaL_requiref(L, c"string".as_ptr(), ffi::luaopen_string, 1);
-    ffi::lua_settop(L, 0);
+    ffi::lua_gc(L, ffi::LUA_GCRESTART, 0);
     Some(L)
 }
 
@@ -82,9 +102,29 @@ unsafe extern "C-unwind" fn preempt(L: *mut ffi::lua_State, _ar: *mut ffi::lua_D
     }
 }
 
-/// `__index` of the global table: opens a standard library on first use.
+/// `__index` of the global table: installs a base function or opens a
+/// standard library on first use.
 unsafe extern "C-unwind" fn lazy_global(L: *mut ffi::lua_State) -> c_int {
+    if ffi::lua_type(L, 2) != ffi::LUA_TSTRING {
+        return 0;
+    }
     let Some(name) = to_bytes(L, 2) else { return 0 };
+    let base = if name == b"print" { Some(print as ffi::lua_CFunction) } else { lazy::base_function(name) };
+    if let Some(f) = base {
+        ffi::lua_pushcfunction(L, f);
+        ffi::lua_pushvalue(L, 2);
+        ffi::lua_pushvalue(L, -2);
+        ffi::lua_rawset(L, 1);
+        return 1;
+    }
+    if name == b"string" {
+        ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
+        ffi::lua_getfield(L, -1, c"string".as_ptr());
+        ffi::lua_pushvalue(L, 2);
+        ffi::lua_pushvalue(L, -2);
+        ffi::lua_rawset(L, 1);
+        return 1;
+    }
     if name == b"require" {
         open_lazy(L, c"package");
         ffi::lua_settop(L, 2);

@@ -114,12 +114,3 @@ pub(crate) unsafe fn yield_to_scheduler(L: *mut ffi::lua_State, why: Pending, k:
     ctx(L).pending = why;
     ffi::lua_yieldk(L, 0, 0, Some(k))
 }
-
-/// Pushes a new table holding `funcs`.
-pub(crate) unsafe fn new_lib(L: *mut ffi::lua_State, funcs: &[(&CStr, ffi::lua_CFunction)]) {
-    ffi::lua_createtable(L, 0, funcs.len() as c_int);
-    for (name, f) in funcs {
-        ffi::lua_pushcfunction(L, *f);
-        ffi::lua_setfield(L, -2, name.as_ptr());
-    }
-}
