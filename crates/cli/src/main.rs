@@ -46,7 +46,8 @@ fn main() {
 }
 
 fn run(args: RunArgs) -> i32 {
-    let rt = Runtime::start(Config { workers: args.workers, ..Config::default() });
+    let config = Config { workers: args.workers, preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
+    let rt = Runtime::start(config);
     let script = args.script.to_string_lossy().into_owned();
     match rt.run_main(LuaProcess::main_script(script, args.args)) {
         ExitReason::Normal => 0,

@@ -13,13 +13,14 @@
 //! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main` |
 //! | [`channel`] | `Channels`: named rendezvous with hand-offs |
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
-//! | `scheduler`, `table`, `timer`, `names` | internal: worker pool, process slots, deadlines, name map |
+//! | `scheduler`, `table`, `timer`, `names`, `preempt` | internal: worker pool, process slots, deadlines, name map, preemption watchdog |
 
 pub mod channel;
 mod error;
 mod message;
 mod names;
 pub mod pid;
+mod preempt;
 pub mod process;
 pub mod runtime;
 mod scheduler;

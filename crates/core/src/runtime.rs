@@ -17,7 +17,7 @@
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
@@ -34,11 +34,16 @@ pub struct Config {
     /// Worker threads; 0 means one per core.
     pub workers: usize,
     pub node_name: String,
+    /// The signal that makes a worker's running process yield (see
+    /// `preempt`); `None` runs without preemption.
+    pub preempt_signal: Option<i32>,
+    /// How long a process may run before it is preempted.
+    pub time_slice: Duration,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { workers: 0, node_name: "local".into() }
+        Config { workers: 0, node_name: "local".into(), preempt_signal: None, time_slice: Duration::from_millis(2) }
     }
 }
 
@@ -75,7 +80,7 @@ impl Runtime {
             channels: Channels::default(),
             timers: Timers::default(),
             node: 0,
-            node_name: config.node_name,
+            node_name: config.node_name.clone(),
             main: Mutex::new(None),
             main_ended: Condvar::new(),
             threads: Mutex::new(Vec::new()),
@@ -85,7 +90,19 @@ impl Runtime {
         for (i, queue) in queues.into_iter().enumerate() {
             let rt = rt.clone();
             let t = std::thread::Builder::new().name(format!("synodic-worker-{i}"));
-            threads.push(t.spawn(move || Scheduler::work(&rt, queue)).expect("spawn worker thread"));
+            threads.push(t.spawn(move || Scheduler::work(&rt, i, queue)).expect("spawn worker thread"));
+        }
+        if let Some(signal) = config.preempt_signal {
+            let watch_rt = rt.clone();
+            let slice = config.time_slice;
+            let t = std::thread::Builder::new().name("synodic-watchdog".into());
+            threads.push(
+                t.spawn(move || {
+                    let sched = watch_rt.scheduler();
+                    crate::preempt::watchdog(&sched.watches, signal, slice, || sched.is_stopping())
+                })
+                .expect("spawn watchdog thread"),
+            );
         }
         let timer_rt = rt.clone();
         let t = std::thread::Builder::new().name("synodic-timers".into());

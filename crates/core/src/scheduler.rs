@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use parking_lot::{Condvar, Mutex};
 
+use crate::preempt::WorkerWatch;
 use crate::process::Process;
 use crate::runtime::Runtime;
 
@@ -26,6 +27,7 @@ const NEXT_STREAK: u32 = 64;
 const INJECTOR_EVERY: u32 = 61;
 
 pub(crate) struct Scheduler {
+    pub(crate) watches: Vec<WorkerWatch>,
     injector: Injector<&'static Process>,
     stealers: Vec<Stealer<&'static Process>>,
     idle: AtomicUsize,
@@ -51,6 +53,7 @@ impl Scheduler {
     pub(crate) fn new(workers: usize) -> (Scheduler, Vec<Worker<&'static Process>>) {
         let queues: Vec<_> = (0..workers.max(1)).map(|_| Worker::new_fifo()).collect();
         let sched = Scheduler {
+            watches: queues.iter().map(|_| WorkerWatch::default()).collect(),
             injector: Injector::new(),
             stealers: queues.iter().map(Worker::stealer).collect(),
             idle: AtomicUsize::new(0),
@@ -108,8 +111,10 @@ impl Scheduler {
     }
 
     /// The body of one worker thread.
-    pub(crate) fn work(rt: &Runtime, queue: Worker<&'static Process>) {
+    pub(crate) fn work(rt: &Runtime, index: usize, queue: Worker<&'static Process>) {
         let sched = rt.scheduler();
+        let watch = &sched.watches[index];
+        watch.register_current_thread();
         let local = Local {
             queue,
             next: Cell::new(None),
@@ -120,7 +125,11 @@ impl Scheduler {
         LOCAL.with(|l| l.set(&local));
         while !sched.is_stopping() {
             match sched.find_work(&local) {
-                Some(proc) => rt.run_process(proc),
+                Some(proc) => {
+                    watch.start_run();
+                    rt.run_process(proc);
+                    watch.end_run();
+                }
                 None => sched.park(),
             }
         }

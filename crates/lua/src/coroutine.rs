@@ -34,7 +34,9 @@ enum Driven {
 unsafe fn drive(L: *mut ffi::lua_State, co: *mut ffi::lua_State, mut nargs: c_int) -> Driven {
     loop {
         let mut nres = 0;
+        let outer = crate::preempt::enter(co);
         let status = ffi::lua_resume(co, L, nargs, &mut nres);
+        crate::preempt::enter(outer);
         match status {
             ffi::LUA_YIELD if ctx(L).pending != Pending::None => {
                 ffi::lua_settop(co, -nres - 1);

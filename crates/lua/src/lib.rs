@@ -12,8 +12,10 @@
 //! | [`chan`] | `synodic.chan` | new, send, receive, delete |
 //! | [`codec`] | – | Lua values ⇄ wire format |
 //! | [`coroutine`] | `coroutine.resume`, `coroutine.wrap` | scheduler-aware replacements |
-//! | [`state`] | – | state creation, lazy standard libraries, `print`, preemption hook |
+//! | [`state`] | – | state creation, lazy standard libraries, `print` |
+//! | [`preempt`] | – | the signal handler and hook that make an overrunning process yield |
 //! | `lazy` | – | library tables filled on first use |
+//! | `heap` | – | the per-process allocator of a Lua state |
 //! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
 
 #![allow(non_snake_case)] // `L` is the Lua state, as in the C API.
@@ -24,8 +26,10 @@ pub mod codec;
 pub mod coroutine;
 mod ctx;
 mod error;
+mod heap;
 pub mod kernel;
 mod lazy;
+pub mod preempt;
 pub mod process;
 pub mod state;
 mod util;

@@ -20,12 +20,16 @@ use synodic_core::{Body, ExitReason, Message, Process, Runtime, Step};
 
 use crate::codec;
 use crate::ctx::{ctx, Boot, Ctx, Pending};
+use crate::heap::Heap;
 use crate::state::new_state;
 use crate::util::{push_bytes, raise, to_bytes};
 
 pub struct LuaProcess {
     L: *mut ffi::lua_State,
-    ctx: Box<Ctx>,
+    /// The context and heap are reached by pointer from the state; they live
+    /// inside this (boxed, so never moving) struct, and the state is closed first.
+    ctx: Ctx,
+    heap: Heap,
 }
 
 // SAFETY: the state is only touched by the worker currently running the process.
@@ -34,12 +38,12 @@ unsafe impl Send for LuaProcess {}
 impl LuaProcess {
     /// A process that will run the function and arguments of a spawn message.
     pub fn spawned(msg: Message) -> Box<dyn Body> {
-        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Box::new(Ctx::new(Boot::Message(msg))) })
+        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Ctx::new(Boot::Message(msg)), heap: Heap::new() })
     }
 
     /// The main process: runs `path` with `args` as the `lua` command would.
     pub fn main_script(path: String, args: Vec<String>) -> Box<dyn Body> {
-        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Box::new(Ctx::new(Boot::Script { path, args })) })
+        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Ctx::new(Boot::Script { path, args }), heap: Heap::new() })
     }
 
     /// Bytes held by this process's Lua state.
@@ -56,6 +60,7 @@ impl Drop for LuaProcess {
     fn drop(&mut self) {
         if !self.L.is_null() {
             unsafe { ffi::lua_close(self.L) };
+            self.L = std::ptr::null_mut();
         }
     }
 }
@@ -65,7 +70,7 @@ impl Body for LuaProcess {
         self.ctx.enter(rt, me);
         unsafe {
             if self.L.is_null() {
-                match new_state(&mut *self.ctx) {
+                match new_state(&mut self.ctx, &mut self.heap) {
                     Some(L) => self.L = L,
                     None => return Step::Exited(ExitReason::Error("cannot create a Lua state: out of memory".into())),
                 }
@@ -73,7 +78,13 @@ impl Body for LuaProcess {
             }
             let L = self.L;
             let mut nres = 0;
+            crate::preempt::enter(L);
             let status = ffi::lua_resume(L, std::ptr::null_mut(), 0, &mut nres);
+            crate::preempt::enter(std::ptr::null_mut());
+            // A preemption signal that came too late must not fire in the next resume.
+            if ffi::lua_gethook(L).is_some() {
+                ffi::lua_sethook(L, None, 0, 0);
+            }
             match status {
                 ffi::LUA_YIELD => {
                     ffi::lua_settop(L, -nres - 1);

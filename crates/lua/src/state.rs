@@ -8,20 +8,16 @@
 //! and string arithmetic work from the start. `require` also finds the
 //! standard libraries and Synodic's modules through `package.preload`.
 //!
-//! Every state carries a count hook: after [`BUDGET`] VM instructions a
-//! process yields to the scheduler, so a busy loop cannot starve the others
-//! on its worker.
+//! Preemption is not set up here: see [`crate::preempt`].
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, CStr};
 
 use mlua_sys as ffi;
 
-use crate::ctx::{ctx, Ctx, Pending};
+use crate::ctx::Ctx;
+use crate::heap::{self, Heap};
 use crate::lazy;
 use crate::util::{push_bytes, to_bytes};
-
-/// VM instructions a process runs before it is preempted.
-pub const BUDGET: c_int = 20_000;
 
 type Opener = ffi::lua_CFunction;
 
@@ -40,31 +36,22 @@ const LAZY: &[(&CStr, Opener)] = &[
 /// Modules `require` finds without a search: Synodic's own.
 const NATIVE: &[(&CStr, Opener)] = &[(c"synodic", crate::kernel::open), (c"synodic.chan", crate::chan::open)];
 
-unsafe extern "C" fn allocate(_ud: *mut c_void, ptr: *mut c_void, _osize: usize, nsize: usize) -> *mut c_void {
-    if nsize == 0 {
-        libc::free(ptr);
-        std::ptr::null_mut()
-    } else {
-        libc::realloc(ptr, nsize)
-    }
-}
-
 unsafe extern "C-unwind" fn panic_handler(L: *mut ffi::lua_State) -> c_int {
     let msg = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
     eprintln!("synodic: unprotected Lua error: {msg}");
     std::process::abort()
 }
 
-/// A fresh state for a process whose context is `ctx` (which must outlive the state).
-pub(crate) unsafe fn new_state(ctx: *mut Ctx) -> Option<*mut ffi::lua_State> {
-    let L = ffi::lua_newstate(allocate, std::ptr::null_mut());
+/// A fresh state for a process whose context is `ctx`, allocating from
+/// `heap` (both must outlive the state).
+pub(crate) unsafe fn new_state(ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ffi::lua_State> {
+    let L = ffi::lua_newstate(heap::lua_alloc, heap.cast());
     if L.is_null() {
         return None;
     }
     ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
     ffi::lua_atpanic(L, panic_handler);
     *(ffi::lua_getextraspace(L) as *mut *mut Ctx) = ctx;
-    ffi::lua_sethook(L, Some(preempt), ffi::LUA_MASKCOUNT, BUDGET);
     let templates = lazy::templates();
     // The global table: `_G`, `_VERSION`, and the rest on demand.
     ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
@@ -93,13 +80,6 @@ pub(crate) unsafe fn new_state(ctx: *mut Ctx) -> Option<*mut ffi::lua_State> {
     ffi::lua_settop(L, 0);
     ffi::lua_gc(L, ffi::LUA_GCRESTART, 0);
     Some(L)
-}
-
-unsafe extern "C-unwind" fn preempt(L: *mut ffi::lua_State, _ar: *mut ffi::lua_Debug) {
-    if ffi::lua_isyieldable(L) != 0 {
-        ctx(L).pending = Pending::Preempt;
-        ffi::lua_yield(L, 0);
-    }
 }
 
 /// `__index` of the global table: installs a base function or opens a
