@@ -28,12 +28,14 @@ local _, _, why = s.receive()
 assert(why == "early")
 assert(select("#", s.receive(0.05)) == 0, "nothing was sent after exit")
 
--- A pid that has already ended gives its DOWN at once.
-local gone = s.spawn(function() end)
+-- A pid that has already ended gives its DOWN at once, with its reason
+-- while the runtime still remembers it.
+local gone = s.spawn(function() s.exit("finished early") end)
 while s.is_alive(gone) do s.sleep(0.001) end
 s.monitor(gone)
-local tag, who = s.receive(1)
+local tag, who, why_gone = s.receive(1)
 assert(tag == "DOWN" and who == gone)
+assert(why_gone == "finished early" or why_gone == "noproc", tostring(why_gone))
 
 -- Several monitors of one process all hear of its end.
 local target = s.spawn(function() s.receive() end)

@@ -29,8 +29,9 @@ fn a_failing_process_is_reported_and_the_others_go_on() {
         "failing",
         r#"local s = require "synodic"
            local me = s.self()
-           local bad = s.spawn(function() error("deliberate failure") end)
+           local bad = s.spawn(function() s.receive() error("deliberate failure") end)
            s.monitor(bad)
+           s.send(bad, "go")
            local _, _, reason = s.receive()
            local ok = s.spawn(function() s.send(me, "still alive") end)
            assert(s.receive() == "still alive")

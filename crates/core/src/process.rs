@@ -65,6 +65,9 @@ pub(crate) struct Links {
     pub monitors: Vec<Pid>,
     pub names: Vec<Box<[u8]>>,
     pub exited: bool,
+    /// How the slot's last tenant ended, kept until the slot is reused, so a
+    /// monitor set just after the end still learns the real reason.
+    pub last_exit: Option<(Pid, ExitReason)>,
 }
 
 struct Mailbox {

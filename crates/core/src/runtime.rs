@@ -178,14 +178,20 @@ impl Runtime {
 
     /// `watcher` gets `"DOWN", target, reason` when `target` ends, at once if it already has.
     pub fn monitor(&self, watcher: Pid, target: Pid) {
+        let mut reason = ExitReason::Value(noproc());
         if let Some(slot) = self.shared.table.lookup(target) {
             let mut links = slot.links.lock();
             if !links.exited && slot.is(target) {
                 links.monitors.push(watcher);
                 return;
             }
+            if let Some((pid, last)) = &links.last_exit {
+                if *pid == target {
+                    reason = last.clone();
+                }
+            }
         }
-        self.send(watcher, down_message(target, &ExitReason::Value(noproc())));
+        self.send(watcher, down_message(target, &reason));
     }
 
     pub fn register(&self, name: &[u8], pid: Pid) -> Result<(), Error> {
@@ -254,8 +260,10 @@ impl Runtime {
         let pid = proc.pid();
         let links = {
             let mut links = proc.links.lock();
+            let taken = std::mem::take(&mut *links);
             links.exited = true;
-            std::mem::take(&mut *links)
+            links.last_exit = Some((pid, reason.clone()));
+            taken
         };
         proc.vacate();
         self.shared.names.release(pid, links.names);
@@ -276,7 +284,7 @@ impl Runtime {
     }
 }
 
-/// The reason given for a process that had already ended when monitored.
+/// The reason given for a process that ended too long ago to remember how.
 fn noproc() -> Vec<u8> {
     let mut w = Writer::message(1);
     w.str(b"noproc");
