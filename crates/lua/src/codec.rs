@@ -517,7 +517,13 @@ impl Decoder<'_> {
         let start = self.r.position();
         let code = self.r.bytes_raw(len)?;
         let mut chunk = Some(code);
+        // A real chunk needs no block much larger than itself (16 bytes per byte covers constants).
+        let heap = crate::heap::of_state(L);
+        let previous_cap = heap.map(|h| h.limit_blocks(16 * len + 4096));
         let status = ffi::lua_load(L, chunk_reader, (&mut chunk as *mut Option<&[u8]>).cast(), c"=message".as_ptr(), c"b".as_ptr());
+        if let (Some(h), Some(cap)) = (crate::heap::of_state(L), previous_cap) {
+            h.limit_blocks(cap);
+        }
         if status != ffi::LUA_OK {
             let why = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
             ffi::lua_settop(L, -2);
@@ -582,6 +588,103 @@ unsafe extern "C-unwind" fn chunk_reader(_L: *mut ffi::lua_State, ud: *mut c_voi
         None => {
             *size = 0;
             std::ptr::null()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ctx::{Boot, Ctx};
+    use crate::heap::Heap;
+
+    /// A process-less state to encode and decode in.
+    struct TestState {
+        L: *mut ffi::lua_State,
+        _ctx: Box<Ctx>,
+        _heap: Box<Heap>,
+    }
+
+    impl TestState {
+        fn new() -> TestState {
+            let mut ctx = Box::new(Ctx::new(Boot::Message(Message::from_slice(&[]))));
+            let mut heap = Box::new(Heap::new());
+            let L = unsafe { crate::state::new_state(&mut *ctx, &mut *heap) }.expect("state");
+            TestState { L, _ctx: ctx, _heap: heap }
+        }
+
+        /// Encodes the values that `source` returns.
+        fn encode(&self, source: &str) -> Vec<u8> {
+            unsafe {
+                let L = self.L;
+                ffi::lua_settop(L, 0);
+                assert_eq!(ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), c"t".as_ptr(), std::ptr::null()), 0);
+                assert_eq!(ffi::lua_pcall(L, 0, ffi::LUA_MULTRET, 0), 0);
+                let msg = encode(L, 1, ffi::lua_gettop(L)).expect("encodable");
+                ffi::lua_settop(L, 0);
+                msg.to_vec()
+            }
+        }
+    }
+
+    impl Drop for TestState {
+        fn drop(&mut self) {
+            unsafe { ffi::lua_close(self.L) }
+        }
+    }
+
+    const SAMPLES: &[&str] = &[
+        "return 1, 2.5, 'three', true, nil, -7",
+        "local t = {1, 2, {x = 'y'}, [true] = 0.5} t.self = t return t, t",
+        "local up = {n = 1} return function(a) return a + up.n end, up",
+        "local c = 0 local function inc() c = c + 1 return c end return {inc, function() return c end}",
+        "return string.format, _G, math",
+    ];
+
+    #[test]
+    fn round_trip_keeps_structure() {
+        let st = TestState::new();
+        let msg = st.encode(SAMPLES[1]);
+        unsafe {
+            assert_eq!(decode(st.L, &msg).unwrap(), 2);
+            assert!(ffi::lua_rawequal(st.L, 1, 2) != 0, "the same table twice stays one table");
+            ffi::lua_getfield(st.L, 1, c"self".as_ptr());
+            assert!(ffi::lua_rawequal(st.L, 1, -1) != 0, "the cycle is kept");
+        }
+    }
+
+    #[test]
+    fn junk_is_an_error_never_a_crash() {
+        let st = TestState::new();
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for source in SAMPLES {
+            let msg = st.encode(source);
+            unsafe {
+                for cut in 0..msg.len() {
+                    assert!(decode(st.L, &msg[..cut]).is_err(), "{source}: a {cut}-byte prefix decoded");
+                    assert_eq!(ffi::lua_gettop(st.L), 0, "a failed decode leaves the stack as it was");
+                }
+                for _ in 0..3000 {
+                    let mut junk = msg.clone();
+                    for _ in 0..1 + next() % 4 {
+                        let i = (next() as usize) % junk.len();
+                        junk[i] = next() as u8;
+                    }
+                    match decode(st.L, &junk) {
+                        Ok(n) => ffi::lua_settop(st.L, -n - 1),
+                        Err(_) => assert_eq!(ffi::lua_gettop(st.L), 0),
+                    }
+                }
+                let random: Vec<u8> = (0..64).map(|_| next() as u8).collect();
+                let _ = decode(st.L, &random);
+                ffi::lua_settop(st.L, 0);
+            }
         }
     }
 }

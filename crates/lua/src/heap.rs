@@ -49,6 +49,8 @@ fn class_size(class: usize) -> usize {
 }
 
 pub(crate) struct Heap {
+    /// When non-zero, growing any block beyond this many bytes fails (see `limit_blocks`).
+    block_cap: usize,
     free: [*mut u8; CLASSES],
     bump: *mut u8,
     end: *mut u8,
@@ -58,7 +60,15 @@ pub(crate) struct Heap {
 
 impl Heap {
     pub(crate) const fn new() -> Heap {
-        Heap { free: [null_mut(); CLASSES], bump: null_mut(), end: null_mut(), chunks: null_mut() }
+        Heap { block_cap: 0, free: [null_mut(); CLASSES], bump: null_mut(), end: null_mut(), chunks: null_mut() }
+    }
+
+    /// Caps the size of any one block (0: no cap) and returns the previous cap.
+    /// Loading untrusted function code runs under a cap derived from its
+    /// length, so sizes forged in the code fail as a memory error instead of
+    /// allocating gigabytes.
+    pub(crate) fn limit_blocks(&mut self, cap: usize) -> usize {
+        std::mem::replace(&mut self.block_cap, cap)
     }
 
     unsafe fn alloc_small(&mut self, class: usize) -> *mut u8 {
@@ -99,6 +109,9 @@ impl Heap {
             }
             return null_mut();
         }
+        if self.block_cap != 0 && nsize > self.block_cap && nsize > osize {
+            return null_mut();
+        }
         if ptr.is_null() {
             return if nsize <= SMALL_MAX { self.alloc_small(class_of(nsize)) } else { mi_malloc(nsize).cast() };
         }
@@ -130,6 +143,13 @@ impl Drop for Heap {
     }
 }
 
+/// The heap of a state created with [`lua_alloc`], if it was.
+pub(crate) fn of_state<'a>(L: *mut mlua_sys::lua_State) -> Option<&'a mut Heap> {
+    let mut ud = null_mut();
+    let f = unsafe { mlua_sys::lua_getallocf(L, &mut ud) };
+    (f as usize == lua_alloc as mlua_sys::lua_Alloc as usize && !ud.is_null()).then(|| unsafe { &mut *(ud as *mut Heap) })
+}
+
 /// `lua_Alloc` over a [`Heap`] passed as `ud`.
 pub(crate) unsafe extern "C" fn lua_alloc(ud: *mut c_void, ptr: *mut c_void, osize: usize, nsize: usize) -> *mut c_void {
     (*(ud as *mut Heap)).realloc(ptr.cast(), osize, nsize).cast()
@@ -138,6 +158,20 @@ pub(crate) unsafe extern "C" fn lua_alloc(ud: *mut c_void, ptr: *mut c_void, osi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_block_cap_refuses_large_growth_only() {
+        unsafe {
+            let mut h = Heap::new();
+            assert_eq!(h.limit_blocks(1000), 0);
+            assert!(h.realloc(null_mut(), 0, 5000).is_null(), "over the cap");
+            let p = h.realloc(null_mut(), 0, 800);
+            assert!(!p.is_null(), "under the cap");
+            assert!(!h.realloc(p, 800, 100).is_null(), "shrinking is always allowed");
+            assert_eq!(h.limit_blocks(0), 1000);
+            assert!(!h.realloc(null_mut(), 0, 5000).is_null(), "no cap, no limit");
+        }
+    }
 
     #[test]
     fn classes_cover_every_small_size() {
