@@ -599,14 +599,14 @@ mod tests {
     use crate::heap::Heap;
 
     /// A process-less state to encode and decode in.
-    struct TestState {
-        L: *mut ffi::lua_State,
+    pub(super) struct TestState {
+        pub(super) L: *mut ffi::lua_State,
         _ctx: Box<Ctx>,
         _heap: Box<Heap>,
     }
 
     impl TestState {
-        fn new() -> TestState {
+        pub(super) fn new() -> TestState {
             let mut ctx = Box::new(Ctx::new(Boot::Message(Message::from_slice(&[]))));
             let mut heap = Box::new(Heap::new());
             let L = unsafe { crate::state::new_state(&mut *ctx, &mut *heap) }.expect("state");
@@ -614,7 +614,7 @@ mod tests {
         }
 
         /// Encodes the values that `source` returns.
-        fn encode(&self, source: &str) -> Vec<u8> {
+        pub(super) fn encode(&self, source: &str) -> Vec<u8> {
             unsafe {
                 let L = self.L;
                 ffi::lua_settop(L, 0);
@@ -650,6 +650,31 @@ mod tests {
             assert!(ffi::lua_rawequal(st.L, 1, 2) != 0, "the same table twice stays one table");
             ffi::lua_getfield(st.L, 1, c"self".as_ptr());
             assert!(ffi::lua_rawequal(st.L, 1, -1) != 0, "the cycle is kept");
+        }
+    }
+
+    /// An idle process (a ring member: the synodic module and one function)
+    /// must fit in its heap's first chunk: that is what keeps a process
+    /// under 8 KB.
+    #[test]
+    fn an_idle_process_fits_in_the_first_chunk() {
+        let st = TestState::new();
+        let member = st.encode(
+            "local s = require 'synodic'
+             return function(main)
+               local next = s.receive()
+               while true do
+                 local hops = s.receive()
+                 if hops == 0 then s.send(main, 'done') else s.send(next, hops - 1) end
+               end
+             end",
+        );
+        let idle = TestState::new();
+        unsafe {
+            decode(idle.L, &member).unwrap();
+            ffi::lua_settop(idle.L, 0);
+            let used = crate::heap::of_state(idle.L).unwrap().used();
+            assert!(used <= crate::heap::FIRST_CHUNK - 16, "an idle process takes {used} bytes");
         }
     }
 

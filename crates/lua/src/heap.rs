@@ -14,12 +14,15 @@ use std::ptr::null_mut;
 
 use libmimalloc_sys::{mi_free, mi_malloc, mi_realloc};
 
-const GRAIN: usize = 16;
 const SMALL_MAX: usize = 2048;
-const CHUNK: usize = 4096;
+/// The first chunk holds an idle process whole; later chunks are smaller.
+pub(crate) const FIRST_CHUNK: usize = 7168;
+const CHUNK: usize = 2048;
+/// Bytes at the start of a chunk for the link to the next one.
+const LINK: usize = 16;
 /// Size classes: (upper bound of the band, step within it).
-const BANDS: [(usize, usize); 3] = [(256, 16), (1024, 64), (SMALL_MAX, 256)];
-const CLASSES: usize = 256 / 16 + (1024 - 256) / 64 + (SMALL_MAX - 1024) / 256;
+const BANDS: [(usize, usize); 4] = [(128, 8), (256, 16), (1024, 64), (SMALL_MAX, 256)];
+const CLASSES: usize = 128 / 8 + (256 - 128) / 16 + (1024 - 256) / 64 + (SMALL_MAX - 1024) / 256;
 
 fn class_of(size: usize) -> usize {
     let mut first = 0;
@@ -56,11 +59,12 @@ pub(crate) struct Heap {
     end: *mut u8,
     /// Chunks, linked through their first word.
     chunks: *mut u8,
+    chunk_bytes: usize,
 }
 
 impl Heap {
     pub(crate) const fn new() -> Heap {
-        Heap { block_cap: 0, free: [null_mut(); CLASSES], bump: null_mut(), end: null_mut(), chunks: null_mut() }
+        Heap { block_cap: 0, free: [null_mut(); CLASSES], bump: null_mut(), end: null_mut(), chunks: null_mut(), chunk_bytes: 0 }
     }
 
     /// Caps the size of any one block (0: no cap) and returns the previous cap.
@@ -71,6 +75,12 @@ impl Heap {
         std::mem::replace(&mut self.block_cap, cap)
     }
 
+    /// Bytes taken from chunks so far (including blocks now on free lists).
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> usize {
+        self.chunk_bytes - ((self.end as usize) - (self.bump as usize))
+    }
+
     unsafe fn alloc_small(&mut self, class: usize) -> *mut u8 {
         let head = self.free[class];
         if !head.is_null() {
@@ -79,14 +89,16 @@ impl Heap {
         }
         let size = class_size(class);
         if (self.end as usize) - (self.bump as usize) < size {
-            let chunk = mi_malloc(CHUNK) as *mut u8;
+            let bytes = if self.chunks.is_null() { FIRST_CHUNK } else { CHUNK }.max(size + LINK);
+            let chunk = mi_malloc(bytes) as *mut u8;
             if chunk.is_null() {
                 return null_mut();
             }
             *(chunk as *mut *mut u8) = self.chunks;
             self.chunks = chunk;
-            self.bump = chunk.add(GRAIN);
-            self.end = chunk.add(CHUNK);
+            self.chunk_bytes += bytes;
+            self.bump = chunk.add(LINK);
+            self.end = chunk.add(bytes);
         }
         let p = self.bump;
         self.bump = p.add(size);
@@ -189,15 +201,22 @@ mod tests {
             let a = h.realloc(null_mut(), 0, 40);
             std::ptr::write_bytes(a, 7, 40);
             h.realloc(a, 40, 0);
-            let b = h.realloc(null_mut(), 0, 48);
+            let b = h.realloc(null_mut(), 0, 39);
+            assert_eq!(class_of(39), class_of(40));
             assert_eq!(a, b, "a freed block of the same class is reused");
-            std::ptr::write_bytes(b, 9, 48);
-            let big = h.realloc(b, 48, 4000);
-            assert!((0..48).all(|i| *big.add(i) == 9), "contents survive growing past the small limit");
+            std::ptr::write_bytes(b, 9, 39);
+            let big = h.realloc(b, 39, 4000);
+            assert!((0..39).all(|i| *big.add(i) == 9), "contents survive growing past the small limit");
             let small = h.realloc(big, 4000, 24);
             assert!((0..24).all(|i| *small.add(i) == 9), "and shrinking back");
+            let full = h.realloc(null_mut(), 0, SMALL_MAX);
+            std::ptr::write_bytes(full, 1, SMALL_MAX);
+            let after = h.realloc(null_mut(), 0, SMALL_MAX);
+            std::ptr::write_bytes(after, 2, SMALL_MAX);
+            assert!((0..SMALL_MAX).all(|i| *full.add(i) == 1), "blocks of the largest class never overlap");
             let many: Vec<_> = (0..1000).map(|i| h.realloc(null_mut(), 0, 16 + i % 400)).collect();
-            assert!(many.iter().all(|p| !p.is_null() && (*p as usize) % GRAIN == 0));
+            assert!(many.iter().all(|p| !p.is_null() && (*p as usize) % 8 == 0));
+            assert!(h.used() > 0);
             for (i, p) in many.into_iter().enumerate() {
                 h.realloc(p, 16 + i % 400, 0);
             }

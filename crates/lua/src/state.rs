@@ -53,12 +53,8 @@ pub(crate) unsafe fn new_state(ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ff
     ffi::lua_atpanic(L, panic_handler);
     *(ffi::lua_getextraspace(L) as *mut *mut Ctx) = ctx;
     let templates = lazy::templates();
-    // The global table: `_G`, `_VERSION`, and the rest on demand.
+    // The global table: empty, filled on demand.
     ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
-    ffi::lua_pushvalue(L, -1);
-    ffi::lua_setfield(L, -2, c"_G".as_ptr());
-    ffi::lua_pushstring(L, c"Lua 5.4".as_ptr());
-    ffi::lua_setfield(L, -2, c"_VERSION".as_ptr());
     ffi::lua_createtable(L, 0, 1);
     ffi::lua_pushcfunction(L, lazy_global);
     ffi::lua_setfield(L, -2, c"__index".as_ptr());
@@ -92,6 +88,16 @@ unsafe extern "C-unwind" fn lazy_global(L: *mut ffi::lua_State) -> c_int {
     let base = if name == b"print" { Some(print as ffi::lua_CFunction) } else { lazy::base_function(name) };
     if let Some(f) = base {
         ffi::lua_pushcfunction(L, f);
+        ffi::lua_pushvalue(L, 2);
+        ffi::lua_pushvalue(L, -2);
+        ffi::lua_rawset(L, 1);
+        return 1;
+    }
+    if name == b"_G" || name == b"_VERSION" {
+        match name {
+            b"_G" => ffi::lua_pushvalue(L, 1),
+            _ => drop(ffi::lua_pushstring(L, c"Lua 5.4".as_ptr())),
+        }
         ffi::lua_pushvalue(L, 2);
         ffi::lua_pushvalue(L, -2);
         ffi::lua_rawset(L, 1);
