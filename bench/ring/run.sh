@@ -4,7 +4,9 @@
 #          (creation time, ns per send, peak RSS, RSS growth per process);
 #   spawn: N processes that each send one message back and end.
 # Prints a markdown table with Synodic ÷ Erlang for each figure (lower is
-# better for all of them). --quick runs N <= 10k only (the CI smoke).
+# better for all of them): medians of --repeat runs (one run for N >= 1M).
+# KB/process is the peak RSS growth over a 2-process ring, divided by N.
+# --quick runs N <= 10k only (the CI smoke).
 # usage: bench/ring/run.sh [--quick] [--sizes "1000 10000 ..."] [--repeat R]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,10 +53,12 @@ base_erl=$(field "$(erl_ring 2)" rss_kb)
 
 echo "| N | Synodic create s | Erlang create s | ratio | Synodic ns/send | Erlang ns/send | ratio | Synodic peak RSS MB | Erlang peak RSS MB | Synodic KB/process | Erlang KB/process | ratio |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+runs_for() { if [ "$1" -ge 1000000 ]; then echo 1; else echo "$repeat"; fi; }
+
 for n in $sizes; do
   for sys in syn erl; do
     : > "$work/$sys.create"; : > "$work/$sys.send"; : > "$work/$sys.rss"
-    for _ in $(seq "$repeat"); do
+    for _ in $(seq "$(runs_for "$n")"); do
       line=$(${sys}_ring "$n" || echo "failed")
       field "$line" create >> "$work/$sys.create"
       field "$line" ns_per_send >> "$work/$sys.send"
@@ -75,7 +79,7 @@ echo "|---|---|---|---|"
 for n in $sizes; do
   [ "$n" -le 1000000 ] || continue
   : > "$work/syn.sp"; : > "$work/erl.sp"
-  for _ in $(seq "$repeat"); do
+  for _ in $(seq "$(runs_for "$n")"); do
     field "$(syn_spawn "$n")" us_per_process >> "$work/syn.sp"
     field "$(erl_spawn "$n")" us_per_process >> "$work/erl.sp"
   done

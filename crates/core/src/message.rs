@@ -21,6 +21,7 @@ impl Message {
     pub const INLINE: usize = INLINE;
 
     /// Copies `bytes` (small) or takes them over (large).
+    #[inline]
     pub fn from_vec(bytes: Vec<u8>) -> Message {
         if bytes.len() <= INLINE {
             Message::from_slice(&bytes)
@@ -29,6 +30,7 @@ impl Message {
         }
     }
 
+    #[inline]
     pub fn from_slice(bytes: &[u8]) -> Message {
         if bytes.len() <= INLINE {
             let mut inline = [0; INLINE];
@@ -42,6 +44,7 @@ impl Message {
 
 impl Deref for Message {
     type Target = [u8];
+    #[inline]
     fn deref(&self) -> &[u8] {
         match &self.0 {
             Repr::Inline { len, bytes } => &bytes[..*len as usize],
@@ -51,12 +54,14 @@ impl Deref for Message {
 }
 
 impl std::fmt::Debug for Message {
+    #[inline]
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Message({} bytes)", self.len())
     }
 }
 
 impl PartialEq for Message {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
         **self == **other
     }

@@ -112,11 +112,13 @@ impl Process {
     }
 
     /// The pid of the process that currently holds this slot.
+    #[inline]
     pub fn pid(&self) -> Pid {
         Pid::new(self.node, self.index, self.generation.load(Acquire))
     }
 
     /// Whether `pid` names the current tenant of this slot.
+    #[inline]
     pub(crate) fn is(&self, pid: Pid) -> bool {
         self.generation.load(Acquire) == pid.generation() && self.state.load(Acquire) != DEAD
     }
@@ -142,6 +144,7 @@ impl Process {
     }
 
     /// Takes the next message, if any.
+    #[inline]
     pub fn pop_message(&self) -> Option<Message> {
         self.mailbox.lock().queue.pop_front()
     }
@@ -151,6 +154,7 @@ impl Process {
     }
 
     /// Delivers a message if `to` still names this slot's tenant.
+    #[inline]
     pub(crate) fn deliver(&self, to: Pid, msg: Message) -> bool {
         let mut mb = self.mailbox.lock();
         if mb.generation != to.generation() || self.state.load(Acquire) == DEAD {
@@ -162,6 +166,7 @@ impl Process {
 
     /// Marks the process as having something to look at. Returns true when
     /// the caller must put it in a run queue.
+    #[inline]
     pub(crate) fn notify(&self) -> bool {
         let mut s = self.state.load(Acquire);
         loop {
@@ -179,6 +184,7 @@ impl Process {
 
     /// After a body blocked: go idle, unless notified meanwhile. Returns true
     /// when the process must be queued again.
+    #[inline]
     pub(crate) fn park(&self) -> bool {
         match self.state.compare_exchange(RUNNING, IDLE, AcqRel, Acquire) {
             Ok(_) => false,
@@ -191,12 +197,14 @@ impl Process {
 
     /// SAFETY: only the worker that dequeued the process may call this, and
     /// must give the body back with `put_body` (or drop it on exit).
+    #[inline]
     pub(crate) unsafe fn take_body(&self) -> Option<Box<dyn Body>> {
         self.state.store(RUNNING, Release);
         (*self.body.get()).take()
     }
 
     /// SAFETY: see `take_body`.
+    #[inline]
     pub(crate) unsafe fn put_body(&self, body: Box<dyn Body>) {
         *self.body.get() = Some(body);
     }

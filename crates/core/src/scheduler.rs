@@ -144,12 +144,13 @@ impl Scheduler {
                 return Some(p);
             }
         }
-        if local.streak.get() < NEXT_STREAK {
-            if let Some(p) = local.next.take() {
+        if let Some(p) = local.next.take() {
+            // Prefer the hand-off target, unless it has been preferred for
+            // a while and others are waiting: then it goes to the back.
+            if local.streak.get() < NEXT_STREAK || local.queue.is_empty() {
                 local.streak.set(local.streak.get() + 1);
                 return Some(p);
             }
-        } else if let Some(p) = local.next.take() {
             local.queue.push(p);
         }
         local.streak.set(0);

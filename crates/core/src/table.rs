@@ -39,6 +39,7 @@ impl Table {
     }
 
     /// The slot a pid of this node points at (which may hold another generation).
+    #[inline]
     pub(crate) fn lookup(&self, pid: Pid) -> Option<&'static Process> {
         if pid.node() != self.node {
             return None;
@@ -47,6 +48,7 @@ impl Table {
     }
 
     /// The slot at `index`, if that chunk exists.
+    #[inline]
     pub(crate) fn slot(&self, index: u32) -> Option<&'static Process> {
         let chunk = self.chunks.get((index >> CHUNK_BITS) as usize)?.load(Acquire);
         if chunk.is_null() {

@@ -35,6 +35,7 @@ pub enum Tag {
 }
 
 impl Tag {
+    #[inline]
     fn from_byte(b: u8) -> Option<Tag> {
         use Tag::*;
         Some(match b {
@@ -84,6 +85,7 @@ pub struct Writer {
 
 impl Writer {
     /// Starts a message that will hold `count` values.
+    #[inline]
     pub fn message(count: usize) -> Writer {
         let mut w = Writer { buf: Vec::with_capacity(16) };
         w.buf.push(VERSION);
@@ -92,6 +94,7 @@ impl Writer {
     }
 
     /// Starts a message in a recycled buffer (cleared first).
+    #[inline]
     pub fn message_into(mut buf: Vec<u8>, count: usize) -> Writer {
         buf.clear();
         let mut w = Writer { buf };
@@ -100,26 +103,32 @@ impl Writer {
         w
     }
 
+    #[inline]
     pub fn finish(self) -> Vec<u8> {
         self.buf
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.buf.len()
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
 
+    #[inline]
     pub fn truncate(&mut self, len: usize) {
         self.buf.truncate(len)
     }
 
+    #[inline]
     pub fn tag(&mut self, tag: Tag) {
         self.buf.push(tag as u8);
     }
 
+    #[inline]
     pub fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.buf.push(v as u8 | 0x80);
@@ -128,57 +137,73 @@ impl Writer {
         self.buf.push(v as u8);
     }
 
+    #[inline]
     pub fn bool(&mut self, b: bool) {
         self.tag(if b { Tag::True } else { Tag::False });
     }
 
+    #[inline]
     pub fn int(&mut self, i: i64) {
-        self.tag(Tag::Int);
-        self.varint(((i << 1) ^ (i >> 63)) as u64);
+        let z = ((i << 1) ^ (i >> 63)) as u64;
+        if z < 0x80 {
+            self.buf.extend_from_slice(&[Tag::Int as u8, z as u8]);
+        } else {
+            self.tag(Tag::Int);
+            self.varint(z);
+        }
     }
 
+    #[inline]
     pub fn float(&mut self, f: f64) {
         self.tag(Tag::Float);
         self.buf.extend_from_slice(&f.to_bits().to_le_bytes());
     }
 
     /// A length-prefixed byte string, without a tag (used inside compound values).
+    #[inline]
     pub fn bytes(&mut self, b: &[u8]) {
         self.varint(b.len() as u64);
         self.buf.extend_from_slice(b);
     }
 
+    #[inline]
     pub fn str(&mut self, b: &[u8]) {
         self.tag(Tag::Str);
         self.bytes(b);
     }
 
+    #[inline]
     pub fn pid(&mut self, pid: Pid) {
         self.tag(Tag::Pid);
         self.buf.extend_from_slice(&pid.raw().to_le_bytes());
     }
 
     /// Reserves a 4-byte count to be filled in by [`Writer::patch_u32`].
+    #[inline]
     pub fn placeholder_u32(&mut self) -> usize {
         let at = self.buf.len();
         self.buf.extend_from_slice(&[0; 4]);
         at
     }
 
+    #[inline]
     pub fn patch_u32(&mut self, at: usize, v: u32) {
         self.buf[at..at + 4].copy_from_slice(&v.to_le_bytes());
     }
 
+    #[inline]
     pub fn raw_u32(&mut self, v: u32) {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
 
     /// Appends already-encoded values (for instance one value cut from another message).
+    #[inline]
     pub fn raw(&mut self, encoded: &[u8]) {
         self.buf.extend_from_slice(encoded);
     }
 
     /// Direct access for streaming writers (e.g. `lua_dump`).
+    #[inline]
     pub fn buffer(&mut self) -> &mut Vec<u8> {
         &mut self.buf
     }
@@ -192,6 +217,7 @@ pub struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     /// Opens a message: checks the version and returns the value count.
+    #[inline]
     pub fn message(buf: &'a [u8]) -> Result<(Reader<'a>, usize), WireError> {
         let mut r = Reader { buf, pos: 0 };
         let version = r.byte()?;
@@ -206,14 +232,17 @@ impl<'a> Reader<'a> {
         Ok((r, count as usize))
     }
 
+    #[inline]
     pub fn position(&self) -> usize {
         self.pos
     }
 
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
+    #[inline]
     pub fn finish(&self) -> Result<(), WireError> {
         match self.remaining() {
             0 => Ok(()),
@@ -221,19 +250,28 @@ impl<'a> Reader<'a> {
         }
     }
 
+    #[inline]
     fn byte(&mut self) -> Result<u8, WireError> {
         let b = *self.buf.get(self.pos).ok_or(WireError::Truncated(self.pos))?;
         self.pos += 1;
         Ok(b)
     }
 
+    #[inline]
     pub fn tag(&mut self) -> Result<Tag, WireError> {
         let at = self.pos;
         let b = self.byte()?;
         Tag::from_byte(b).ok_or(WireError::BadTag { tag: b, at })
     }
 
+    #[inline]
     pub fn varint(&mut self) -> Result<u64, WireError> {
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(b as u64);
+            }
+        }
         let start = self.pos;
         let mut v: u64 = 0;
         for shift in (0..64).step_by(7) {
@@ -250,17 +288,20 @@ impl<'a> Reader<'a> {
     }
 
     /// The payload of an `Int` (after its tag).
+    #[inline]
     pub fn int(&mut self) -> Result<i64, WireError> {
         let z = self.varint()?;
         Ok((z >> 1) as i64 ^ -((z & 1) as i64))
     }
 
     /// The payload of a `Float` (after its tag).
+    #[inline]
     pub fn float(&mut self) -> Result<f64, WireError> {
         Ok(f64::from_bits(u64::from_le_bytes(self.array::<8>()?)))
     }
 
     /// A length-prefixed byte string (the payload of `Str`, or a field of a compound value).
+    #[inline]
     pub fn bytes(&mut self) -> Result<&'a [u8], WireError> {
         let len = self.varint()?;
         if len > self.remaining() as u64 {
@@ -272,6 +313,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The next `len` bytes, unprefixed.
+    #[inline]
     pub fn bytes_raw(&mut self, len: usize) -> Result<&'a [u8], WireError> {
         if len > self.remaining() {
             return Err(WireError::Truncated(self.buf.len()));
@@ -282,20 +324,24 @@ impl<'a> Reader<'a> {
     }
 
     /// The tag of the next value, without consuming it.
+    #[inline]
     pub fn peek_tag(&self) -> Option<Tag> {
         self.buf.get(self.pos).and_then(|&b| Tag::from_byte(b))
     }
 
     /// The payload of a `Pid` (after its tag).
+    #[inline]
     pub fn pid(&mut self) -> Result<Pid, WireError> {
         let at = self.pos;
         Pid::from_raw(u64::from_le_bytes(self.array::<8>()?)).ok_or(WireError::BadPid(at))
     }
 
+    #[inline]
     pub fn u32(&mut self) -> Result<u32, WireError> {
         Ok(u32::from_le_bytes(self.array::<4>()?))
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
         let end = self.pos.checked_add(N).filter(|&e| e <= self.buf.len());
         let end = end.ok_or(WireError::Truncated(self.buf.len()))?;

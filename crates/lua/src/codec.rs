@@ -15,6 +15,7 @@
 //! and leaves the stack as it found it.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ffi::{c_int, c_void, CStr};
 
 use mlua_sys as ffi;
@@ -41,15 +42,17 @@ pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -
     // Taken, not borrowed: a finaliser run during encoding may encode too.
     let scratch = SCRATCH.with(|s| s.take());
     let w = Writer::message_into(scratch, count);
-    let mut enc = Encoder { L, w, ids: HashMap::new(), upvalues: HashMap::new(), depth: 0 };
+    let mut enc = Encoder { L, w, ids: HashMap::default(), upvalues: HashMap::default(), depth: 0 };
     let mut result = Ok(());
     for (n, idx) in (first..=last).enumerate() {
-        if let Err(e) = enc.value(idx) {
+        if let Err(e) = enc.value(ffi::lua_absindex(L, idx)) {
             result = Err(e.under(Segment::Index(n as i64 + 1)));
             break;
         }
     }
-    ffi::lua_settop(L, top);
+    if ffi::lua_gettop(L) != top {
+        ffi::lua_settop(L, top);
+    }
     let bytes = enc.w.finish();
     match result {
         Ok(()) if bytes.len() > Message::INLINE => Ok(Message::from_vec(bytes)),
@@ -68,31 +71,31 @@ pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -
 /// Pushes the values of a message; returns how many.
 pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &[u8]) -> Result<c_int, Error> {
     let base = ffi::lua_gettop(L);
-    let result = decode_onto(L, msg, base);
-    match result {
-        Ok(n) => {
-            ffi::lua_rotate(L, base + 1, -1); // drop the slot that held the reference table
-            ffi::lua_settop(L, -2);
-            Ok(n)
-        }
-        Err(e) => {
-            ffi::lua_settop(L, base);
-            Err(e)
-        }
+    let mut refs = 0;
+    let result = decode_onto(L, msg, base, &mut refs);
+    if result.is_err() {
+        ffi::lua_settop(L, base);
+    } else if refs != 0 {
+        ffi::lua_rotate(L, refs, -1); // drop the reference table
+        ffi::lua_settop(L, -2);
     }
+    result
 }
 
-unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], base: c_int) -> Result<c_int, Error> {
+unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], base: c_int, refs: &mut c_int) -> Result<c_int, Error> {
     let (r, count) = Reader::message(msg)?;
     if ffi::lua_checkstack(L, count as c_int + 8) == 0 {
         return Err(Error::Decode(format!("too many values ({count})")));
     }
-    ffi::lua_pushnil(L); // slot for the reference table, created when first needed
-    let mut dec = Decoder { L, r, refs: base + 1, next_ref: 0, depth: 0 };
-    for _ in 0..count {
-        dec.value()?;
-    }
-    dec.r.finish()?;
+    let mut dec = Decoder { L, r, base, refs: 0, next_ref: 0, depth: 0 };
+    let result = (|| -> Result<(), Error> {
+        for _ in 0..count {
+            dec.value()?;
+        }
+        Ok(dec.r.finish()?)
+    })();
+    *refs = dec.refs;
+    result?;
     Ok(count as c_int)
 }
 
@@ -149,25 +152,42 @@ fn is_identifier(s: &str) -> bool {
 struct Encoder {
     L: *mut ffi::lua_State,
     w: Writer,
-    ids: HashMap<*const c_void, u32>,
-    upvalues: HashMap<*mut c_void, (u32, u32)>,
+    ids: HashMap<*const c_void, u32, BuildHasherDefault<PointerHasher>>,
+    upvalues: HashMap<*mut c_void, (u32, u32), BuildHasherDefault<PointerHasher>>,
     depth: usize,
 }
 
+/// Hashes object addresses (already unique) with one multiply; unlike the
+/// default hasher it needs no per-map random state.
+#[derive(Default)]
+struct PointerHasher(u64);
+
+impl Hasher for PointerHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_right(29);
+    }
+}
+
 impl Encoder {
+    /// Writes the value at the absolute stack index `idx`.
     unsafe fn value(&mut self, idx: c_int) -> Result<(), Failure> {
         let L = self.L;
-        let idx = ffi::lua_absindex(L, idx);
         match ffi::lua_type(L, idx) {
             ffi::LUA_TNIL => self.w.tag(Tag::Nil),
             ffi::LUA_TBOOLEAN => self.w.bool(ffi::lua_toboolean(L, idx) != 0),
             ffi::LUA_TNUMBER => {
-                let mut is_int = 0;
-                let i = ffi::lua_tointegerx(L, idx, &mut is_int);
-                if is_int != 0 && ffi::lua_isinteger(L, idx) != 0 {
-                    self.w.int(i)
+                if ffi::lua_isinteger(L, idx) != 0 {
+                    self.w.int(ffi::lua_tointegerx(L, idx, std::ptr::null_mut()))
                 } else {
-                    self.w.float(ffi::lua_tonumber(L, idx))
+                    self.w.float(ffi::lua_tonumberx(L, idx, std::ptr::null_mut()))
                 }
             }
             ffi::LUA_TSTRING => self.w.str(to_bytes(L, idx).unwrap_or_default()),
@@ -231,7 +251,7 @@ impl Encoder {
         let count_at = self.w.placeholder_u32();
         for i in 1..=narr {
             ffi::lua_rawgeti(L, idx, i);
-            self.value(-1).map_err(|e| e.under(Segment::Index(i)))?;
+            self.value(ffi::lua_gettop(L)).map_err(|e| e.under(Segment::Index(i)))?;
             ffi::lua_settop(L, -2);
         }
         let mut nhash: u32 = 0;
@@ -408,7 +428,10 @@ unsafe extern "C-unwind" fn loaded_newindex(L: *mut ffi::lua_State) -> c_int {
 struct Decoder<'a> {
     L: *mut ffi::lua_State,
     r: Reader<'a>,
-    /// Stack slot of the table {id = object}.
+    /// Stack top when decoding started.
+    base: c_int,
+    /// Stack slot of the table {id = object}: 0 until a table or function
+    /// appears, then just above `base` (inserted below the values so far).
     refs: c_int,
     next_ref: i64,
     depth: usize,
@@ -422,9 +445,6 @@ impl Decoder<'_> {
     /// Pushes one value.
     unsafe fn value(&mut self) -> Result<(), Error> {
         let L = self.L;
-        if ffi::lua_checkstack(L, 6) == 0 {
-            return Err(junk("stack overflow"));
-        }
         match self.r.tag()? {
             Tag::Nil => ffi::lua_pushnil(L),
             Tag::False => ffi::lua_pushboolean(L, 0),
@@ -438,7 +458,7 @@ impl Decoder<'_> {
             }
             Tag::Ref => {
                 let id = self.r.varint()?;
-                if ffi::lua_type(L, self.refs) != ffi::LUA_TTABLE || id >= self.next_ref as u64 {
+                if self.refs == 0 || id >= self.next_ref as u64 {
                     return Err(Error::Wire(synodic_core::wire::WireError::BadRef(id)));
                 }
                 ffi::lua_rawgeti(L, self.refs, id as i64 + 1);
@@ -451,10 +471,14 @@ impl Decoder<'_> {
         Ok(())
     }
 
+    /// Enters a table or function: checks depth and makes room for its parts.
     unsafe fn enter(&mut self) -> Result<(), Error> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err(Error::Wire(synodic_core::wire::WireError::TooDeep));
+        }
+        if ffi::lua_checkstack(self.L, 8) == 0 {
+            return Err(junk("stack overflow"));
         }
         Ok(())
     }
@@ -462,9 +486,12 @@ impl Decoder<'_> {
     /// Records the object on top of the stack under the next reference id.
     unsafe fn remember(&mut self) {
         let L = self.L;
-        if ffi::lua_type(L, self.refs) != ffi::LUA_TTABLE {
+        if self.refs == 0 {
+            // Nothing holds an absolute stack index yet (this is the first
+            // table or function), so shifting the values up by one is safe.
             ffi::lua_createtable(L, 4, 0);
-            ffi::lua_replace(L, self.refs);
+            self.refs = self.base + 1;
+            ffi::lua_rotate(L, self.refs, 1);
         }
         self.next_ref += 1;
         ffi::lua_pushvalue(L, -1);
@@ -541,7 +568,7 @@ impl Decoder<'_> {
                 self.r.tag()?;
                 let owner = self.r.varint()?;
                 let m = self.r.varint()?;
-                if owner >= self.next_ref as u64 || m == 0 || m > 255 {
+                if self.refs == 0 || owner >= self.next_ref as u64 || m == 0 || m > 255 {
                     return Err(junk("bad shared upvalue"));
                 }
                 ffi::lua_rawgeti(L, self.refs, owner as i64 + 1);

@@ -125,7 +125,6 @@ unsafe extern "C-unwind" fn receive(L: *mut ffi::lua_State) -> c_int {
         Ok(t) => t,
         Err(e) => return raise(L, e),
     };
-    ffi::lua_settop(L, 0);
     if let Some(got) = take_message(L) {
         return finish_receive(L, got);
     }
@@ -137,7 +136,6 @@ unsafe extern "C-unwind" fn receive(L: *mut ffi::lua_State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn receive_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
-    ffi::lua_settop(L, 0);
     if let Some(got) = take_message(L) {
         return finish_receive(L, got);
     }

@@ -87,7 +87,9 @@ impl Body for LuaProcess {
             }
             match status {
                 ffi::LUA_YIELD => {
-                    ffi::lua_settop(L, -nres - 1);
+                    if nres > 0 {
+                        ffi::lua_settop(L, -nres - 1);
+                    }
                     match self.ctx.pending {
                         Pending::Block => Step::Blocked,
                         Pending::Exit => Step::Exited(self.ctx.exit.take().unwrap_or(ExitReason::Normal)),
