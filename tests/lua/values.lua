@@ -69,6 +69,17 @@ ok, err = pcall(s.send, echo, holds_co)
 assert(not ok and err:find("type thread %(at %[1%]<upvalue co>%)"), err)
 ok, err = pcall(s.send, echo, coroutine.wrap(function() end))
 assert(not ok and err:find("C function"), err)
+local deep = {}
+local cur = deep
+for _ = 1, 300 do cur.next = {} cur = cur.next end
+ok, err = pcall(s.send, echo, deep)
+assert(not ok and err:find("nested deeper than 200 levels"), err)
+local deep_ok = {}
+cur = deep_ok
+for _ = 1, 150 do cur.next = {} cur = cur.next end
+assert(roundtrip(deep_ok).next.next ~= nil, "150 levels are fine")
+local big = string.rep("0123456789abcdef", 65536)
+assert(roundtrip(big) == big, "a 1 MB string")
 -- The failed sends did not break anything.
 assert(roundtrip("still fine") == "still fine")
 print("values ok")

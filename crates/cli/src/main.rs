@@ -38,11 +38,33 @@ struct RunArgs {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    // Process heaps are many and small; letting the allocator back them with
+    // transparent huge pages saves page faults and TLB misses (a million
+    // processes build about twice as fast).
+    unsafe { libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, 1) };
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => exit(usage_error(e)),
+    };
     let code = match cli.command {
         Command::Run(args) => run(args),
     };
     exit(code)
+}
+
+/// Help and version go to stdout as clap renders them; a usage mistake is
+/// one line on stderr, exit status 2.
+fn usage_error(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind::*;
+    if matches!(e.kind(), DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand) {
+        let _ = e.print();
+        return if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand { 2 } else { 0 };
+    }
+    let rendered = e.render().to_string();
+    let first = rendered.lines().next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    eprintln!("synodic: {first} (see 'synodic --help')");
+    2
 }
 
 fn run(args: RunArgs) -> i32 {

@@ -79,13 +79,16 @@ fn a_syntax_error_names_file_and_line() {
 }
 
 #[test]
-fn bad_flags_are_refused_without_a_panic() {
+fn bad_flags_are_one_line_without_a_panic() {
     for args in [&["run", "--workers", "many", "x.lua"][..], &["run", "--bogus", "x.lua"], &["walk"], &["run"]] {
         let out = synodic(args);
-        assert!(!out.status.success(), "{args:?}");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = text(&out.stderr);
-        assert!(stderr.starts_with("error:") && !stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with("synodic: ") && !stderr.contains("panicked"), "{args:?}: {stderr}");
     }
+    let out = synodic(&[]);
+    assert!(!out.status.success() && text(&out.stderr).contains("Usage"), "no command shows the usage");
 }
 
 #[test]

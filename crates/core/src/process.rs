@@ -70,21 +70,21 @@ pub(crate) struct Links {
     pub last_exit: Option<(Pid, ExitReason)>,
 }
 
-struct Mailbox {
-    generation: u32,
-    queue: VecDeque<Message>,
-}
-
+/// Laid out by hand: everything a message hand-off touches (run state,
+/// generation, body, mailbox) sits in the first cache line; links and timer
+/// bookkeeping come after.
+#[repr(C, align(64))]
 pub struct Process {
-    index: u32,
-    node: u16,
     pub(crate) state: AtomicU8,
+    node: u16,
+    /// Changed only under the mailbox lock (see `vacate`).
     generation: AtomicU32,
-    mailbox: Mutex<Mailbox>,
+    mailbox: Mutex<VecDeque<Message>>,
+    body: UnsafeCell<Option<Box<dyn Body>>>,
+    index: u32,
     /// Bumped whenever the process arms a new timer, so stale timers are ignored.
     pub(crate) timer_seq: AtomicU64,
     pub(crate) links: Mutex<Links>,
-    body: UnsafeCell<Option<Box<dyn Body>>>,
 }
 
 // SAFETY: `body` is only touched by the single worker that moved the process
@@ -100,7 +100,7 @@ impl Process {
             node,
             state: AtomicU8::new(DEAD),
             generation: AtomicU32::new(0),
-            mailbox: Mutex::new(Mailbox { generation: 0, queue: VecDeque::new() }),
+            mailbox: Mutex::new(VecDeque::new()),
             timer_seq: AtomicU64::new(0),
             links: Mutex::new(Links::default()),
             body: UnsafeCell::new(None),
@@ -128,8 +128,7 @@ impl Process {
         // SAFETY: a vacant slot is reachable by no worker; stale wakers see DEAD and back off.
         unsafe { *self.body.get() = Some(body) };
         *self.links.lock() = Links::default();
-        let generation = self.mailbox.lock().generation;
-        self.generation.store(generation, Release);
+        let generation = self.generation.load(Acquire);
         self.state.store(QUEUED, Release);
         Pid::new(self.node, self.index, generation)
     }
@@ -137,30 +136,30 @@ impl Process {
     /// Ends the tenancy: later sends to its pid are dropped, queued messages freed.
     pub(crate) fn vacate(&self) {
         self.state.store(DEAD, Release);
-        let mut mb = self.mailbox.lock();
-        mb.generation = (mb.generation + 1) & Pid::GEN_MASK;
-        self.generation.store(mb.generation, Release);
-        mb.queue = VecDeque::new();
+        let mut mailbox = self.mailbox.lock();
+        let next = (self.generation.load(Acquire) + 1) & Pid::GEN_MASK;
+        self.generation.store(next, Release);
+        *mailbox = VecDeque::new();
     }
 
     /// Takes the next message, if any.
     #[inline]
     pub fn pop_message(&self) -> Option<Message> {
-        self.mailbox.lock().queue.pop_front()
+        self.mailbox.lock().pop_front()
     }
 
     pub fn mailbox_len(&self) -> usize {
-        self.mailbox.lock().queue.len()
+        self.mailbox.lock().len()
     }
 
     /// Delivers a message if `to` still names this slot's tenant.
     #[inline]
     pub(crate) fn deliver(&self, to: Pid, msg: Message) -> bool {
-        let mut mb = self.mailbox.lock();
-        if mb.generation != to.generation() || self.state.load(Acquire) == DEAD {
+        let mut mailbox = self.mailbox.lock();
+        if self.generation.load(Acquire) != to.generation() || self.state.load(Acquire) == DEAD {
             return false;
         }
-        mb.queue.push_back(msg);
+        mailbox.push_back(msg);
         true
     }
 
@@ -207,5 +206,19 @@ impl Process {
     #[inline]
     pub(crate) unsafe fn put_body(&self, body: Box<dyn Body>) {
         *self.body.get() = Some(body);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hand_off_fields_share_one_cache_line() {
+        let p = Process::vacant(0, 1);
+        let base = &p as *const Process as usize;
+        let end_of_body = &p.body as *const _ as usize + std::mem::size_of::<UnsafeCell<Option<Box<dyn Body>>>>();
+        assert!(end_of_body - base <= 64, "hot fields end at byte {}", end_of_body - base);
+        assert_eq!(base % 64, 0);
     }
 }

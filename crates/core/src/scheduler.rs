@@ -94,6 +94,9 @@ impl Scheduler {
     }
 
     fn wake_one(&self) {
+        // Pairs with the increment of `idle` in `park`: either we see the
+        // parking worker, or it sees the work we just pushed.
+        std::sync::atomic::fence(SeqCst);
         if self.idle.load(SeqCst) > 0 {
             let _guard = self.park_lock.lock();
             self.unpark.notify_one();
