@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
-use synodic_core::{Config, ExitReason, Runtime};
+use synodic_core::{Config, ExitReason, RunEnd, Runtime};
 use synodic_lua::LuaProcess;
 
 #[global_allocator]
@@ -72,8 +72,9 @@ fn run(args: RunArgs) -> i32 {
     let rt = Runtime::start(config);
     let script = args.script.to_string_lossy().into_owned();
     match rt.run_main(LuaProcess::main_script(script, args.args)) {
-        ExitReason::Normal => 0,
-        ExitReason::Error(_) | ExitReason::Value(_) => 1,
+        RunEnd::Exited(ExitReason::Normal) => 0,
+        RunEnd::Exited(ExitReason::Error(_) | ExitReason::Value(_)) => 1,
+        RunEnd::Halted(status) => status,
     }
 }
 

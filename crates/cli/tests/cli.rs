@@ -196,3 +196,26 @@ fn every_example_runs() {
         assert!(!out.stdout.is_empty(), "{} printed nothing", ex.display());
     }
 }
+
+#[test]
+fn an_event_error_names_the_agent_and_the_agent_goes_on() {
+    let out = run_source(
+        "event_error",
+        r#"alua.spawn{"B"}
+           alua.send("B", "error('bad event')")
+           alua.send("B", "alua.send('main', 'print(\"B still alive\") alua.exit()')")"#,
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("synodic: agent B: (event):1: bad event"), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "B still alive\n");
+}
+
+#[test]
+fn halt_ends_the_run_with_its_status() {
+    let out = run_source("halt", "local s = require 'synodic' s.spawn(function() s.halt(7) end) s.receive()", &[]);
+    assert_eq!(out.status.code(), Some(7));
+    let out = run_source("halt_bad", "require('synodic').halt('soon')", &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("exit status 0-255 expected"), "{}", text(&out.stderr));
+}

@@ -63,4 +63,7 @@ lua_tests!(
     coroutines,
     libraries,
     cjson,
+    alua_spawn,
+    alua_events,
+    alua_tostring,
 );

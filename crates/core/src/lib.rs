@@ -10,7 +10,7 @@
 //! | [`pid`] | `Pid`: node + serial in one tagged `u64` |
 //! | [`process`] | `Process`, `Body`, `Step`, `ExitReason` |
 //! | `message` | `Message`: encoded values, small ones inline |
-//! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main` |
+//! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main`, `halt` |
 //! | [`channel`] | `Channels`: named rendezvous with hand-offs |
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
 //! | `scheduler`, `table`, `timer`, `names`, `preempt` | internal: worker pool, process slots, deadlines, name map, preemption watchdog |
@@ -32,4 +32,4 @@ pub use error::Error;
 pub use pid::Pid;
 pub use message::Message;
 pub use process::{Body, ExitReason, Process, Step};
-pub use runtime::{Config, Runtime};
+pub use runtime::{Config, RunEnd, Runtime};

@@ -12,7 +12,7 @@
 //!    pid are dropped, and queued messages are freed;
 //! 4. names are released and each monitor gets `"DOWN", pid, reason`;
 //! 5. the slot goes back to the free list;
-//! 6. if it was the watched main process, the waiter in `run_main` returns.
+//! 6. if it was the main process, the waiter in `run_main` returns.
 
 use std::sync::atomic::Ordering::*;
 use std::sync::Arc;
@@ -47,6 +47,21 @@ impl Default for Config {
     }
 }
 
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunEnd {
+    /// The main process ended.
+    Exited(ExitReason),
+    /// A process halted the run with this exit status.
+    Halted(i32),
+}
+
+#[derive(Default)]
+struct MainWatch {
+    pid: Option<Pid>,
+    end: Option<RunEnd>,
+}
+
 #[derive(Clone)]
 pub struct Runtime {
     shared: Arc<Shared>,
@@ -60,7 +75,7 @@ pub(crate) struct Shared {
     timers: Timers,
     node: u16,
     node_name: String,
-    main: Mutex<Option<(Pid, Option<ExitReason>)>>,
+    main: Mutex<MainWatch>,
     main_ended: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -81,7 +96,7 @@ impl Runtime {
             timers: Timers::default(),
             node: 0,
             node_name: config.node_name.clone(),
-            main: Mutex::new(None),
+            main: Mutex::new(MainWatch::default()),
             main_ended: Condvar::new(),
             threads: Mutex::new(Vec::new()),
         });
@@ -203,19 +218,33 @@ impl Runtime {
         self.shared.names.whereis(name)
     }
 
-    /// Runs `body` as the main process and blocks until it ends.
-    pub fn run_main(&self, body: Box<dyn Body>) -> ExitReason {
+    /// Runs `body` as the main process and blocks until the run ends: when
+    /// that process ends, or when some process calls [`Runtime::halt`].
+    pub fn run_main(&self, body: Box<dyn Body>) -> RunEnd {
         let mut main = self.shared.main.lock();
-        let pid = match self.spawn(body) {
-            Ok(pid) => pid,
-            Err(e) => return ExitReason::Error(e.to_string()),
-        };
-        *main = Some((pid, None));
+        match self.spawn(body) {
+            Ok(pid) => main.pid = Some(pid),
+            Err(e) => return RunEnd::Exited(ExitReason::Error(e.to_string())),
+        }
         loop {
-            if let Some((_, Some(reason))) = &*main {
-                return reason.clone();
+            if let Some(end) = &main.end {
+                return end.clone();
             }
             self.shared.main_ended.wait(&mut main);
+        }
+    }
+
+    /// The main process of the run, once `run_main` has started it.
+    pub fn main_pid(&self) -> Option<Pid> {
+        self.shared.main.lock().pid
+    }
+
+    /// Ends the run with `status`, whatever the main process is doing.
+    pub fn halt(&self, status: i32) {
+        let mut main = self.shared.main.lock();
+        if main.end.is_none() {
+            main.end = Some(RunEnd::Halted(status));
+            self.shared.main_ended.notify_all();
         }
     }
 
@@ -275,11 +304,9 @@ impl Runtime {
         }
         self.shared.table.release(proc);
         let mut main = self.shared.main.lock();
-        if let Some((main_pid, slot)) = &mut *main {
-            if *main_pid == pid {
-                *slot = Some(reason);
-                self.shared.main_ended.notify_all();
-            }
+        if main.pid == Some(pid) && main.end.is_none() {
+            main.end = Some(RunEnd::Exited(reason));
+            self.shared.main_ended.notify_all();
         }
     }
 }

@@ -28,6 +28,8 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"nodes", nodes),
     (c"is_alive", is_alive),
     (c"clock", clock),
+    (c"halt", halt),
+    (c"main", main_pid),
 ];
 
 pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
@@ -246,5 +248,27 @@ unsafe extern "C-unwind" fn nodes(L: *mut ffi::lua_State) -> c_int {
 unsafe extern "C-unwind" fn clock(L: *mut ffi::lua_State) -> c_int {
     static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
     ffi::lua_pushnumber(L, EPOCH.get_or_init(std::time::Instant::now).elapsed().as_secs_f64());
+    1
+}
+
+/// Ends the whole run with an exit status (default 0), from any process.
+unsafe extern "C-unwind" fn halt(L: *mut ffi::lua_State) -> c_int {
+    let mut ok = 0;
+    let status = if ffi::lua_isnoneornil(L, 1) != 0 { 0 } else { ffi::lua_tointegerx(L, 1, &mut ok) };
+    if ffi::lua_isnoneornil(L, 1) == 0 && (ok == 0 || !(0..=255).contains(&status)) {
+        return raise(L, format!("bad argument #1 to 'halt' (exit status 0-255 expected, got {})", type_name(L, 1)));
+    }
+    ctx(L).rt().halt(status as i32);
+    // The run is over: stop this process here rather than let it go on.
+    ctx(L).exit = Some(ExitReason::Normal);
+    yield_to_scheduler(L, Pending::Exit, exit_k, "halt")
+}
+
+/// The pid of the main process (the script `synodic run` started).
+unsafe extern "C-unwind" fn main_pid(L: *mut ffi::lua_State) -> c_int {
+    match ctx(L).rt().main_pid() {
+        Some(pid) => push_pid(L, pid),
+        None => ffi::lua_pushnil(L),
+    }
     1
 }

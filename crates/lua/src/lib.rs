@@ -8,7 +8,7 @@
 //!
 //! | module | Lua name | gives |
 //! |---|---|---|
-//! | [`kernel`] | `synodic` | spawn, spawn_on, self, send, receive, sleep, monitor, register, whereis, exit, node, nodes |
+//! | [`kernel`] | `synodic` | spawn, spawn_on, self, main, send, receive, sleep, monitor, register, whereis, exit, halt, node, nodes, is_alive, clock |
 //! | [`chan`] | `synodic.chan` | new, send, receive, delete |
 //! | [`codec`] | – | Lua values ⇄ wire format |
 //! | [`coroutine`] | `coroutine.resume`, `coroutine.wrap` | scheduler-aware replacements |
@@ -16,6 +16,7 @@
 //! | [`preempt`] | – | the signal handler and hook that make an overrunning process yield |
 //! | `lazy` | – | library tables filled on first use |
 //! | `heap` | – | the per-process allocator of a Lua state |
+//! | `lualib` | `synodic.alua` | modules written in Lua, bundled from `lualib/` |
 //! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
 
 #![allow(non_snake_case)] // `L` is the Lua state, as in the C API.
@@ -29,6 +30,7 @@ mod error;
 mod heap;
 pub mod kernel;
 mod lazy;
+mod lualib;
 pub mod preempt;
 pub mod process;
 pub mod state;

@@ -134,23 +134,38 @@ impl LuaProcess {
     }
 }
 
+/// Continuation stages of `boot` (its `lua_KContext`).
+const SPAWNED: ffi::lua_KContext = 0;
+const MAIN_CHUNK: ffi::lua_KContext = 1;
+const MAIN_EVENTS: ffi::lua_KContext = 2;
+
 /// The first function a process runs: unpacks its boot data and calls it.
 unsafe extern "C-unwind" fn boot(L: *mut ffi::lua_State) -> c_int {
-    let prepared = match ctx(L).boot.take() {
-        Some(Boot::Message(msg)) => prepare_spawned(L, msg),
-        Some(Boot::Script { path, args }) => prepare_script(L, path, args),
-        None => Err("process started twice".into()),
+    let (prepared, stage) = match ctx(L).boot.take() {
+        Some(Boot::Message(msg)) => (prepare_spawned(L, msg), SPAWNED),
+        Some(Boot::Script { path, args }) => (prepare_script(L, path, args), MAIN_CHUNK),
+        None => (Err("process started twice".into()), SPAWNED),
     };
     match prepared {
         Ok(nargs) => {
-            ffi::lua_callk(L, nargs, ffi::LUA_MULTRET, 0, Some(boot_k));
-            0
+            ffi::lua_callk(L, nargs, 0, stage, Some(boot_k));
+            boot_k(L, ffi::LUA_OK, stage)
         }
         Err(e) => raise(L, e),
     }
 }
 
-unsafe extern "C-unwind" fn boot_k(_L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
+/// After the main chunk returns: if it used the agents module, the main
+/// script goes on handling events (SPEC §3).
+unsafe extern "C-unwind" fn boot_k(L: *mut ffi::lua_State, _status: c_int, stage: ffi::lua_KContext) -> c_int {
+    if stage == MAIN_CHUNK {
+        ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
+        if ffi::lua_getfield(L, -1, c"synodic.alua".as_ptr()) == ffi::LUA_TTABLE
+            && ffi::lua_getfield(L, -1, c"_main_loop".as_ptr()) == ffi::LUA_TFUNCTION
+        {
+            ffi::lua_callk(L, 0, 0, MAIN_EVENTS, Some(boot_k));
+        }
+    }
     0
 }
 

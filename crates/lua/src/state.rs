@@ -17,7 +17,7 @@ use mlua_sys as ffi;
 use crate::ctx::Ctx;
 use crate::heap::{self, Heap};
 use crate::lazy;
-use crate::util::{push_bytes, to_bytes};
+use crate::util::{push_bytes, raise, to_bytes};
 
 type Opener = ffi::lua_CFunction;
 
@@ -111,6 +111,11 @@ unsafe extern "C-unwind" fn lazy_global(L: *mut ffi::lua_State) -> c_int {
         ffi::lua_rawset(L, 1);
         return 1;
     }
+    if name == b"alua" {
+        // The agents module, for the main script and every agent (SPEC §3).
+        push_module(L, b"synodic.alua").map_or_else(|e| raise(L, e), |()| 1);
+        return 1;
+    }
     if name == b"require" {
         open_lazy(L, c"package");
         ffi::lua_settop(L, 2);
@@ -180,6 +185,7 @@ unsafe extern "C-unwind" fn open_package(L: *mut ffi::lua_State) -> c_int {
         ffi::lua_pushcfunction(L, *f);
         ffi::lua_setfield(L, -2, name.as_ptr());
     }
+    crate::lualib::register_preloads(L, ffi::lua_gettop(L));
     ffi::lua_settop(L, package);
     let triple = format!("{}-linux-gnu", std::env::consts::ARCH);
     if std::env::var_os("LUA_PATH_5_4").is_none() && std::env::var_os("LUA_PATH").is_none() {

@@ -1,0 +1,35 @@
+//! The Lua modules bundled into the binary from `lualib/`: policy written in
+//! Lua on top of the native primitives. `require` finds them through
+//! `package.preload`; their chunk names point at their source files, so
+//! tracebacks read naturally.
+
+use std::ffi::{c_int, CStr};
+
+use mlua_sys as ffi;
+
+use crate::util::{push_bytes, raise, to_bytes};
+
+/// (module name, chunk name, source).
+const BUNDLED: &[(&CStr, &CStr, &str)] = &[(c"synodic.alua", c"@lualib/alua.lua", include_str!("../../../lualib/alua.lua"))];
+
+/// Adds a loader for every bundled module to the `package.preload` table at `preload`.
+pub(crate) unsafe fn register_preloads(L: *mut ffi::lua_State, preload: c_int) {
+    for (i, (name, _, _)) in BUNDLED.iter().enumerate() {
+        ffi::lua_pushinteger(L, i as ffi::lua_Integer);
+        ffi::lua_pushcclosure(L, load_bundled, 1);
+        ffi::lua_setfield(L, preload, name.as_ptr());
+    }
+}
+
+/// A `package.preload` loader: runs the bundled source, passing the module name.
+unsafe extern "C-unwind" fn load_bundled(L: *mut ffi::lua_State) -> c_int {
+    let i = ffi::lua_tointegerx(L, ffi::lua_upvalueindex(1), std::ptr::null_mut()) as usize;
+    let (name, chunk, source) = BUNDLED[i];
+    if ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), chunk.as_ptr(), c"t".as_ptr()) != ffi::LUA_OK {
+        let msg = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+        return raise(L, format!("bundled module {}: {msg}", name.to_string_lossy()));
+    }
+    push_bytes(L, name.to_bytes());
+    ffi::lua_call(L, 1, 1);
+    1
+}
