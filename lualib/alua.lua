@@ -21,15 +21,17 @@ local function report(err)
   io.stderr:write(string.format("synodic: agent %s: %s\n", tostring(alua.id), tostring(err)))
 end
 
--- Runs one chunk as an event in this agent's global environment.
-local function handle(code)
+-- Runs one chunk as an event in this agent's global environment; returns
+-- true, or false and the error with its traceback.
+local function run(code)
   local chunk, err = load(code, "=(event)", "t", _G)
-  if not chunk then
-    report(err)
-    return
-  end
-  local ok, failure = xpcall(chunk, debug.traceback)
-  if not ok then report(failure) end
+  if not chunk then return false, err end
+  return xpcall(chunk, debug.traceback)
+end
+
+local function handle(code)
+  local ok, err = run(code)
+  if not ok then report(err) end
 end
 
 -- Handles events forever (until the agent or the run ends). Messages that are
@@ -153,6 +155,10 @@ end
 
 -- The main script's event loop, run by the runtime after its chunk returns.
 alua._main_loop = loop
+
+-- For other event loops built on this one (the console agent).
+alua._EVENT = EVENT
+alua._run = run
 
 -- Loaded in the main process: this is the agent "main".
 if s.self() == s.main() then

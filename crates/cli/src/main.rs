@@ -2,6 +2,8 @@
 //! command line, starts a node's runtime, runs the main process, and turns
 //! its end into an exit status.
 
+mod console;
+
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +25,8 @@ struct Cli {
 enum Command {
     /// Run a Lua program as the main process; the run ends when it ends.
     Run(RunArgs),
+    /// Attach an interactive console to a running program.
+    Console(console::ConsoleArgs),
 }
 
 #[derive(clap::Args)]
@@ -30,6 +34,14 @@ struct RunArgs {
     /// Worker threads that run processes (default: one per core).
     #[arg(long, default_value_t = 0, value_name = "N")]
     workers: usize,
+    /// Where the console endpoint listens (default: a free port on 127.0.0.1,
+    /// printed when standard error is a terminal).
+    #[arg(long, value_name = "ADDR")]
+    console: Option<String>,
+    /// The file holding the console's shared secret (default: ~/.synodic/cookie,
+    /// created readable by you only on first use).
+    #[arg(long, value_name = "FILE")]
+    cookie_file: Option<PathBuf>,
     /// The Lua script to run.
     script: PathBuf,
     /// Arguments for the script (the global `arg`, and `...`).
@@ -48,6 +60,10 @@ fn main() {
     };
     let code = match cli.command {
         Command::Run(args) => run(args),
+        Command::Console(args) => console::run(args).unwrap_or_else(|e| {
+            eprintln!("synodic: {e:#}");
+            1
+        }),
     };
     exit(code)
 }
@@ -70,11 +86,38 @@ fn usage_error(e: clap::Error) -> i32 {
 fn run(args: RunArgs) -> i32 {
     let config = Config { workers: args.workers, preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
     let rt = Runtime::start(config);
+    if let Err(e) = open_console(&rt, &args) {
+        eprintln!("synodic: {e:#}");
+        return 1;
+    }
     let script = args.script.to_string_lossy().into_owned();
     match rt.run_main(LuaProcess::main_script(script, args.args)) {
         RunEnd::Exited(ExitReason::Normal) => 0,
         RunEnd::Exited(ExitReason::Error(_) | ExitReason::Value(_)) => 1,
         RunEnd::Halted(status) => status,
+    }
+}
+
+/// Opens the console endpoint. Asked for with `--console`, it must open and
+/// says where; by default it opens quietly (announced on a terminal only) and
+/// a failure just means no console.
+fn open_console(rt: &Runtime, args: &RunArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let explicit = args.console.is_some();
+    let opened = (|| {
+        let file = args.cookie_file.clone().or_else(synodic_lua::control::default_cookie_file).context("no cookie file: set HOME or pass --cookie-file")?;
+        let cookie = synodic_lua::control::load_or_create_cookie(&file).with_context(|| format!("cookie file {}", file.display()))?;
+        let addr = args.console.as_deref().unwrap_or("127.0.0.1:0");
+        synodic_lua::control::start(rt, addr, cookie).with_context(|| format!("console address {addr}"))
+    })();
+    match opened {
+        Ok(addr) if explicit || unsafe { libc::isatty(2) == 1 } => {
+            eprintln!("synodic: console on {addr} (attach with: synodic console {addr})");
+            Ok(())
+        }
+        Ok(_) => Ok(()),
+        Err(e) if explicit => Err(e),
+        Err(_) => Ok(()),
     }
 }
 

@@ -219,3 +219,58 @@ fn halt_ends_the_run_with_its_status() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("exit status 0-255 expected"), "{}", text(&out.stderr));
 }
+
+/// The console, driven as a user would: start a program with a console
+/// endpoint, attach with the right cookie, inspect and change an agent; a
+/// wrong cookie is refused and the program goes on.
+#[test]
+fn console_attaches_with_the_cookie_and_refuses_without() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = std::env::temp_dir().join(format!("synodic-console-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = dir.join("prog.lua");
+    std::fs::write(&prog, "alua.spawn{'B'}\nalua.send('B', 'x = 42')\n").unwrap();
+    let cookie = dir.join("cookie");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_synodic"))
+        .args(["run", "--console", "127.0.0.1:0", "--cookie-file"])
+        .arg(&cookie)
+        .arg(&prog)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The program says where its console listens.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    let addr = line.split_whitespace().nth(3).expect("console address").to_string();
+    assert!(line.starts_with("synodic: console on "), "{line}");
+
+    let console = |cookie_file: &Path, input: &str| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_synodic"))
+            .args(["console", &addr, "--cookie-file"])
+            .arg(cookie_file)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        c.wait_with_output().unwrap()
+    };
+    let out = console(&cookie, "inspect('B', 'x')\nalua.send('B', 'x = x + 1')\ninspect('B', 'x')\n1 + 2\nerror('oops')\n");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with("42\n43\n3\nerror: (event):1: oops"), "{stdout}");
+
+    let wrong = dir.join("wrong");
+    std::fs::write(&wrong, "not-the-cookie\n").unwrap();
+    let out = console(&wrong, "x = 1\n");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("refused: wrong or missing cookie"), "{}", text(&out.stderr));
+
+    // The program went on: a rightful console still works.
+    let out = console(&cookie, "inspect('B', 'x')\n");
+    assert_eq!(text(&out.stdout), "43\n");
+    child.kill().unwrap();
+    let _ = child.wait();
+}

@@ -24,6 +24,8 @@ pub(crate) enum Boot {
     Message(Message),
     /// The main script and its command-line arguments.
     Script { path: String, args: Vec<String> },
+    /// `require(module).main(arg)`, for processes the runtime starts itself.
+    Module { module: &'static str, arg: i64 },
 }
 
 pub(crate) struct Ctx {

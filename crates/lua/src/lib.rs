@@ -11,12 +11,13 @@
 //! | [`kernel`] | `synodic` | spawn, spawn_on, self, main, send, receive, sleep, monitor, register, whereis, exit, halt, node, nodes, is_alive, clock |
 //! | [`chan`] | `synodic.chan` | new, send, receive, delete |
 //! | [`codec`] | – | Lua values ⇄ wire format |
+//! | [`control`] | `synodic.control` | the console endpoint: cookie, listener, `write` |
 //! | [`coroutine`] | `coroutine.resume`, `coroutine.wrap` | scheduler-aware replacements |
 //! | [`state`] | – | state creation, lazy standard libraries, `print` |
 //! | [`preempt`] | – | the signal handler and hook that make an overrunning process yield |
 //! | `lazy` | – | library tables filled on first use |
 //! | `heap` | – | the per-process allocator of a Lua state |
-//! | `lualib` | `synodic.alua` | modules written in Lua, bundled from `lualib/` |
+//! | `lualib` | `synodic.alua`, `synodic.console` | modules written in Lua, bundled from `lualib/` |
 //! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
 
 #![allow(non_snake_case)] // `L` is the Lua state, as in the C API.
@@ -24,6 +25,7 @@
 
 pub mod chan;
 pub mod codec;
+pub mod control;
 pub mod coroutine;
 mod ctx;
 mod error;

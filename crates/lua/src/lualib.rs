@@ -10,7 +10,10 @@ use mlua_sys as ffi;
 use crate::util::{push_bytes, raise, to_bytes};
 
 /// (module name, chunk name, source).
-const BUNDLED: &[(&CStr, &CStr, &str)] = &[(c"synodic.alua", c"@lualib/alua.lua", include_str!("../../../lualib/alua.lua"))];
+const BUNDLED: &[(&CStr, &CStr, &str)] = &[
+    (c"synodic.alua", c"@lualib/alua.lua", include_str!("../../../lualib/alua.lua")),
+    (c"synodic.console", c"@lualib/console.lua", include_str!("../../../lualib/console.lua")),
+];
 
 /// Adds a loader for every bundled module to the `package.preload` table at `preload`.
 pub(crate) unsafe fn register_preloads(L: *mut ffi::lua_State, preload: c_int) {

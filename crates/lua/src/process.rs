@@ -46,6 +46,11 @@ impl LuaProcess {
         Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Ctx::new(Boot::Script { path, args }), heap: Heap::new() })
     }
 
+    /// A process running `require(module).main(arg)`.
+    pub fn module(module: &'static str, arg: i64) -> Box<dyn Body> {
+        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Ctx::new(Boot::Module { module, arg }), heap: Heap::new() })
+    }
+
     /// Bytes held by this process's Lua state.
     pub fn memory(&self) -> usize {
         if self.L.is_null() {
@@ -144,6 +149,7 @@ unsafe extern "C-unwind" fn boot(L: *mut ffi::lua_State) -> c_int {
     let (prepared, stage) = match ctx(L).boot.take() {
         Some(Boot::Message(msg)) => (prepare_spawned(L, msg), SPAWNED),
         Some(Boot::Script { path, args }) => (prepare_script(L, path, args), MAIN_CHUNK),
+        Some(Boot::Module { module, arg }) => (prepare_module(L, module, arg), SPAWNED),
         None => (Err("process started twice".into()), SPAWNED),
     };
     match prepared {
@@ -177,6 +183,17 @@ unsafe fn prepare_spawned(L: *mut ffi::lua_State, msg: Message) -> Result<c_int,
         return Err("spawn: the message does not start with a function".into());
     }
     Ok(n - 1)
+}
+
+/// Pushes `require(module).main` and `arg`.
+unsafe fn prepare_module(L: *mut ffi::lua_State, module: &str, arg: i64) -> Result<c_int, String> {
+    ffi::lua_settop(L, 0);
+    crate::state::push_module(L, module.as_bytes())?;
+    if ffi::lua_getfield(L, -1, c"main".as_ptr()) != ffi::LUA_TFUNCTION {
+        return Err(format!("module {module} has no main function"));
+    }
+    ffi::lua_pushinteger(L, arg);
+    Ok(1)
 }
 
 /// Loads the main script, sets `arg`, pushes the chunk and its arguments.
