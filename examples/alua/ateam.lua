@@ -117,10 +117,11 @@ alua.mcast(improvers, string.format("rounds = %d", ROUNDS) .. [==[
 ]==])
 
 -- Instrumentation halfway: the code the paper types at the console.
+-- (Its names differ from the console session's, so both can be on at once.)
 local instrument = [==[
   sent = 0
-  old_send = alua.send
-  alua.send = function(to, msg) sent = sent + 1 return old_send(to, msg) end
+  send_before_counting = alua.send
+  alua.send = function(to, msg) sent = sent + 1 return send_before_counting(to, msg) end
 ]==]
 alua.mcast(everyone, instrument)
 
@@ -129,7 +130,7 @@ function improver_done()
   done = done + 1
   if done < #improvers then return end
   -- Restore alua.send everywhere, and collect counts and the best covers.
-  alua.mcast(everyone, [[ alua.send = old_send alua.send("main", "count(" .. sent .. ")") ]])
+  alua.mcast(everyone, [[ alua.send = send_before_counting alua.send("main", "count(" .. sent .. ")") ]])
   alua.mcast(repos, [[ alua.send("main", "report(" .. alua.tostring(covers[1]) .. ")") ]])
 end
 
