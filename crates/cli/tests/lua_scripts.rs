@@ -66,4 +66,5 @@ lua_tests!(
     alua_spawn,
     alua_events,
     alua_tostring,
+    alua_exit,
 );
