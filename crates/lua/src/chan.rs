@@ -71,8 +71,9 @@ unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<Next, String> {
     }
 }
 
-unsafe extern "C-unwind" fn send(L: *mut ffi::lua_State) -> c_int {
-    match send_inner(L) {
+/// Ends a `send`: `true` once taken, or blocks (again) until it is.
+unsafe fn finish_send(L: *mut ffi::lua_State, next: Result<Next, String>) -> c_int {
+    match next {
         Ok(Next::Done(_)) => {
             ffi::lua_pushboolean(L, 1);
             1
@@ -81,6 +82,11 @@ unsafe extern "C-unwind" fn send(L: *mut ffi::lua_State) -> c_int {
         Ok(Next::Fail(why)) => fail(L, why),
         Err(e) => raise(L, e),
     }
+}
+
+unsafe extern "C-unwind" fn send(L: *mut ffi::lua_State) -> c_int {
+    let next = send_inner(L);
+    finish_send(L, next)
 }
 
 /// Looks at the pending hand-off: pushes a received message's values if any.
@@ -105,15 +111,8 @@ unsafe fn poll_handoff(L: *mut ffi::lua_State) -> Result<Next, String> {
 
 unsafe extern "C-unwind" fn send_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
     ffi::lua_settop(L, 0);
-    match poll_handoff(L) {
-        Ok(Next::Done(_)) => {
-            ffi::lua_pushboolean(L, 1);
-            1
-        }
-        Ok(Next::Block) => yield_to_scheduler(L, Pending::Block, send_k, "chan.send"),
-        Ok(Next::Fail(why)) => fail(L, why),
-        Err(e) => raise(L, e),
-    }
+    let next = poll_handoff(L);
+    finish_send(L, next)
 }
 
 unsafe fn receive_inner(L: *mut ffi::lua_State) -> Result<Next, String> {

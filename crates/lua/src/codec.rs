@@ -342,17 +342,16 @@ unsafe extern "C-unwind" fn dump_writer(_L: *mut ffi::lua_State, p: *const c_voi
 
 /// The name under which the table at `idx` is a loaded module, if it is one.
 unsafe fn module_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
-    reverse_map(L, MODULE_NAMES, false);
-    ffi::lua_pushvalue(L, idx);
-    ffi::lua_rawget(L, -2);
-    let name = to_bytes(L, -1).map(<[u8]>::to_vec);
-    ffi::lua_settop(L, -3);
-    name
+    library_name(L, idx, MODULE_NAMES, false)
 }
 
 /// `module\0field` for a C function that is a field of a loaded module.
 unsafe fn function_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
-    reverse_map(L, FUNCTION_NAMES, true);
+    library_name(L, idx, FUNCTION_NAMES, true)
+}
+
+unsafe fn library_name(L: *mut ffi::lua_State, idx: c_int, map: &CStr, functions: bool) -> Option<Vec<u8>> {
+    reverse_map(L, map, functions);
     ffi::lua_pushvalue(L, idx);
     ffi::lua_rawget(L, -2);
     let name = to_bytes(L, -1).map(<[u8]>::to_vec);
