@@ -12,11 +12,13 @@
 //! | `message` | `Message`: encoded values, small ones inline |
 //! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main`, `halt` |
 //! | [`channel`] | `Channels`: named rendezvous with hand-offs |
+//! | [`linda`] | `Spaces`, `Space`: tuple stores indexed by arity and first field, with waiters |
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
 //! | `scheduler`, `table`, `timer`, `names`, `preempt` | internal: worker pool, process slots, deadlines, name map, preemption watchdog |
 
 pub mod channel;
 mod error;
+pub mod linda;
 mod message;
 mod names;
 pub mod pid;

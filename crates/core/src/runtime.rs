@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::channel::Channels;
+use crate::linda::Spaces;
 use crate::names::Names;
 use crate::process::{Body, ExitReason, Process, Step, QUEUED};
 use crate::scheduler::Scheduler;
@@ -72,6 +73,7 @@ pub(crate) struct Shared {
     table: Table,
     names: Names,
     channels: Channels,
+    spaces: Spaces,
     timers: Timers,
     node: u16,
     node_name: String,
@@ -93,6 +95,7 @@ impl Runtime {
             table: Table::new(0),
             names: Names::default(),
             channels: Channels::default(),
+            spaces: Spaces::default(),
             timers: Timers::default(),
             node: 0,
             node_name: config.node_name.clone(),
@@ -140,6 +143,10 @@ impl Runtime {
 
     pub fn channels(&self) -> &Channels {
         &self.shared.channels
+    }
+
+    pub fn spaces(&self) -> &Spaces {
+        &self.shared.spaces
     }
 
     /// Live processes on this node.
