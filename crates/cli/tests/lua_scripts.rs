@@ -67,4 +67,8 @@ lua_tests!(
     alua_events,
     alua_tostring,
     alua_exit,
+    linda_out_take,
+    linda_rd_probe,
+    linda_formals,
+    linda_spaces,
 );

@@ -32,6 +32,7 @@ pub enum Tag {
     Globals = 10,
     Library = 11,
     SharedUpvalue = 12,
+    Space = 13,
 }
 
 impl Tag {
@@ -52,6 +53,7 @@ impl Tag {
             10 => Globals,
             11 => Library,
             12 => SharedUpvalue,
+            13 => Space,
             _ => return None,
         })
     }

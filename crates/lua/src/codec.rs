@@ -197,6 +197,13 @@ impl Encoder {
             },
             ffi::LUA_TTABLE => self.table(idx)?,
             ffi::LUA_TFUNCTION => self.function(idx)?,
+            ffi::LUA_TUSERDATA => match crate::linda::to_space(L, idx) {
+                Some(id) => {
+                    self.w.tag(Tag::Space);
+                    self.w.varint(id);
+                }
+                None => return Err(Failure::unsendable(type_name(L, idx))),
+            },
             _ => return Err(Failure::unsendable(type_name(L, idx))),
         }
         Ok(())
@@ -466,6 +473,7 @@ impl Decoder<'_> {
             Tag::Function => self.function()?,
             Tag::Library => self.library()?,
             Tag::SharedUpvalue => return Err(junk("shared upvalue outside a function")),
+            Tag::Space => crate::linda::push_space(L, self.r.varint()?),
         }
         Ok(())
     }

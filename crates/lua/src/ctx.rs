@@ -34,6 +34,8 @@ pub(crate) struct Ctx {
     pub pending: Pending,
     pub deadline: Option<Instant>,
     pub handoff: Option<Arc<Handoff>>,
+    /// A blocked tuple-space operation.
+    pub linda: Option<crate::linda::Blocked>,
     pub exit: Option<ExitReason>,
     pub boot: Option<Boot>,
     /// Set when the error that ends the process was a load error (reported without traceback).
@@ -49,6 +51,7 @@ impl Ctx {
             pending: Pending::None,
             deadline: None,
             handoff: None,
+            linda: None,
             exit: None,
             boot: Some(boot),
             load_error: false,

@@ -10,6 +10,7 @@
 //! |---|---|---|
 //! | [`kernel`] | `synodic` | spawn, spawn_on, self, main, send, receive, sleep, monitor, register, whereis, exit, halt, node, nodes, is_alive, clock |
 //! | [`chan`] | `synodic.chan` | new, send, receive, delete |
+//! | [`linda`] | `synodic.linda` | open, new, default, formals, where; space methods out, take/in, rd, inp, rdp, take_within, rd_within, count, take_all, clear, eval |
 //! | [`codec`] | – | Lua values ⇄ wire format |
 //! | [`control`] | `synodic.control` | the console endpoint: cookie, listener, `write` |
 //! | [`coroutine`] | `coroutine.resume`, `coroutine.wrap` | scheduler-aware replacements |
@@ -32,6 +33,7 @@ mod error;
 mod heap;
 pub mod kernel;
 mod lazy;
+pub mod linda;
 mod lualib;
 pub mod preempt;
 pub mod process;

@@ -35,7 +35,12 @@ const LAZY: &[(&CStr, Opener)] = &[
 
 /// Modules `require` finds without a search: Synodic's own.
 const NATIVE: &[(&CStr, Opener)] =
-    &[(c"synodic", crate::kernel::open), (c"synodic.chan", crate::chan::open), (c"synodic.control", crate::control::open)];
+    &[
+        (c"synodic", crate::kernel::open),
+        (c"synodic.chan", crate::chan::open),
+        (c"synodic.linda", crate::linda::open),
+        (c"synodic.control", crate::control::open),
+    ];
 
 unsafe extern "C-unwind" fn panic_handler(L: *mut ffi::lua_State) -> c_int {
     let msg = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();

@@ -1,0 +1,64 @@
+-- out / take (in): oldest match first, blocking until an out, takers served
+-- in arrival order, each tuple taken exactly once, nil refused.
+local s = require "synodic"
+local linda = require "synodic.linda"
+local ts = linda.new()
+local me = s.self()
+
+ts:out("job", 1)
+ts:out("job", 2)
+ts:out("job", 3.5)
+local tag, n = ts:take("job", linda.any)
+assert(tag == "job" and n == 1, "the oldest matching tuple comes first")
+assert(select(2, ts["in"](ts, "job", linda.int)) == 2, "in is take")
+assert(math.type(select(2, ts:take("job", linda.number))) == "float", "fields keep their type")
+
+-- A blocked take is woken by a later out from another process.
+s.spawn(function() s.send(me, "taken", ts:take("later", linda.string)) end)
+s.sleep(0.02)
+ts:out("later", "hello")
+local what, _, v = s.receive()
+assert(what == "taken" and v == "hello")
+
+-- Blocked takers are served in the order they arrived.
+for i = 1, 3 do
+  s.spawn(function() s.send(me, i, select(2, ts:take("turn", linda.int))) end)
+  s.sleep(0.01)
+end
+for k = 1, 3 do ts:out("turn", k * 10) end
+local got = {}
+for _ = 1, 3 do local who, val = s.receive() got[who] = val end
+assert(got[1] == 10 and got[2] == 20 and got[3] == 30, "first come, first served")
+
+-- Many producers and consumers: nothing lost, nothing taken twice.
+local P, C, EACH = 4, 4, 500
+for p = 1, P do
+  s.spawn(function() for i = 1, EACH do ts:out("item", p * 100000 + i) end end)
+end
+for _ = 1, C do
+  s.spawn(function()
+    local mine = {}
+    for _ = 1, P * EACH / C do mine[#mine + 1] = select(2, ts:take("item", linda.int)) end
+    s.send(me, "consumed", mine)
+  end)
+end
+local seen, total = {}, 0
+for _ = 1, C do
+  local _, mine = s.receive()
+  for _, x in ipairs(mine) do
+    assert(not seen[x], "taken twice: " .. x)
+    seen[x] = true
+    total = total + 1
+  end
+end
+assert(total == P * EACH and ts:count("item", linda.any) == 0)
+
+-- nil fields are refused, the space is untouched.
+local ok, err = pcall(ts.out, ts, "bad", nil, 3)
+assert(not ok and err:find("field 2 is nil"), err)
+ok, err = pcall(ts.take, ts)
+assert(not ok and err:find("at least one field"), err)
+ok, err = pcall(ts.out, ts, coroutine.create(print))
+assert(not ok and err:find("cannot send value of type thread"), err)
+assert(ts:count(linda.any) == 0 and ts:count(linda.any, linda.any, linda.any) == 0)
+print("linda_out_take ok")
