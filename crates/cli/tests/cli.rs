@@ -206,6 +206,18 @@ fn run_example(path: &str, args: &[&str]) -> String {
     text(&out.stdout)
 }
 
+/// The Linda paper's programs (and the classic ones) give their results.
+#[test]
+fn the_linda_programs() {
+    let ids = run_example("linda/unique_ids.lua", &["7"]);
+    assert!(ids.ends_with("identifiers: 1 2 3 4 5 6 7\n"), "{ids}");
+    assert_eq!(ids.lines().filter(|l| l.ends_with(" of 7.")).count(), 7, "{ids}");
+    let bag = run_example("linda/task_bag.lua", &["40", "3"]);
+    assert!(bag.starts_with("40 tasks, 3 workers"), "{bag}");
+    let dining = run_example("linda/philosophers.lua", &["6", "10"]);
+    assert_eq!(dining, "6 philosophers ate 10 meals each; all 6 chopsticks are back\n");
+}
+
 /// The ALua paper's programs give the paper's results.
 #[test]
 fn the_alua_papers_programs() {
