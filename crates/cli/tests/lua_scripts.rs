@@ -71,4 +71,5 @@ lua_tests!(
     linda_rd_probe,
     linda_formals,
     linda_spaces,
+    buffer,
 );

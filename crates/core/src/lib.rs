@@ -32,6 +32,6 @@ pub mod wire;
 
 pub use error::Error;
 pub use pid::Pid;
-pub use message::Message;
+pub use message::{Message, Payload};
 pub use process::{Body, ExitReason, Process, Step};
 pub use runtime::{Config, RunEnd, Runtime};

@@ -1,9 +1,15 @@
 //! A message as it sits in a mailbox: the encoded bytes of its values
 //! (see [`crate::wire`]). Small messages — most of them — are stored inline,
 //! so sending one allocates nothing and the receiver reads it from the
-//! mailbox's own memory.
+//! mailbox's own memory. A message may also carry attachments: payloads
+//! (buffers) shared with the sender instead of copied, which its bytes refer
+//! to by index.
 
 use std::ops::Deref;
+use std::sync::Arc;
+
+/// A payload shared between processes of a node (a buffer's bytes).
+pub type Payload = Arc<Vec<u8>>;
 
 const INLINE: usize = 30;
 
@@ -14,6 +20,7 @@ pub struct Message(Repr);
 enum Repr {
     Inline { len: u8, bytes: [u8; INLINE] },
     Heap(Box<[u8]>),
+    Attached(Box<(Box<[u8]>, Vec<Payload>)>),
 }
 
 impl Message {
@@ -31,6 +38,24 @@ impl Message {
     }
 
     #[inline]
+    /// A message whose bytes refer to `payloads` by index.
+    pub fn with_payloads(bytes: Vec<u8>, payloads: Vec<Payload>) -> Message {
+        if payloads.is_empty() {
+            Message::from_vec(bytes)
+        } else {
+            Message(Repr::Attached(Box::new((bytes.into_boxed_slice(), payloads))))
+        }
+    }
+
+    /// The attached payloads.
+    #[inline]
+    pub fn payloads(&self) -> &[Payload] {
+        match &self.0 {
+            Repr::Attached(a) => &a.1,
+            _ => &[],
+        }
+    }
+
     pub fn from_slice(bytes: &[u8]) -> Message {
         if bytes.len() <= INLINE {
             let mut inline = [0; INLINE];
@@ -49,6 +74,7 @@ impl Deref for Message {
         match &self.0 {
             Repr::Inline { len, bytes } => &bytes[..*len as usize],
             Repr::Heap(b) => b,
+            Repr::Attached(a) => &a.0,
         }
     }
 }

@@ -33,6 +33,7 @@ pub enum Tag {
     Library = 11,
     SharedUpvalue = 12,
     Space = 13,
+    Buffer = 14,
 }
 
 impl Tag {
@@ -54,6 +55,7 @@ impl Tag {
             11 => Library,
             12 => SharedUpvalue,
             13 => Space,
+            14 => Buffer,
             _ => return None,
         })
     }
@@ -137,6 +139,11 @@ impl Writer {
             v >>= 7;
         }
         self.buf.push(v as u8);
+    }
+
+    #[inline]
+    pub fn byte(&mut self, b: u8) {
+        self.buf.push(b);
     }
 
     #[inline]
@@ -257,6 +264,11 @@ impl<'a> Reader<'a> {
         let b = *self.buf.get(self.pos).ok_or(WireError::Truncated(self.pos))?;
         self.pos += 1;
         Ok(b)
+    }
+
+    #[inline]
+    pub fn byte_value(&mut self) -> Result<u8, WireError> {
+        self.byte()
     }
 
     #[inline]

@@ -20,7 +20,7 @@ use std::ffi::{c_int, c_void, CStr};
 
 use mlua_sys as ffi;
 use synodic_core::wire::{Reader, Tag, Writer, MAX_DEPTH};
-use synodic_core::Message;
+use synodic_core::{Message, Payload};
 
 use crate::util::{push_bytes, push_pid, to_bytes, to_pid, type_name};
 use crate::Error;
@@ -42,7 +42,7 @@ pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -
     // Taken, not borrowed: a finaliser run during encoding may encode too.
     let scratch = SCRATCH.with(|s| s.take());
     let w = Writer::message_into(scratch, count);
-    let mut enc = Encoder { L, w, ids: HashMap::default(), upvalues: HashMap::default(), depth: 0 };
+    let mut enc = Encoder { L, w, ids: HashMap::default(), upvalues: HashMap::default(), payloads: Vec::new(), depth: 0 };
     let mut result = Ok(());
     for (n, idx) in (first..=last).enumerate() {
         if let Err(e) = enc.value(ffi::lua_absindex(L, idx)) {
@@ -55,6 +55,7 @@ pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -
     }
     let bytes = enc.w.finish();
     match result {
+        Ok(()) if !enc.payloads.is_empty() => Ok(Message::with_payloads(bytes, enc.payloads)),
         Ok(()) if bytes.len() > Message::INLINE => Ok(Message::from_vec(bytes)),
         Ok(()) => {
             let msg = Message::from_slice(&bytes);
@@ -69,10 +70,15 @@ pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -
 }
 
 /// Pushes the values of a message; returns how many.
-pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &[u8]) -> Result<c_int, Error> {
+pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
+    decode_parts(L, msg, msg.payloads())
+}
+
+/// Pushes the values encoded in `msg`, whose buffers are `payloads`.
+pub(crate) unsafe fn decode_parts(L: *mut ffi::lua_State, msg: &[u8], payloads: &[Payload]) -> Result<c_int, Error> {
     let base = ffi::lua_gettop(L);
     let mut refs = 0;
-    let result = decode_onto(L, msg, base, &mut refs);
+    let result = decode_onto(L, msg, payloads, base, &mut refs);
     if result.is_err() {
         ffi::lua_settop(L, base);
     } else if refs != 0 {
@@ -82,12 +88,12 @@ pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &[u8]) -> Result<c_int,
     result
 }
 
-unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], base: c_int, refs: &mut c_int) -> Result<c_int, Error> {
+unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], payloads: &[Payload], base: c_int, refs: &mut c_int) -> Result<c_int, Error> {
     let (r, count) = Reader::message(msg)?;
     if ffi::lua_checkstack(L, count as c_int + 8) == 0 {
         return Err(Error::Decode(format!("too many values ({count})")));
     }
-    let mut dec = Decoder { L, r, base, refs: 0, next_ref: 0, depth: 0 };
+    let mut dec = Decoder { L, r, payloads, base, refs: 0, next_ref: 0, depth: 0 };
     let result = (|| -> Result<(), Error> {
         for _ in 0..count {
             dec.value()?;
@@ -154,6 +160,7 @@ struct Encoder {
     w: Writer,
     ids: HashMap<*const c_void, u32, BuildHasherDefault<PointerHasher>>,
     upvalues: HashMap<*mut c_void, (u32, u32), BuildHasherDefault<PointerHasher>>,
+    payloads: Vec<Payload>,
     depth: usize,
 }
 
@@ -197,13 +204,20 @@ impl Encoder {
             },
             ffi::LUA_TTABLE => self.table(idx)?,
             ffi::LUA_TFUNCTION => self.function(idx)?,
-            ffi::LUA_TUSERDATA => match crate::linda::to_space(L, idx) {
-                Some(id) => {
+            ffi::LUA_TUSERDATA => {
+                if let Some(id) = crate::linda::to_space(L, idx) {
                     self.w.tag(Tag::Space);
                     self.w.varint(id);
+                } else if let Some(b) = crate::buffer::to_buffer(L, idx) {
+                    // The payload goes beside the bytes, shared, not copied.
+                    self.w.tag(Tag::Buffer);
+                    self.w.byte(b.kind as u8);
+                    self.w.varint(self.payloads.len() as u64);
+                    self.payloads.push(b.payload.clone());
+                } else {
+                    return Err(Failure::unsendable(type_name(L, idx)));
                 }
-                None => return Err(Failure::unsendable(type_name(L, idx))),
-            },
+            }
             _ => return Err(Failure::unsendable(type_name(L, idx))),
         }
         Ok(())
@@ -434,6 +448,7 @@ unsafe extern "C-unwind" fn loaded_newindex(L: *mut ffi::lua_State) -> c_int {
 struct Decoder<'a> {
     L: *mut ffi::lua_State,
     r: Reader<'a>,
+    payloads: &'a [Payload],
     /// Stack top when decoding started.
     base: c_int,
     /// Stack slot of the table {id = object}: 0 until a table or function
@@ -474,6 +489,12 @@ impl Decoder<'_> {
             Tag::Library => self.library()?,
             Tag::SharedUpvalue => return Err(junk("shared upvalue outside a function")),
             Tag::Space => crate::linda::push_space(L, self.r.varint()?),
+            Tag::Buffer => {
+                let kind = crate::buffer::Kind::from_byte(self.r.byte_value()?).ok_or_else(|| junk("unknown buffer kind"))?;
+                let index = self.r.varint()?;
+                let payload = self.payloads.get(index as usize).ok_or_else(|| junk("buffer without its payload"))?;
+                crate::buffer::push(L, payload.clone(), kind);
+            }
         }
         Ok(())
     }
@@ -680,7 +701,7 @@ mod tests {
         let st = TestState::new();
         let msg = st.encode(SAMPLES[1]);
         unsafe {
-            assert_eq!(decode(st.L, &msg).unwrap(), 2);
+            assert_eq!(decode_parts(st.L, &msg, &[]).unwrap(), 2);
             assert!(ffi::lua_rawequal(st.L, 1, 2) != 0, "the same table twice stays one table");
             ffi::lua_getfield(st.L, 1, c"self".as_ptr());
             assert!(ffi::lua_rawequal(st.L, 1, -1) != 0, "the cycle is kept");
@@ -705,7 +726,7 @@ mod tests {
         );
         let idle = TestState::new();
         unsafe {
-            decode(idle.L, &member).unwrap();
+            decode_parts(idle.L, &member, &[]).unwrap();
             ffi::lua_settop(idle.L, 0);
             let used = crate::heap::of_state(idle.L).unwrap().used();
             assert!(used <= crate::heap::FIRST_CHUNK - 16, "an idle process takes {used} bytes");
@@ -726,7 +747,7 @@ mod tests {
             let msg = st.encode(source);
             unsafe {
                 for cut in 0..msg.len() {
-                    assert!(decode(st.L, &msg[..cut]).is_err(), "{source}: a {cut}-byte prefix decoded");
+                    assert!(decode_parts(st.L, &msg[..cut], &[]).is_err(), "{source}: a {cut}-byte prefix decoded");
                     assert_eq!(ffi::lua_gettop(st.L), 0, "a failed decode leaves the stack as it was");
                 }
                 for _ in 0..3000 {
@@ -735,13 +756,13 @@ mod tests {
                         let i = (next() as usize) % junk.len();
                         junk[i] = next() as u8;
                     }
-                    match decode(st.L, &junk) {
+                    match decode_parts(st.L, &junk, &[]) {
                         Ok(n) => ffi::lua_settop(st.L, -n - 1),
                         Err(_) => assert_eq!(ffi::lua_gettop(st.L), 0),
                     }
                 }
                 let random: Vec<u8> = (0..64).map(|_| next() as u8).collect();
-                let _ = decode(st.L, &random);
+                let _ = decode_parts(st.L, &random, &[]);
                 ffi::lua_settop(st.L, 0);
             }
         }

@@ -11,6 +11,7 @@
 //! | [`kernel`] | `synodic` | spawn, spawn_on, self, main, send, receive, sleep, monitor, register, whereis, exit, halt, node, nodes, is_alive, clock |
 //! | [`chan`] | `synodic.chan` | new, send, receive, delete |
 //! | [`linda`] | `synodic.linda` | open, new, default, formals, where; space methods out, take/in, rd, inp, rdp, take_within, rd_within, count, take_all, clear, eval |
+//! | [`buffer`] | `synodic.buffer` | new, from, shares; get/set/[i], #, kind, size, view, bytes, fill, totable |
 //! | [`codec`] | – | Lua values ⇄ wire format |
 //! | [`control`] | `synodic.control` | the console endpoint: cookie, listener, `write` |
 //! | [`coroutine`] | `coroutine.resume`, `coroutine.wrap` | scheduler-aware replacements |
@@ -24,6 +25,7 @@
 #![allow(non_snake_case)] // `L` is the Lua state, as in the C API.
 #![allow(clippy::missing_safety_doc)]
 
+pub mod buffer;
 pub mod chan;
 pub mod codec;
 pub mod control;

@@ -157,6 +157,7 @@ unsafe fn field(L: *mut ffi::lua_State, idx: c_int, n: c_int, what: &str) -> Res
         ffi::LUA_TSTRING => Field::Str(to_bytes(L, idx).unwrap_or_default().into()),
         ffi::LUA_TLIGHTUSERDATA => to_pid(L, idx).map_or(Field::Opaque(Kind::Other), |p| Field::Pid(p.raw())),
         ffi::LUA_TTABLE => Field::Opaque(Kind::Table),
+        ffi::LUA_TUSERDATA if crate::buffer::to_buffer(L, idx).is_some() => Field::Opaque(Kind::Buffer),
         _ => Field::Opaque(Kind::Other),
     })
 }

@@ -39,6 +39,7 @@ const NATIVE: &[(&CStr, Opener)] =
         (c"synodic", crate::kernel::open),
         (c"synodic.chan", crate::chan::open),
         (c"synodic.linda", crate::linda::open),
+        (c"synodic.buffer", crate::buffer::open),
         (c"synodic.control", crate::control::open),
     ];
 

@@ -1,0 +1,330 @@
+//! `synodic.buffer`: fixed-size arrays of bytes or numbers for large data.
+//! A buffer's payload crosses between processes of a node without being
+//! copied: a message carries it as an attachment shared with the sender. To
+//! keep processes isolated, writing to a payload that is shared copies it
+//! first (copy on write), so nobody ever sees another process's writes.
+//!
+//! Elements are numbered from 1 and viewed as `u8`, `i64` or `f64`;
+//! `b:view(kind)` gives another view of the same payload.
+
+use std::ffi::{c_int, CStr};
+use std::sync::Arc;
+
+use mlua_sys as ffi;
+use synodic_core::Payload;
+
+use crate::util::*;
+
+const BUFFER: &CStr = c"synodic.buffer";
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    U8 = 0,
+    I64 = 1,
+    F64 = 2,
+}
+
+impl Kind {
+    pub(crate) fn from_byte(b: u8) -> Option<Kind> {
+        [Kind::U8, Kind::I64, Kind::F64].into_iter().find(|k| *k as u8 == b)
+    }
+
+    fn width(self) -> usize {
+        match self {
+            Kind::U8 => 1,
+            _ => 8,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kind::U8 => "u8",
+            Kind::I64 => "i64",
+            Kind::F64 => "f64",
+        }
+    }
+
+    fn parse(name: &[u8]) -> Option<Kind> {
+        [Kind::U8, Kind::I64, Kind::F64].into_iter().find(|k| k.name().as_bytes() == name)
+    }
+}
+
+/// What a buffer userdata holds.
+pub(crate) struct Buffer {
+    pub payload: Payload,
+    pub kind: Kind,
+}
+
+const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"new", new), (c"from", from), (c"shares", shares)];
+
+const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
+    (c"get", get),
+    (c"set", set),
+    (c"kind", kind),
+    (c"size", size),
+    (c"view", view),
+    (c"bytes", bytes),
+    (c"fill", fill),
+    (c"totable", totable),
+];
+
+pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
+    static LIB: std::sync::OnceLock<crate::lazy::Library> = std::sync::OnceLock::new();
+    crate::lazy::push_lazy(L, LIB.get_or_init(|| crate::lazy::Library::from_static(FUNCTIONS)));
+    1
+}
+
+/// Pushes a buffer over `payload`.
+pub(crate) unsafe fn push(L: *mut ffi::lua_State, payload: Payload, kind: Kind) {
+    let p = ffi::lua_newuserdatauv(L, std::mem::size_of::<Buffer>(), 0) as *mut Buffer;
+    p.write(Buffer { payload, kind });
+    if ffi::luaL_newmetatable(L, BUFFER.as_ptr()) != 0 {
+        for (name, f) in [(c"__index", index as ffi::lua_CFunction), (c"__newindex", newindex), (c"__len", len), (c"__gc", gc), (c"__tostring", tostring)] {
+            ffi::lua_pushcfunction(L, f);
+            ffi::lua_setfield(L, -2, name.as_ptr());
+        }
+        ffi::lua_createtable(L, 0, METHODS.len() as c_int);
+        for (name, f) in METHODS {
+            ffi::lua_pushcfunction(L, *f);
+            ffi::lua_setfield(L, -2, name.as_ptr());
+        }
+        ffi::lua_setfield(L, -2, c"methods".as_ptr());
+    }
+    ffi::lua_setmetatable(L, -2);
+}
+
+/// The buffer at `idx`, if it is one.
+pub(crate) unsafe fn to_buffer<'a>(L: *mut ffi::lua_State, idx: c_int) -> Option<&'a mut Buffer> {
+    (ffi::luaL_testudata(L, idx, BUFFER.as_ptr()) as *mut Buffer).as_mut()
+}
+
+unsafe fn this<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a mut Buffer, String> {
+    to_buffer(L, 1).ok_or_else(|| format!("bad self to '{fname}' (buffer expected, got {})", type_name(L, 1)))
+}
+
+fn elements(b: &Buffer) -> usize {
+    b.payload.len() / b.kind.width()
+}
+
+/// The byte offset of element `i` (1-based).
+unsafe fn offset(L: *mut ffi::lua_State, b: &Buffer, idx: c_int) -> Result<usize, String> {
+    let mut ok = 0;
+    let i = ffi::lua_tointegerx(L, idx, &mut ok);
+    let n = elements(b);
+    if ok == 0 || i < 1 || i as u64 > n as u64 {
+        return Err(format!("buffer index {} out of range (1..{n})", String::from_utf8_lossy(to_bytes(L, idx).unwrap_or(b"?"))));
+    }
+    Ok((i as usize - 1) * b.kind.width())
+}
+
+unsafe fn push_element(L: *mut ffi::lua_State, b: &Buffer, at: usize) {
+    let bytes = &b.payload[at..at + b.kind.width()];
+    match b.kind {
+        Kind::U8 => ffi::lua_pushinteger(L, bytes[0] as ffi::lua_Integer),
+        Kind::I64 => ffi::lua_pushinteger(L, i64::from_le_bytes(bytes.try_into().expect("8 bytes"))),
+        Kind::F64 => ffi::lua_pushnumber(L, f64::from_le_bytes(bytes.try_into().expect("8 bytes"))),
+    }
+}
+
+/// The value at `idx` as the element bytes of `kind`.
+unsafe fn element_bytes(L: *mut ffi::lua_State, kind: Kind, idx: c_int) -> Result<[u8; 8], String> {
+    let mut ok = 0;
+    let mut out = [0u8; 8];
+    match kind {
+        Kind::U8 => {
+            let v = ffi::lua_tointegerx(L, idx, &mut ok);
+            if ok == 0 || !(0..=255).contains(&v) {
+                return Err(format!("u8 buffer values are integers 0..255 (got {})", type_name(L, idx)));
+            }
+            out[0] = v as u8;
+        }
+        Kind::I64 => {
+            let v = ffi::lua_tointegerx(L, idx, &mut ok);
+            if ok == 0 {
+                return Err(format!("i64 buffer values are integers (got {})", type_name(L, idx)));
+            }
+            out = v.to_le_bytes();
+        }
+        Kind::F64 => {
+            let v = ffi::lua_tonumberx(L, idx, &mut ok);
+            if ok == 0 {
+                return Err(format!("f64 buffer values are numbers (got {})", type_name(L, idx)));
+            }
+            out = v.to_le_bytes();
+        }
+    }
+    Ok(out)
+}
+
+unsafe fn kind_arg(L: *mut ffi::lua_State, idx: c_int, default: Kind) -> Result<Kind, String> {
+    if ffi::lua_isnoneornil(L, idx) != 0 {
+        return Ok(default);
+    }
+    to_bytes(L, idx).and_then(Kind::parse).ok_or_else(|| "buffer kind must be \"u8\", \"i64\" or \"f64\"".to_string())
+}
+
+fn done(L: *mut ffi::lua_State, r: Result<c_int, String>) -> c_int {
+    match r {
+        Ok(n) => n,
+        Err(e) => unsafe { raise(L, e) },
+    }
+}
+
+/// `buffer.new(n [, kind])`: n zeroed elements (kind "f64" by default).
+unsafe extern "C-unwind" fn new(L: *mut ffi::lua_State) -> c_int {
+    let r = (|| {
+        let mut ok = 0;
+        let n = ffi::lua_tointegerx(L, 1, &mut ok);
+        if ok == 0 || !(0..=1 << 34).contains(&n) {
+            return Err(format!("bad argument #1 to 'new' (element count expected, got {})", type_name(L, 1)));
+        }
+        let kind = kind_arg(L, 2, Kind::F64)?;
+        push(L, Arc::new(vec![0; n as usize * kind.width()]), kind);
+        Ok(1)
+    })();
+    done(L, r)
+}
+
+/// `buffer.from(string)`: a u8 buffer holding the string's bytes.
+unsafe extern "C-unwind" fn from(L: *mut ffi::lua_State) -> c_int {
+    let Some(b) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
+        return raise(L, format!("bad argument #1 to 'from' (string expected, got {})", type_name(L, 1)));
+    };
+    push(L, Arc::new(b.to_vec()), Kind::U8);
+    1
+}
+
+/// `buffer.shares(a, b)`: whether two buffers share one payload (nothing was copied).
+unsafe extern "C-unwind" fn shares(L: *mut ffi::lua_State) -> c_int {
+    let same = match (to_buffer(L, 1), to_buffer(L, 2)) {
+        (Some(a), Some(b)) => Arc::ptr_eq(&a.payload, &b.payload),
+        _ => false,
+    };
+    ffi::lua_pushboolean(L, same as c_int);
+    1
+}
+
+unsafe extern "C-unwind" fn index(L: *mut ffi::lua_State) -> c_int {
+    if ffi::lua_type(L, 2) == ffi::LUA_TNUMBER {
+        return get(L);
+    }
+    ffi::lua_getmetatable(L, 1);
+    ffi::lua_getfield(L, -1, c"methods".as_ptr());
+    ffi::lua_pushvalue(L, 2);
+    ffi::lua_rawget(L, -2);
+    1
+}
+
+unsafe extern "C-unwind" fn newindex(L: *mut ffi::lua_State) -> c_int {
+    set(L)
+}
+
+unsafe extern "C-unwind" fn get(L: *mut ffi::lua_State) -> c_int {
+    let r = (|| {
+        let b = this(L, "get")?;
+        let at = offset(L, b, 2)?;
+        push_element(L, b, at);
+        Ok(1)
+    })();
+    done(L, r)
+}
+
+unsafe extern "C-unwind" fn set(L: *mut ffi::lua_State) -> c_int {
+    let r = (|| {
+        let b = this(L, "set")?;
+        let at = offset(L, b, 2)?;
+        let v = element_bytes(L, b.kind, 3)?;
+        let w = b.kind.width();
+        Arc::make_mut(&mut b.payload)[at..at + w].copy_from_slice(&v[..w]);
+        Ok(0)
+    })();
+    done(L, r)
+}
+
+unsafe extern "C-unwind" fn fill(L: *mut ffi::lua_State) -> c_int {
+    let r = (|| {
+        let b = this(L, "fill")?;
+        let v = element_bytes(L, b.kind, 2)?;
+        let w = b.kind.width();
+        for chunk in Arc::make_mut(&mut b.payload).chunks_exact_mut(w) {
+            chunk.copy_from_slice(&v[..w]);
+        }
+        Ok(0)
+    })();
+    done(L, r)
+}
+
+unsafe extern "C-unwind" fn len(L: *mut ffi::lua_State) -> c_int {
+    let n = to_buffer(L, 1).map_or(0, |b| elements(b));
+    ffi::lua_pushinteger(L, n as ffi::lua_Integer);
+    1
+}
+
+unsafe extern "C-unwind" fn kind(L: *mut ffi::lua_State) -> c_int {
+    let r = this(L, "kind").map(|b| {
+        push_bytes(L, b.kind.name().as_bytes());
+        1
+    });
+    done(L, r)
+}
+
+unsafe extern "C-unwind" fn size(L: *mut ffi::lua_State) -> c_int {
+    let r = this(L, "size").map(|b| {
+        ffi::lua_pushinteger(L, b.payload.len() as ffi::lua_Integer);
+        1
+    });
+    done(L, r)
+}
+
+/// `b:view(kind)`: the same payload seen as other elements.
+unsafe extern "C-unwind" fn view(L: *mut ffi::lua_State) -> c_int {
+    let r = (|| {
+        let b = this(L, "view")?;
+        let kind = kind_arg(L, 2, b.kind)?;
+        if b.payload.len() % kind.width() != 0 {
+            return Err(format!("view: {} bytes do not make whole {} elements", b.payload.len(), kind.name()));
+        }
+        let payload = b.payload.clone();
+        push(L, payload, kind);
+        Ok(1)
+    })();
+    done(L, r)
+}
+
+unsafe extern "C-unwind" fn bytes(L: *mut ffi::lua_State) -> c_int {
+    let r = this(L, "bytes").map(|b| {
+        push_bytes(L, &b.payload);
+        1
+    });
+    done(L, r)
+}
+
+unsafe extern "C-unwind" fn totable(L: *mut ffi::lua_State) -> c_int {
+    let r = this(L, "totable").map(|b| {
+        let n = elements(b);
+        ffi::lua_createtable(L, n as c_int, 0);
+        for i in 0..n {
+            push_element(L, b, i * b.kind.width());
+            ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
+        }
+        1
+    });
+    done(L, r)
+}
+
+unsafe extern "C-unwind" fn tostring(L: *mut ffi::lua_State) -> c_int {
+    let s = to_buffer(L, 1).map_or_else(String::new, |b| format!("buffer: {} {} ({} bytes)", elements(b), b.kind.name(), b.payload.len()));
+    push_bytes(L, s.as_bytes());
+    1
+}
+
+unsafe extern "C-unwind" fn gc(L: *mut ffi::lua_State) -> c_int {
+    if let Some(b) = to_buffer(L, 1) {
+        std::ptr::drop_in_place(b as *mut Buffer);
+        // Disarm: a resurrected userdata must not drop twice.
+        ffi::lua_pushnil(L);
+        ffi::lua_setmetatable(L, 1);
+    }
+    0
+}
