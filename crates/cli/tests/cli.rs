@@ -216,6 +216,9 @@ fn the_linda_programs() {
     assert!(bag.starts_with("40 tasks, 3 workers"), "{bag}");
     let dining = run_example("linda/philosophers.lua", &["6", "10"]);
     assert_eq!(dining, "6 philosophers ate 10 meals each; all 6 chopsticks are back\n");
+    // Linpack: the unblocked default (order 1000) runs in every_example_runs.
+    let lu = run_example("linda/linpack.lua", &["1000", "2", "blocked", "8"]);
+    assert!(lu.starts_with("LU blocked order 1000, 2 workers: same factors as sequential, normalised residual "), "{lu}");
 }
 
 /// The ALua paper's programs give the paper's results.

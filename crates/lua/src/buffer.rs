@@ -5,7 +5,8 @@
 //! first (copy on write), so nobody ever sees another process's writes.
 //!
 //! Elements are numbered from 1 and viewed as `u8`, `i64` or `f64`;
-//! `b:view(kind)` gives another view of the same payload.
+//! `b:view(kind)` gives another view of the same payload. `fromtable` and
+//! `totable` move whole arrays in and out in one call.
 
 use std::ffi::{c_int, CStr};
 use std::sync::Arc;
@@ -56,7 +57,7 @@ pub(crate) struct Buffer {
     pub kind: Kind,
 }
 
-const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"new", new), (c"from", from), (c"shares", shares)];
+const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"new", new), (c"from", from), (c"fromtable", fromtable), (c"shares", shares)];
 
 const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"get", get),
@@ -193,6 +194,28 @@ unsafe extern "C-unwind" fn from(L: *mut ffi::lua_State) -> c_int {
     };
     push(L, Arc::new(b.to_vec()), Kind::U8);
     1
+}
+
+/// `buffer.fromtable(t [, kind])`: elements `t[1..#t]` (kind "f64" by default).
+unsafe extern "C-unwind" fn fromtable(L: *mut ffi::lua_State) -> c_int {
+    let r = (|| {
+        if ffi::lua_type(L, 1) != ffi::LUA_TTABLE {
+            return Err(format!("bad argument #1 to 'fromtable' (table expected, got {})", type_name(L, 1)));
+        }
+        let kind = kind_arg(L, 2, Kind::F64)?;
+        let n = ffi::lua_rawlen(L, 1);
+        let w = kind.width();
+        let mut bytes = vec![0u8; n * w];
+        for i in 0..n {
+            ffi::lua_rawgeti(L, 1, i as ffi::lua_Integer + 1);
+            let v = element_bytes(L, kind, -1);
+            ffi::lua_settop(L, -2);
+            bytes[i * w..(i + 1) * w].copy_from_slice(&v.map_err(|e| format!("fromtable: element {}: {e}", i + 1))?[..w]);
+        }
+        push(L, Arc::new(bytes), kind);
+        Ok(1)
+    })();
+    done(L, r)
 }
 
 /// `buffer.shares(a, b)`: whether two buffers share one payload (nothing was copied).
