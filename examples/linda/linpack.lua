@@ -25,8 +25,28 @@ for j = 1, N do
   A[j] = c
 end
 
--- Column j lives in group ceil(j / GROUP); groups are dealt like cards.
-local function owner(j) return (((j - 1) // GROUP) % P) + 1 end
+-- Columns travel in groups of GROUP (1 when unblocked); groups are dealt
+-- to workers like cards.
+local GROUPS = math.ceil(N / GROUP)
+local function dealt_to(g) return ((g - 1) % P) + 1 end
+
+-- One buffer holding the columns of group g, taken from cols[j].
+local function pack(cols, g)
+  local all = {}
+  for j = (g - 1) * GROUP + 1, math.min(g * GROUP, N) do
+    table.move(cols[j], 1, N, #all + 1, all)
+  end
+  return buffer.fromtable(all)
+end
+
+-- The columns of group g, from its buffer, into cols[j].
+local function unpack(b, g, cols)
+  local all, at = b:totable(), 1
+  for j = (g - 1) * GROUP + 1, math.min(g * GROUP, N) do
+    cols[j] = table.move(all, at, at + N - 1, 1, {})
+    at = at + N
+  end
+end
 
 -- The elimination step shared by both versions: apply pivot k to column c.
 local function apply(c, k, p, l)
@@ -53,16 +73,8 @@ end
 local function worker(ts, me)
   -- Take my columns, a group at a time.
   local cols = {}
-  for g = 1, math.ceil(N / GROUP) do
-    if ((g - 1) % P) + 1 == me then
-      local _, _, b = ts:take("col", g, linda.buffer)
-      local all = b:totable()
-      for k = 1, GROUP do
-        local j = (g - 1) * GROUP + k
-        if j > N then break end
-        cols[j] = table.move(all, (k - 1) * N + 1, k * N, 1, {})
-      end
-    end
+  for g = 1, GROUPS do
+    if dealt_to(g) == me then unpack(select(3, ts:take("col", g, linda.buffer)), g, cols) end
   end
   for k = 1, N do
     if cols[k] then
@@ -76,41 +88,17 @@ local function worker(ts, me)
     end
   end
   -- Hand the factored columns back, a group at a time.
-  for g = 1, math.ceil(N / GROUP) do
-    if ((g - 1) % P) + 1 == me then
-      local all = {}
-      for k = 1, GROUP do
-        local j = (g - 1) * GROUP + k
-        if j > N then break end
-        table.move(cols[j], 1, N, (k - 1) * N + 1, all)
-      end
-      ts:out("result", g, buffer.fromtable(all))
-    end
+  for g = 1, GROUPS do
+    if dealt_to(g) == me then ts:out("result", g, pack(cols, g)) end
   end
 end
 
 local t0 = s.clock()
 local ts = linda.new()
 for w = 1, P do s.spawn(worker, ts, w) end
-for g = 1, math.ceil(N / GROUP) do
-  local all = {}
-  for k = 1, GROUP do
-    local j = (g - 1) * GROUP + k
-    if j > N then break end
-    table.move(A[j], 1, N, (k - 1) * N + 1, all)
-  end
-  ts:out("col", g, buffer.fromtable(all))
-end
+for g = 1, GROUPS do ts:out("col", g, pack(A, g)) end
 local LU, piv = {}, {}
-for g = 1, math.ceil(N / GROUP) do
-  local _, _, b = ts:take("result", g, linda.buffer)
-  local all = b:totable()
-  for k = 1, GROUP do
-    local j = (g - 1) * GROUP + k
-    if j > N then break end
-    LU[j] = table.move(all, (k - 1) * N + 1, k * N, 1, {})
-  end
-end
+for g = 1, GROUPS do unpack(select(3, ts:take("result", g, linda.buffer)), g, LU) end
 for k = 1, N do piv[k] = select(3, ts:take("pivot", k, linda.int, linda.buffer)) end
 local parallel = s.clock() - t0
 

@@ -8,18 +8,19 @@ local TASKS = math.tointeger(tonumber(arg[1])) or 200
 local WORKERS = math.tointeger(tonumber(arg[2])) or 4
 local bag = linda.new()
 
--- The task: the number of primes below 2000 + n, by trial division
+-- The task: the longest Collatz chain among the starts 1 .. 500 + n % 500
 -- (stands for real work of about a millisecond).
 local function work(n)
-  local count = 0
-  for i = 2, 2000 + n do
-    local prime = true
-    for d = 2, math.floor(math.sqrt(i)) do
-      if i % d == 0 then prime = false break end
+  local longest = 0
+  for start = 1, 500 + n % 500 do
+    local x, steps = start, 0
+    while x ~= 1 do
+      x = (x % 2 == 0) and x // 2 or 3 * x + 1
+      steps = steps + 1
     end
-    if prime then count = count + 1 end
+    if steps > longest then longest = steps end
   end
-  return count
+  return longest
 end
 
 for id = 1, WORKERS do
@@ -49,4 +50,4 @@ for _ = 1, WORKERS do
   shares[id] = done
 end
 assert(total == expected, "results do not add up")
-print(string.format("%d tasks, %d workers (%s tasks each), prime counts add up to %d", TASKS, WORKERS, table.concat(shares, "/"), total))
+print(string.format("%d tasks, %d workers (%s tasks each), longest chains add up to %d", TASKS, WORKERS, table.concat(shares, "/"), total))
