@@ -61,4 +61,14 @@ assert(not ok and err:find("at least one field"), err)
 ok, err = pcall(ts.out, ts, coroutine.create(print))
 assert(not ok and err:find("cannot send value of type thread"), err)
 assert(ts:count(linda.any) == 0 and ts:count(linda.any, linda.any, linda.any) == 0)
+-- A take that cannot block (inside a C call that cannot yield) fails, and
+-- leaves no waiter behind to swallow a later tuple; with a tuple there, it works.
+ok, err = pcall(table.sort, {1, 2}, function() ts:take("unyieldable") return false end)
+assert(not ok and err:find("cannot block here"), err)
+ts:out("unyieldable", 1)
+assert(select(2, ts:inp("unyieldable", linda.int)) == 1, "the refused take left no waiter")
+ts:out("ready", 5)
+local got_inside
+table.sort({1, 2}, function() got_inside = got_inside or select(2, ts:take("ready", linda.int)) return false end)
+assert(got_inside == 5)
 print("linda_out_take ok")

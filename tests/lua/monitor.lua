@@ -20,6 +20,14 @@ assert(type(e) == "string" and e:find("kaboom"), e)
 local e2 = down_of(function() local x = nil; return x.field end)
 assert(e2:find("attempt to index"), e2)
 
+-- An exit caught by pcall (it had to unwind) does not become the reason of
+-- a later, unrelated error.
+local e3 = down_of(function()
+  pcall(table.sort, {1, 2}, function() s.exit("caught") return false end)
+  error("the real failure")
+end)
+assert(type(e3) == "string" and e3:find("the real failure"), tostring(e3))
+
 -- Code after exit does not run.
 local me = s.self()
 local p = s.spawn(function() s.exit("early") s.send(me, "after exit") end)

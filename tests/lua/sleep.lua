@@ -9,6 +9,12 @@ s.sleep(0.05)
 assert(s.clock() - t0 >= 0.045)
 assert(s.receive() == "sleeper")
 s.sleep(0) -- yields and comes back
+-- sleep(0) does not inherit the deadline of an earlier receive.
+s.spawn(function() s.send(me, "early") end)
+assert(s.receive(30) == "early")
+local t1 = s.clock()
+s.sleep(0)
+assert(s.clock() - t1 < 5, "sleep(0) waited for an old deadline")
 local ok, err = pcall(s.sleep, "soon")
 assert(not ok and err:find("number expected"), err)
 print("sleep ok")

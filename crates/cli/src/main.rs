@@ -50,10 +50,6 @@ struct RunArgs {
 }
 
 fn main() {
-    // Process heaps are many and small; letting the allocator back them with
-    // transparent huge pages saves page faults and TLB misses (a million
-    // processes build about twice as fast).
-    unsafe { libmimalloc_sys::mi_option_set(libmimalloc_sys::mi_option_large_os_pages, 1) };
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => exit(usage_error(e)),

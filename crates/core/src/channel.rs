@@ -137,6 +137,17 @@ impl Channels {
         Ok(ReceiveOutcome::Wait(handoff))
     }
 
+    /// Takes a waiting party's hand-off out of its queue (a caller that can
+    /// no longer wait); returns what it had been handed meanwhile.
+    pub fn withdraw(&self, name: &[u8], h: &Arc<Handoff>) -> Handed {
+        if let Ok(chan) = self.get(name) {
+            let mut q = chan.lock();
+            q.senders.retain(|x| !Arc::ptr_eq(x, h));
+            q.receivers.retain(|x| !Arc::ptr_eq(x, h));
+        }
+        h.poll()
+    }
+
     /// Deletes a channel and releases everyone waiting on it.
     pub fn delete(&self, name: &[u8], wake: impl Fn(&'static Process)) -> Result<(), Error> {
         let chan = self.map.lock().remove(name).ok_or(Error::NoSuchChannel)?;

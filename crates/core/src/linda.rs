@@ -292,6 +292,7 @@ impl Space {
             let i = class.iter().position(|e| e.seq == seq)?;
             class.remove(i).map(|e| e.tuple)
         });
+        a.keyed.retain(|_, class| !class.is_empty());
         st.len -= taken.is_some() as usize;
         taken
     }
@@ -311,6 +312,7 @@ impl Space {
                 *class = keep;
                 taken.extend(hit);
             }
+            a.keyed.retain(|_, class| !class.is_empty());
         }
         st.len -= taken.len();
         taken.sort_by_key(|e| e.seq);
@@ -353,6 +355,12 @@ impl Store {
             return Some(class[i].tuple.clone());
         }
         let tuple = class.remove(i).map(|e| e.tuple);
+        if class.is_empty() {
+            // Distinct first fields must not pile up empty classes.
+            if let Some(k) = key {
+                arity.keyed.remove(&k);
+            }
+        }
         self.len -= 1;
         tuple
     }

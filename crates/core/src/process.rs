@@ -120,7 +120,11 @@ impl Process {
     /// Whether `pid` names the current tenant of this slot.
     #[inline]
     pub(crate) fn is(&self, pid: Pid) -> bool {
-        self.generation.load(Acquire) == pid.generation() && self.state.load(Acquire) != DEAD
+        // Generation read on both sides of the state: a slot vacated and
+        // reoccupied in between cannot pass for the old tenant.
+        let before = self.generation.load(Acquire);
+        let alive = self.state.load(Acquire) != DEAD;
+        before == pid.generation() && alive && self.generation.load(Acquire) == before
     }
 
     /// Installs a new process in a vacant slot (from `Table::acquire`).

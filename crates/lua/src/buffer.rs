@@ -5,7 +5,9 @@
 //! first (copy on write), so nobody ever sees another process's writes.
 //!
 //! Elements are numbered from 1 and viewed as `u8`, `i64` or `f64`;
-//! `b:view(kind)` gives another view of the same payload. `fromtable` and
+//! `b:view(kind)` gives the same bytes as other elements, without a copy;
+//! like any sharing it is copy on write, so a later write to either one
+//! is not seen by the other. `fromtable` and
 //! `totable` move whole arrays in and out in one call.
 
 use std::ffi::{c_int, CStr};
@@ -300,7 +302,7 @@ unsafe extern "C-unwind" fn size(L: *mut ffi::lua_State) -> c_int {
     done(L, r)
 }
 
-/// `b:view(kind)`: the same payload seen as other elements.
+/// `b:view(kind)`: the same bytes seen as other elements (shared until either is written).
 unsafe extern "C-unwind" fn view(L: *mut ffi::lua_State) -> c_int {
     let r = (|| {
         let b = this(L, "view")?;

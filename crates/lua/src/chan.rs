@@ -71,6 +71,25 @@ unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<Next, String> {
     }
 }
 
+/// When the caller cannot yield, a fresh hand-off is withdrawn at once: the
+/// operation completes only if a partner already came.
+unsafe fn unless_unyieldable(L: *mut ffi::lua_State, next: Result<Next, String>) -> Result<Next, String> {
+    if !matches!(next, Ok(Next::Block)) || ffi::lua_isyieldable(L) != 0 {
+        return next;
+    }
+    let c = ctx(L);
+    let handed = match (c.handoff.take(), to_bytes(L, 1)) {
+        (Some(h), Some(name)) => c.rt().channels().withdraw(name, &h),
+        _ => Handed::Waiting,
+    };
+    match handed {
+        Handed::Done(Some(m)) => codec::decode(L, &m).map(Next::Done).map_err(|e| format!("chan.receive: {e}")),
+        Handed::Done(None) => Ok(Next::Done(0)),
+        Handed::Deleted => Ok(Next::Fail(c"deleted")),
+        Handed::Waiting => Err("chan: cannot block here (inside a call that cannot yield, such as a metamethod called from C)".into()),
+    }
+}
+
 /// Ends a `send`: `true` once taken, or blocks (again) until it is.
 unsafe fn finish_send(L: *mut ffi::lua_State, next: Result<Next, String>) -> c_int {
     match next {
@@ -86,6 +105,7 @@ unsafe fn finish_send(L: *mut ffi::lua_State, next: Result<Next, String>) -> c_i
 
 unsafe extern "C-unwind" fn send(L: *mut ffi::lua_State) -> c_int {
     let next = send_inner(L);
+    let next = unless_unyieldable(L, next);
     finish_send(L, next)
 }
 
@@ -120,7 +140,6 @@ unsafe fn receive_inner(L: *mut ffi::lua_State) -> Result<Next, String> {
     let wait = ffi::lua_toboolean(L, 2) == 0;
     let c = ctx(L);
     let outcome = c.rt().channels().receive(n, c.proc(), wait, wake(L));
-    ffi::lua_settop(L, 0);
     match outcome {
         Ok(ReceiveOutcome::Got(msg)) => codec::decode(L, &msg).map(Next::Done).map_err(|e| format!("chan.receive: {e}")),
         Ok(ReceiveOutcome::Empty) => Ok(Next::Done(0)),
@@ -143,6 +162,7 @@ unsafe fn finish_receive(L: *mut ffi::lua_State, next: Result<Next, String>) -> 
 
 unsafe extern "C-unwind" fn receive(L: *mut ffi::lua_State) -> c_int {
     let next = receive_inner(L);
+    let next = unless_unyieldable(L, next);
     finish_receive(L, next)
 }
 

@@ -624,13 +624,25 @@ impl Decoder<'_> {
         let field = self.r.bytes()?;
         crate::state::push_module(L, module).map_err(|e| junk(format!("module '{}': {e}", String::from_utf8_lossy(module))))?;
         if !field.is_empty() {
-            push_bytes(L, field);
-            ffi::lua_gettable(L, -2); // not raw: library tables may fill themselves on first use
+            // Not a raw get (library tables fill themselves on first use),
+            // but protected: a module's own __index may raise.
+            ffi::lua_pushcfunction(L, index_field);
             ffi::lua_rotate(L, -2, 1);
-            ffi::lua_settop(L, -2);
+            push_bytes(L, field);
+            if ffi::lua_pcall(L, 2, 1, 0) != ffi::LUA_OK {
+                let why = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+                ffi::lua_settop(L, -2);
+                return Err(junk(format!("library field {}.{}: {why}", String::from_utf8_lossy(module), String::from_utf8_lossy(field))));
+            }
         }
         Ok(())
     }
+}
+
+/// `t[k]` with metamethods, for a protected call.
+unsafe extern "C-unwind" fn index_field(L: *mut ffi::lua_State) -> c_int {
+    ffi::lua_gettable(L, 1);
+    1
 }
 
 unsafe extern "C-unwind" fn chunk_reader(_L: *mut ffi::lua_State, ud: *mut c_void, size: *mut usize) -> *const std::ffi::c_char {

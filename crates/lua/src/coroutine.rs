@@ -43,10 +43,19 @@ unsafe fn drive(L: *mut ffi::lua_State, co: *mut ffi::lua_State, mut nargs: c_in
                 if ffi::lua_isyieldable(L) != 0 {
                     return Driven::PassUp;
                 }
-                if ctx(L).pending == Pending::Preempt {
-                    ctx(L).pending = Pending::None;
+                let c = ctx(L);
+                let why = std::mem::replace(&mut c.pending, Pending::None);
+                if why == Pending::Preempt {
                     nargs = 0;
                     continue;
+                }
+                // The coroutine cannot wait here: withdraw what it waits on, so
+                // nothing is handed to it later (a tuple already handed goes back).
+                if let Some(b) = c.linda.take().map(|b| *b) {
+                    let space = b.space();
+                    if let Some(t) = crate::linda::withdraw(b) {
+                        space.out(t, |p| c.rt().wake(p));
+                    }
                 }
                 ffi::lua_pushstring(L, c"cannot block inside a coroutine resumed from a call that cannot yield".as_ptr());
                 return Driven::Error;

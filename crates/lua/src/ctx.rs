@@ -34,8 +34,9 @@ pub(crate) struct Ctx {
     pub pending: Pending,
     pub deadline: Option<Instant>,
     pub handoff: Option<Arc<Handoff>>,
-    /// A blocked tuple-space operation.
-    pub linda: Option<crate::linda::Blocked>,
+    /// A blocked tuple-space operation (boxed: most processes never have one,
+    /// and this struct's size decides an idle process's allocation class).
+    pub linda: Option<Box<crate::linda::Blocked>>,
     pub exit: Option<ExitReason>,
     pub boot: Option<Boot>,
     /// Set when the error that ends the process was a load error (reported without traceback).

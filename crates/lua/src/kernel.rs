@@ -154,6 +154,7 @@ unsafe extern "C-unwind" fn sleep(L: *mut ffi::lua_State) -> c_int {
         Err(e) => return raise(L, e),
     };
     if timeout.is_zero() {
+        ctx(L).deadline = None;
         return yield_to_scheduler(L, Pending::Preempt, sleep_k, "sleep");
     }
     start_deadline(L, Some(timeout));
@@ -183,12 +184,13 @@ unsafe extern "C-unwind" fn register(L: *mut ffi::lua_State) -> c_int {
     let Some(pid) = to_pid(L, 2) else {
         return raise(L, format!("bad argument #2 to 'register' (pid expected, got {})", type_name(L, 2)));
     };
-    match ctx(L).rt().register(name, pid) {
-        Ok(()) => {
+    let failed = ctx(L).rt().register(name, pid).err().map(|e| format!("register: {e}"));
+    match failed {
+        None => {
             ffi::lua_pushboolean(L, 1);
             1
         }
-        Err(e) => raise(L, format!("register: {e}")),
+        Some(msg) => raise(L, msg),
     }
 }
 
@@ -218,14 +220,20 @@ unsafe extern "C-unwind" fn exit(L: *mut ffi::lua_State) -> c_int {
         Ok(r) => {
             ctx(L).exit = Some(r);
             if ffi::lua_isyieldable(L) == 0 {
-                // Cannot yield from here: unwind instead; the process body sees `exit` set.
-                push_bytes(L, b"exit");
+                // Cannot yield from here: unwind with the exit sentinel instead.
+                ffi::lua_pushlightuserdata(L, exit_sentinel());
                 ffi::lua_error(L)
             }
             yield_to_scheduler(L, Pending::Exit, exit_k, "exit")
         }
         Err(e) => raise(L, e),
     }
+}
+
+/// The error object of an `exit` that had to unwind (its address is unique).
+pub(crate) fn exit_sentinel() -> *mut std::ffi::c_void {
+    static SENTINEL: u8 = 0;
+    &SENTINEL as *const u8 as *mut std::ffi::c_void
 }
 
 unsafe extern "C-unwind" fn exit_k(_L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {

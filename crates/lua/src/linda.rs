@@ -251,6 +251,12 @@ pub(crate) struct Blocked {
     waiting: Arc<Waiting>,
 }
 
+impl Blocked {
+    pub(crate) fn space(&self) -> Arc<Space> {
+        self.space.clone()
+    }
+}
+
 enum Got {
     Tuple(Tuple),
     Wait(Blocked),
@@ -292,25 +298,44 @@ unsafe fn finish(L: *mut ffi::lua_State, got: Result<Got, String>) -> c_int {
                 Err(e) => raise(L, e),
             }
         }
+        Ok(Got::Wait(b)) if ffi::lua_isyieldable(L) == 0 => {
+            // Cannot block here: withdraw the waiter first, so nothing is
+            // handed to it later; keep a tuple that was handed meanwhile.
+            match withdraw(b) {
+                Some(t) => finish(L, Ok(Got::Tuple(t))),
+                None => raise(L, "linda: cannot block here (inside a call that cannot yield, such as a metamethod called from C)".into()),
+            }
+        }
         Ok(Got::Wait(b)) => {
-            ctx(L).linda = Some(b);
+            ctx(L).linda = Some(Box::new(b));
             yield_to_scheduler(L, Pending::Block, blocking_k, "linda")
         }
         Err(e) => raise(L, e),
     }
 }
 
+/// Takes a waiter out of its store; returns the tuple it was handed, if it
+/// was handed one (a `where` waiter's notice is not a tuple for it).
+pub(crate) fn withdraw(b: Blocked) -> Option<Tuple> {
+    let handed = b.space.cancel(&b.waiting);
+    handed.filter(|_| b.wheres.is_empty())
+}
+
 unsafe extern "C-unwind" fn blocking_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
-    let Some(b) = ctx(L).linda.take() else { return 0 };
+    let Some(b) = ctx(L).linda.take().map(|b| *b) else { return 0 };
     let arrived = b.waiting.poll();
     let got = match (arrived, b.wheres.is_empty()) {
         // A plain waiter is handed its tuple.
         (Some(t), true) => Ok(Got::Tuple(t)),
         // A `where` waiter was told something arrived: look again.
-        (Some(_), false) => attempt(L, b.space, b.patterns, b.wheres, b.take),
-        (None, _) if deadline_passed(L) => match b.space.cancel(&b.waiting) {
-            Some(t) if b.wheres.is_empty() => Ok(Got::Tuple(t)),
-            _ => return 0,
+        (Some(_), false) => {
+            let Blocked { space, patterns, wheres, take, waiting } = b;
+            drop(waiting);
+            attempt(L, space, patterns, wheres, take)
+        }
+        (None, _) if deadline_passed(L) => match withdraw(b) {
+            Some(t) => Ok(Got::Tuple(t)),
+            None => return 0,
         },
         (None, _) => Ok(Got::Wait(b)),
     };
@@ -328,13 +353,14 @@ unsafe fn blocking(L: *mut ffi::lua_State, take: bool, timed: bool, fname: &str)
     match prepared {
         Ok((space, timeout, patterns, wheres)) => {
             start_deadline(L, timeout);
-            let got = attempt(L, space, patterns, wheres, take);
-            if let (Ok(Got::Wait(b)), Some(t)) = (&got, timeout) {
-                if t.is_zero() {
-                    b.space.cancel(&b.waiting);
-                    return 0;
-                }
-            }
+            let got = match attempt(L, space, patterns, wheres, take) {
+                // A zero timeout polls: no waiting, but keep a tuple handed meanwhile.
+                Ok(Got::Wait(b)) if timeout.is_some_and(|t| t.is_zero()) => match withdraw(b) {
+                    Some(t) => Ok(Got::Tuple(t)),
+                    None => return 0,
+                },
+                other => other,
+            };
             finish(L, got)
         }
         Err(e) => raise(L, e),
@@ -429,24 +455,35 @@ unsafe extern "C-unwind" fn take_all(L: *mut ffi::lua_State) -> c_int {
         let space = space_of(L, "take_all")?;
         let (patterns, wheres) = template(L, 2, "take_all")?;
         if wheres.is_empty() {
-            return Ok(space.take_all(&patterns));
+            let all = space.take_all(&patterns);
+            return Ok((space, all));
         }
         let mut all = Vec::new();
-        while let Some(t) = find_where(L, &space, &patterns, &wheres, true)? {
-            all.push(t);
+        loop {
+            match find_where(L, &space, &patterns, &wheres, true) {
+                Ok(Some(t)) => all.push(t),
+                Ok(None) => return Ok((space, all)),
+                Err(e) => {
+                    // Nothing is lost: what was taken goes back.
+                    for t in all {
+                        space.out(t, |p| ctx(L).rt().wake(p));
+                    }
+                    return Err(e);
+                }
+            }
         }
-        Ok(all)
     })();
-    let tuples = match taken {
+    let (space, tuples) = match taken {
         Ok(t) => t,
         Err(e) => return raise(L, e),
     };
     ffi::lua_createtable(L, tuples.len() as c_int, 0);
     let list = ffi::lua_gettop(L);
     let mut failed = None;
-    for (i, t) in tuples.iter().enumerate() {
+    let mut tuples = tuples.into_iter();
+    for (i, t) in tuples.by_ref().enumerate() {
         let base = ffi::lua_gettop(L);
-        match push_tuple(L, t, "take_all") {
+        match push_tuple(L, &t, "take_all") {
             Ok(n) => {
                 ffi::lua_createtable(L, n, 0);
                 ffi::lua_rotate(L, base + 1, 1);
@@ -457,11 +494,16 @@ unsafe extern "C-unwind" fn take_all(L: *mut ffi::lua_State) -> c_int {
             }
             Err(e) => {
                 failed = Some(e);
+                space.out(t, |p| ctx(L).rt().wake(p));
                 break;
             }
         }
     }
-    drop(tuples);
+    // After a failure the rest goes back too.
+    for t in tuples {
+        space.out(t, |p| ctx(L).rt().wake(p));
+    }
+    drop(space);
     match failed {
         Some(e) => raise(L, e),
         None => 1,

@@ -29,8 +29,10 @@ unsafe extern "C-unwind" fn load_bundled(L: *mut ffi::lua_State) -> c_int {
     let i = ffi::lua_tointegerx(L, ffi::lua_upvalueindex(1), std::ptr::null_mut()) as usize;
     let (name, chunk, source) = BUNDLED[i];
     if ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), chunk.as_ptr(), c"t".as_ptr()) != ffi::LUA_OK {
-        let msg = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
-        return raise(L, format!("bundled module {}: {msg}", name.to_string_lossy()));
+        let why = to_bytes(L, -1).map(String::from_utf8_lossy).unwrap_or_default();
+        let msg = format!("bundled module {}: {why}", name.to_string_lossy());
+        drop(why);
+        return raise(L, msg);
     }
     push_bytes(L, name.to_bytes());
     ffi::lua_call(L, 1, 1);

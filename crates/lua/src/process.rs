@@ -102,10 +102,13 @@ impl Body for LuaProcess {
                     }
                 }
                 ffi::LUA_OK => Step::Exited(ExitReason::Normal),
-                _ => match self.ctx.exit.take() {
-                    Some(reason) => Step::Exited(reason),
-                    None => Step::Exited(self.failure(me)),
-                },
+                // An `exit` that unwound ends the process with its reason;
+                // any other error is a failure (even if an earlier `exit`
+                // was caught by a pcall).
+                _ if ffi::lua_touserdata(L, -1) == crate::kernel::exit_sentinel() => {
+                    Step::Exited(self.ctx.exit.take().unwrap_or(ExitReason::Normal))
+                }
+                _ => Step::Exited(self.failure(me)),
             }
         }
     }
@@ -219,4 +222,15 @@ unsafe fn prepare_script(L: *mut ffi::lua_State, path: String, args: Vec<String>
         push_bytes(L, a.as_bytes());
     }
     Ok(args.len() as c_int)
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// A process's own record must stay within the allocator's 512-byte
+    /// class: it is paid by every idle process.
+    #[test]
+    fn a_process_record_stays_small() {
+        let size = std::mem::size_of::<super::LuaProcess>();
+        assert!(size <= 512, "LuaProcess is {size} bytes");
+    }
 }
