@@ -488,7 +488,12 @@ impl Decoder<'_> {
             Tag::Function => self.function()?,
             Tag::Library => self.library()?,
             Tag::SharedUpvalue => return Err(junk("shared upvalue outside a function")),
-            Tag::Space => crate::linda::push_space(L, self.r.varint()?),
+            Tag::Space => {
+                let id = self.r.varint()?;
+                if !crate::linda::push_space(L, id) {
+                    return Err(junk(format!("no tuple space {id} on this node")));
+                }
+            }
             Tag::Buffer => {
                 let kind = crate::buffer::Kind::from_byte(self.r.byte_value()?).ok_or_else(|| junk("unknown buffer kind"))?;
                 let index = self.r.varint()?;

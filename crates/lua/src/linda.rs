@@ -77,10 +77,20 @@ pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
     1
 }
 
-/// Pushes a handle to space `id`.
-pub(crate) unsafe fn push_space(L: *mut ffi::lua_State, id: u64) {
-    *(ffi::lua_newuserdatauv(L, 8, 0) as *mut u64) = id;
+/// What a space handle holds: the space itself, so operations need no
+/// lookup in the node's table (and no lock on it).
+struct Handle {
+    id: u64,
+    space: Arc<Space>,
+}
+
+/// Pushes a handle to space `id`; false (nothing pushed) when there is no such space.
+pub(crate) unsafe fn push_space(L: *mut ffi::lua_State, id: u64) -> bool {
+    let Some(space) = ctx(L).rt().spaces().get(id) else { return false };
+    (ffi::lua_newuserdatauv(L, std::mem::size_of::<Handle>(), 0) as *mut Handle).write(Handle { id, space });
     if ffi::luaL_newmetatable(L, SPACE.as_ptr()) != 0 {
+        ffi::lua_pushcfunction(L, space_gc);
+        ffi::lua_setfield(L, -2, c"__gc".as_ptr());
         ffi::lua_createtable(L, 0, METHODS.len() as c_int);
         for (name, f) in METHODS {
             ffi::lua_pushcfunction(L, *f);
@@ -93,12 +103,26 @@ pub(crate) unsafe fn push_space(L: *mut ffi::lua_State, id: u64) {
         ffi::lua_setfield(L, -2, c"__tostring".as_ptr());
     }
     ffi::lua_setmetatable(L, -2);
+    true
+}
+
+unsafe fn handle<'a>(L: *mut ffi::lua_State, idx: c_int) -> Option<&'a Handle> {
+    (ffi::luaL_testudata(L, idx, SPACE.as_ptr()) as *const Handle).as_ref()
 }
 
 /// The space id of the handle at `idx`, if it is one.
 pub(crate) unsafe fn to_space(L: *mut ffi::lua_State, idx: c_int) -> Option<u64> {
-    let p = ffi::luaL_testudata(L, idx, SPACE.as_ptr()) as *const u64;
-    (!p.is_null()).then(|| *p)
+    handle(L, idx).map(|h| h.id)
+}
+
+unsafe extern "C-unwind" fn space_gc(L: *mut ffi::lua_State) -> c_int {
+    if let Some(h) = handle(L, 1) {
+        std::ptr::drop_in_place(h as *const Handle as *mut Handle);
+        // Disarm: a resurrected handle must not drop twice.
+        ffi::lua_pushnil(L);
+        ffi::lua_setmetatable(L, 1);
+    }
+    0
 }
 
 unsafe extern "C-unwind" fn space_eq(L: *mut ffi::lua_State) -> c_int {
@@ -141,10 +165,11 @@ unsafe extern "C-unwind" fn where_(L: *mut ffi::lua_State) -> c_int {
     1
 }
 
-/// The space of the handle `self` (argument 1).
-unsafe fn space_of(L: *mut ffi::lua_State, fname: &str) -> Result<Arc<Space>, String> {
-    let id = to_space(L, 1).ok_or_else(|| format!("bad self to '{fname}' (tuple space expected, got {}; call it as ts:{fname}(...))", type_name(L, 1)))?;
-    ctx(L).rt().spaces().get(id).ok_or_else(|| format!("{fname}: no such tuple space"))
+/// The space of the handle `self` (argument 1), borrowed for this call.
+unsafe fn space_of<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a Arc<Space>, String> {
+    handle(L, 1)
+        .map(|h| &h.space)
+        .ok_or_else(|| format!("bad self to '{fname}' (tuple space expected, got {}; call it as ts:{fname}(...))", type_name(L, 1)))
 }
 
 /// The field at `idx`, for a tuple (`n` is its position, for errors).
@@ -263,16 +288,16 @@ enum Got {
 }
 
 /// One attempt: a tuple now, or a waiter left in the store.
-unsafe fn attempt(L: *mut ffi::lua_State, space: Arc<Space>, patterns: Vec<Pattern>, wheres: Vec<(usize, c_int)>, take: bool) -> Result<Got, String> {
+unsafe fn attempt(L: *mut ffi::lua_State, space: &Arc<Space>, patterns: Vec<Pattern>, wheres: Vec<(usize, c_int)>, take: bool) -> Result<Got, String> {
     let proc = ctx(L).proc();
     if wheres.is_empty() {
         let mode = if take { Mode::Take } else { Mode::Read };
         return Ok(match space.find_or_wait(patterns.clone(), mode, proc) {
             Ok(t) => Got::Tuple(t),
-            Err(waiting) => Got::Wait(Blocked { space, patterns, wheres, take, waiting }),
+            Err(waiting) => Got::Wait(Blocked { space: space.clone(), patterns, wheres, take, waiting }),
         });
     }
-    if let Some(t) = find_where(L, &space, &patterns, &wheres, take)? {
+    if let Some(t) = find_where(L, space, &patterns, &wheres, take)? {
         return Ok(Got::Tuple(t));
     }
     // Register interest, then look once more: a tuple may have come in between.
@@ -280,11 +305,11 @@ unsafe fn attempt(L: *mut ffi::lua_State, space: Arc<Space>, patterns: Vec<Patte
         Ok(t) => return Ok(Got::Tuple(t)),
         Err(w) => w,
     };
-    if let Some(t) = find_where(L, &space, &patterns, &wheres, take)? {
+    if let Some(t) = find_where(L, space, &patterns, &wheres, take)? {
         space.cancel(&waiting);
         return Ok(Got::Tuple(t));
     }
-    Ok(Got::Wait(Blocked { space, patterns, wheres, take, waiting }))
+    Ok(Got::Wait(Blocked { space: space.clone(), patterns, wheres, take, waiting }))
 }
 
 /// Returns the tuple's values, or blocks with `blocking_k` as continuation.
@@ -331,7 +356,7 @@ unsafe extern "C-unwind" fn blocking_k(L: *mut ffi::lua_State, _status: c_int, _
         (Some(_), false) => {
             let Blocked { space, patterns, wheres, take, waiting } = b;
             drop(waiting);
-            attempt(L, space, patterns, wheres, take)
+            attempt(L, &space, patterns, wheres, take)
         }
         (None, _) if deadline_passed(L) => match withdraw(b) {
             Some(t) => Ok(Got::Tuple(t)),
@@ -503,7 +528,6 @@ unsafe extern "C-unwind" fn take_all(L: *mut ffi::lua_State) -> c_int {
     for t in tuples {
         space.out(t, |p| ctx(L).rt().wake(p));
     }
-    drop(space);
     match failed {
         Some(e) => raise(L, e),
         None => 1,
