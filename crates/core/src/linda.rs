@@ -21,6 +21,7 @@
 //! takes a candidate by sequence number only if it is still there.
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -116,6 +117,40 @@ impl Pattern {
     }
 }
 
+/// A fast hasher for the store's own keys (no need for DoS-resistant hashing
+/// of keys that processes of one program put there): multiply and rotate per
+/// 8-byte word.
+#[derive(Default)]
+struct FastHasher(u64);
+
+impl Hasher for FastHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64)
+    }
+    fn write_u8(&mut self, n: u8) {
+        self.write_u64(n as u64)
+    }
+}
+
+type Fast = BuildHasherDefault<FastHasher>;
+
+/// Empty classes are kept (a stream that empties and refills is common),
+/// until an arity has more than this many keys.
+const KEEP_EMPTY_CLASSES: usize = 64;
+
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Key {
     Bool(bool),
@@ -144,7 +179,7 @@ struct Entry {
 /// The tuples of one arity.
 #[derive(Default)]
 struct Arity {
-    keyed: HashMap<Key, VecDeque<Entry>>,
+    keyed: HashMap<Key, VecDeque<Entry>, Fast>,
     unkeyed: VecDeque<Entry>,
 }
 
@@ -163,6 +198,14 @@ impl Arity {
             Some(Some(k)) => Box::new(self.keyed.get_key_value(&k).map(|(k, c)| (Some(k), c)).into_iter()),
             Some(None) => Box::new(unkeyed),
             None => Box::new(self.keyed.iter().map(|(k, c)| (Some(k), c)).chain(unkeyed)),
+        }
+    }
+
+    /// Drops empty classes once there are many keys, so distinct first
+    /// fields do not pile up.
+    fn prune(&mut self) {
+        if self.keyed.len() > KEEP_EMPTY_CLASSES {
+            self.keyed.retain(|_, class| !class.is_empty());
         }
     }
 
@@ -201,7 +244,7 @@ impl Waiting {
 
 #[derive(Default)]
 struct Store {
-    arities: HashMap<usize, Arity>,
+    arities: HashMap<usize, Arity, Fast>,
     waiters: VecDeque<Arc<Waiting>>,
     next_seq: u64,
     len: usize,
@@ -292,7 +335,7 @@ impl Space {
             let i = class.iter().position(|e| e.seq == seq)?;
             class.remove(i).map(|e| e.tuple)
         });
-        a.keyed.retain(|_, class| !class.is_empty());
+        a.prune();
         st.len -= taken.is_some() as usize;
         taken
     }
@@ -312,7 +355,7 @@ impl Space {
                 *class = keep;
                 taken.extend(hit);
             }
-            a.keyed.retain(|_, class| !class.is_empty());
+            a.prune();
         }
         st.len -= taken.len();
         taken.sort_by_key(|e| e.seq);
@@ -355,12 +398,7 @@ impl Store {
             return Some(class[i].tuple.clone());
         }
         let tuple = class.remove(i).map(|e| e.tuple);
-        if class.is_empty() {
-            // Distinct first fields must not pile up empty classes.
-            if let Some(k) = key {
-                arity.keyed.remove(&k);
-            }
-        }
+        arity.prune();
         self.len -= 1;
         tuple
     }
@@ -431,6 +469,17 @@ mod tests {
         assert!(sp.find(&[Pattern::Actual(Field::Int(1)), Pattern::Any], false).is_some());
         assert!(sp.find(&[Pattern::Formal(&[Kind::Int]), Pattern::Any], false).is_none(), "1.0 is a float");
         assert!(sp.find(&[Pattern::Actual(Field::Float(1.0)), Pattern::Never], false).is_none());
+    }
+
+    #[test]
+    fn distinct_first_fields_do_not_pile_up() {
+        let sp = Space::default();
+        for i in 0..1000 {
+            sp.out(tuple(vec![Field::Int(i)]), |_| {});
+            assert!(sp.find(&[Pattern::Actual(Field::Int(i))], true).is_some());
+        }
+        let st = sp.store.lock();
+        assert!(st.arities[&1].keyed.len() <= KEEP_EMPTY_CLASSES + 1);
     }
 
     #[test]
