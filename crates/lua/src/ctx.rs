@@ -72,6 +72,13 @@ impl Ctx {
         unsafe { &*self.rt }
     }
 
+    /// The runtime, when the state belongs to a running process (not, for
+    /// instance, a state made for a test).
+    pub fn try_rt(&self) -> Option<&Runtime> {
+        // SAFETY: null, or set by `enter` as for `rt`.
+        unsafe { self.rt.as_ref() }
+    }
+
     pub fn proc(&self) -> &'static Process {
         self.proc.expect("native functions run inside a resume")
     }

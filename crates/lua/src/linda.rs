@@ -86,7 +86,7 @@ struct Handle {
 
 /// Pushes a handle to space `id`; false (nothing pushed) when there is no such space.
 pub(crate) unsafe fn push_space(L: *mut ffi::lua_State, id: u64) -> bool {
-    let Some(space) = ctx(L).rt().spaces().get(id) else { return false };
+    let Some(space) = ctx(L).try_rt().and_then(|rt| rt.spaces().get(id)) else { return false };
     (ffi::lua_newuserdatauv(L, std::mem::size_of::<Handle>(), 0) as *mut Handle).write(Handle { id, space });
     if ffi::luaL_newmetatable(L, SPACE.as_ptr()) != 0 {
         ffi::lua_pushcfunction(L, space_gc);
