@@ -14,10 +14,12 @@
 //! | [`channel`] | `Channels`: named rendezvous with hand-offs |
 //! | [`linda`] | `Spaces`, `Space`: tuple stores indexed by arity and first field, with waiters |
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
+//! | [`hash`] | `FastHasher`: hashing for the runtime's own keys |
 //! | `scheduler`, `table`, `timer`, `names`, `preempt` | internal: worker pool, process slots, deadlines, name map, preemption watchdog |
 
 pub mod channel;
 mod error;
+pub mod hash;
 pub mod linda;
 mod message;
 mod names;

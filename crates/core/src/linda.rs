@@ -21,7 +21,6 @@
 //! takes a candidate by sequence number only if it is still there.
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -117,35 +116,7 @@ impl Pattern {
     }
 }
 
-/// A fast hasher for the store's own keys (no need for DoS-resistant hashing
-/// of keys that processes of one program put there): multiply and rotate per
-/// 8-byte word.
-#[derive(Default)]
-struct FastHasher(u64);
-
-impl Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(word));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64)
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.write_u64(n as u64)
-    }
-}
-
-type Fast = BuildHasherDefault<FastHasher>;
+type Fast = crate::hash::FastBuild;
 
 /// Empty classes are kept (a stream that empties and refills is common),
 /// until an arity has more than this many keys.

@@ -15,11 +15,11 @@
 //! and leaves the stack as it found it.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::ffi::{c_int, c_void, CStr};
 
 use mlua_sys as ffi;
 use synodic_core::wire::{Reader, Tag, Writer, MAX_DEPTH};
+use synodic_core::hash::FastBuild;
 use synodic_core::{Message, Payload};
 
 use crate::util::{push_bytes, push_pid, to_bytes, to_pid, type_name};
@@ -158,30 +158,13 @@ fn is_identifier(s: &str) -> bool {
 struct Encoder {
     L: *mut ffi::lua_State,
     w: Writer,
-    ids: HashMap<*const c_void, u32, BuildHasherDefault<PointerHasher>>,
-    upvalues: HashMap<*mut c_void, (u32, u32), BuildHasherDefault<PointerHasher>>,
+    ids: HashMap<*const c_void, u32, FastBuild>,
+    upvalues: HashMap<*mut c_void, (u32, u32), FastBuild>,
     payloads: Vec<Payload>,
     depth: usize,
 }
 
-/// Hashes object addresses (already unique) with one multiply; unlike the
-/// default hasher it needs no per-map random state.
-#[derive(Default)]
-struct PointerHasher(u64);
 
-impl Hasher for PointerHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = (n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_right(29);
-    }
-}
 
 impl Encoder {
     /// Writes the value at the absolute stack index `idx`.
