@@ -78,9 +78,12 @@ struct Queues {
     receivers: VecDeque<Arc<Handoff>>,
 }
 
+/// One channel: its queues of waiting parties.
+type Channel = Arc<Mutex<Queues>>;
+
 #[derive(Default)]
 pub struct Channels {
-    map: Mutex<HashMap<Box<[u8]>, Arc<Mutex<Queues>>>>,
+    map: Mutex<HashMap<Box<[u8]>, Channel>>,
 }
 
 impl Channels {
@@ -94,7 +97,7 @@ impl Channels {
         true
     }
 
-    fn get(&self, name: &[u8]) -> Result<Arc<Mutex<Queues>>, Error> {
+    fn get(&self, name: &[u8]) -> Result<Channel, Error> {
         self.map.lock().get(name).cloned().ok_or(Error::NoSuchChannel)
     }
 

@@ -152,10 +152,6 @@ impl Process {
         self.mailbox.lock().pop_front()
     }
 
-    pub fn mailbox_len(&self) -> usize {
-        self.mailbox.lock().len()
-    }
-
     /// Delivers a message if `to` still names this slot's tenant.
     #[inline]
     pub(crate) fn deliver(&self, to: Pid, msg: Message) -> bool {

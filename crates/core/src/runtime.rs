@@ -75,7 +75,6 @@ pub(crate) struct Shared {
     channels: Channels,
     spaces: Spaces,
     timers: Timers,
-    node: u16,
     node_name: String,
     main: Mutex<MainWatch>,
     main_ended: Condvar,
@@ -97,7 +96,6 @@ impl Runtime {
             channels: Channels::default(),
             spaces: Spaces::default(),
             timers: Timers::default(),
-            node: 0,
             node_name: config.node_name.clone(),
             main: Mutex::new(MainWatch::default()),
             main_ended: Condvar::new(),
@@ -137,26 +135,12 @@ impl Runtime {
         &self.shared.node_name
     }
 
-    pub fn node_index(&self) -> u16 {
-        self.shared.node
-    }
-
     pub fn channels(&self) -> &Channels {
         &self.shared.channels
     }
 
     pub fn spaces(&self) -> &Spaces {
         &self.shared.spaces
-    }
-
-    /// Live processes on this node.
-    pub fn process_count(&self) -> usize {
-        self.shared.table.live()
-    }
-
-    /// Pending timers, stale ones included (for tests and statistics).
-    pub fn timer_count(&self) -> usize {
-        self.shared.timers.len()
     }
 
     /// Starts a process; it runs as soon as a worker is free.

@@ -142,7 +142,7 @@ impl Scheduler {
     fn find_work(&self, local: &Local) -> Option<&'static Process> {
         let ticks = local.ticks.get().wrapping_add(1);
         local.ticks.set(ticks);
-        if ticks % INJECTOR_EVERY == 0 {
+        if ticks.is_multiple_of(INJECTOR_EVERY) {
             if let Some(p) = self.steal_injector(local) {
                 return Some(p);
             }

@@ -4,7 +4,7 @@
 //! is reused with its generation bumped. Because slots live for the whole
 //! run, run queues, timers and channels hold plain `&'static Process`.
 
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicPtr, Ordering::*};
 
 use parking_lot::Mutex;
 
@@ -19,7 +19,6 @@ pub(crate) struct Table {
     node: u16,
     chunks: Box<[AtomicPtr<Process>]>,
     alloc: Mutex<Alloc>,
-    live: AtomicUsize,
 }
 
 struct Alloc {
@@ -34,7 +33,6 @@ impl Table {
             chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
             // Index 0 is never handed out, so no pid is all zeroes but the tag.
             alloc: Mutex::new(Alloc { free: Vec::new(), next: 1 }),
-            live: AtomicUsize::new(0),
         }
     }
 
@@ -78,16 +76,11 @@ impl Table {
             }
         };
         drop(alloc);
-        self.live.fetch_add(1, Relaxed);
         self.slot(index)
     }
 
     pub(crate) fn release(&self, proc: &'static Process) {
-        self.live.fetch_sub(1, Relaxed);
         self.alloc.lock().free.push(proc.index());
     }
 
-    pub(crate) fn live(&self) -> usize {
-        self.live.load(Relaxed)
-    }
 }

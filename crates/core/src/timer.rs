@@ -54,11 +54,6 @@ impl Timers {
         }
     }
 
-    /// Pending timers (stale ones included).
-    pub(crate) fn len(&self) -> usize {
-        self.heap.lock().0.len()
-    }
-
     pub(crate) fn stop(&self) {
         self.heap.lock().1 = true;
         self.changed.notify_all();

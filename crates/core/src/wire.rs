@@ -123,11 +123,6 @@ impl Writer {
     }
 
     #[inline]
-    pub fn truncate(&mut self, len: usize) {
-        self.buf.truncate(len)
-    }
-
-    #[inline]
     pub fn tag(&mut self, tag: Tag) {
         self.buf.push(tag as u8);
     }
@@ -198,11 +193,6 @@ impl Writer {
     #[inline]
     pub fn patch_u32(&mut self, at: usize, v: u32) {
         self.buf[at..at + 4].copy_from_slice(&v.to_le_bytes());
-    }
-
-    #[inline]
-    pub fn raw_u32(&mut self, v: u32) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
     }
 
     /// Appends already-encoded values (for instance one value cut from another message).

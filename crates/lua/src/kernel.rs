@@ -209,9 +209,8 @@ unsafe extern "C-unwind" fn is_alive(L: *mut ffi::lua_State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn exit(L: *mut ffi::lua_State) -> c_int {
-    let reason = if ffi::lua_isnoneornil(L, 1) != 0 {
-        Ok(ExitReason::Normal)
-    } else if ffi::lua_type(L, 1) == ffi::LUA_TSTRING && to_bytes(L, 1) == Some(b"normal") {
+    let normal = ffi::lua_isnoneornil(L, 1) != 0 || (ffi::lua_type(L, 1) == ffi::LUA_TSTRING && to_bytes(L, 1) == Some(b"normal"));
+    let reason = if normal {
         Ok(ExitReason::Normal)
     } else {
         codec::encode(L, 1, 1).map(|m| ExitReason::Value(m.to_vec())).map_err(|e| format!("exit: {e}"))

@@ -187,8 +187,11 @@ unsafe fn field(L: *mut ffi::lua_State, idx: c_int, n: c_int, what: &str) -> Res
     })
 }
 
+/// The `where` fields of a template: (field index, stack slot of the formal).
+type Wheres = Vec<(usize, c_int)>;
+
 /// A template from the arguments `first..=top`; also the stack slots of its `where` formals.
-unsafe fn template(L: *mut ffi::lua_State, first: c_int, what: &str) -> Result<(Vec<Pattern>, Vec<(usize, c_int)>), String> {
+unsafe fn template(L: *mut ffi::lua_State, first: c_int, what: &str) -> Result<(Vec<Pattern>, Wheres), String> {
     let top = ffi::lua_gettop(L);
     if top < first {
         return Err(format!("{what}: a template needs at least one field"));
@@ -271,7 +274,7 @@ unsafe fn find_where(L: *mut ffi::lua_State, space: &Space, patterns: &[Pattern]
 pub(crate) struct Blocked {
     space: Arc<Space>,
     patterns: Vec<Pattern>,
-    wheres: Vec<(usize, c_int)>,
+    wheres: Wheres,
     take: bool,
     waiting: Arc<Waiting>,
 }
@@ -288,7 +291,7 @@ enum Got {
 }
 
 /// One attempt: a tuple now, or a waiter left in the store.
-unsafe fn attempt(L: *mut ffi::lua_State, space: &Arc<Space>, patterns: Vec<Pattern>, wheres: Vec<(usize, c_int)>, take: bool) -> Result<Got, String> {
+unsafe fn attempt(L: *mut ffi::lua_State, space: &Arc<Space>, patterns: Vec<Pattern>, wheres: Wheres, take: bool) -> Result<Got, String> {
     let proc = ctx(L).proc();
     if wheres.is_empty() {
         let mode = if take { Mode::Take } else { Mode::Read };
@@ -416,7 +419,7 @@ unsafe fn probe(L: *mut ffi::lua_State, take: bool, fname: &str) -> c_int {
         if wheres.is_empty() {
             Ok(space.find(&patterns, take))
         } else {
-            find_where(L, &space, &patterns, &wheres, take)
+            find_where(L, space, &patterns, &wheres, take)
         }
     })();
     match found {
@@ -485,7 +488,7 @@ unsafe extern "C-unwind" fn take_all(L: *mut ffi::lua_State) -> c_int {
         }
         let mut all = Vec::new();
         loop {
-            match find_where(L, &space, &patterns, &wheres, true) {
+            match find_where(L, space, &patterns, &wheres, true) {
                 Ok(Some(t)) => all.push(t),
                 Ok(None) => return Ok((space, all)),
                 Err(e) => {

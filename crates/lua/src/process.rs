@@ -50,15 +50,6 @@ impl LuaProcess {
     pub fn module(module: &'static str, arg: i64) -> Box<dyn Body> {
         Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Ctx::new(Boot::Module { module, arg }), heap: Heap::new() })
     }
-
-    /// Bytes held by this process's Lua state.
-    pub fn memory(&self) -> usize {
-        if self.L.is_null() {
-            0
-        } else {
-            unsafe { crate::state::memory(self.L) }
-        }
-    }
 }
 
 impl Drop for LuaProcess {

@@ -232,10 +232,3 @@ unsafe extern "C-unwind" fn print(L: *mut ffi::lua_State) -> c_int {
     libc::fwrite(line.as_ptr().cast(), 1, line.len(), stdout);
     0
 }
-
-/// Bytes the state currently holds (Lua's own count).
-pub(crate) unsafe fn memory(L: *mut ffi::lua_State) -> usize {
-    let kb = ffi::lua_gc(L, ffi::LUA_GCCOUNT, 0) as usize;
-    let b = ffi::lua_gc(L, ffi::LUA_GCCOUNTB, 0) as usize;
-    kb * 1024 + b
-}
