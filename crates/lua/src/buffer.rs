@@ -72,11 +72,7 @@ const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"totable", totable),
 ];
 
-pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
-    static LIB: std::sync::OnceLock<crate::lazy::Library> = std::sync::OnceLock::new();
-    crate::lazy::push_lazy(L, LIB.get_or_init(|| crate::lazy::Library::from_static(FUNCTIONS)));
-    1
-}
+crate::lazy::lazy_module!(FUNCTIONS);
 
 /// Pushes a buffer over `payload`.
 pub(crate) unsafe fn push(L: *mut ffi::lua_State, payload: Payload, kind: Kind) {

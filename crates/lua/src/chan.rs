@@ -14,11 +14,7 @@ use crate::util::*;
 
 const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"new", new), (c"send", send), (c"receive", receive), (c"delete", delete)];
 
-pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
-    static LIB: std::sync::OnceLock<crate::lazy::Library> = std::sync::OnceLock::new();
-    crate::lazy::push_lazy(L, LIB.get_or_init(|| crate::lazy::Library::from_static(FUNCTIONS)));
-    1
-}
+crate::lazy::lazy_module!(FUNCTIONS);
 
 unsafe fn name<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a [u8], String> {
     match ffi::lua_type(L, 1) {

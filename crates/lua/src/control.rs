@@ -165,12 +165,8 @@ pub fn unescape(text: &str) -> String {
 
 const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"write", write)];
 
-/// The native module `synodic.control`, used by console agents.
-pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
-    static LIB: OnceLock<crate::lazy::Library> = OnceLock::new();
-    crate::lazy::push_lazy(L, LIB.get_or_init(|| crate::lazy::Library::from_static(FUNCTIONS)));
-    1
-}
+// The native module `synodic.control`, used by console agents.
+crate::lazy::lazy_module!(FUNCTIONS);
 
 /// `write(conn, kind, text)`: sends one protocol line to a console; false when it is gone.
 unsafe extern "C-unwind" fn write(L: *mut ffi::lua_State) -> c_int {

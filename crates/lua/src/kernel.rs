@@ -32,11 +32,7 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"main", main_pid),
 ];
 
-pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
-    static LIB: std::sync::OnceLock<crate::lazy::Library> = std::sync::OnceLock::new();
-    crate::lazy::push_lazy(L, LIB.get_or_init(|| crate::lazy::Library::from_static(FUNCTIONS)));
-    1
-}
+crate::lazy::lazy_module!(FUNCTIONS);
 
 /// Encodes `f, args...` from `first` and starts a process running it.
 unsafe fn spawn_from(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Result<Pid, String> {

@@ -42,6 +42,19 @@ impl Library {
     }
 }
 
+/// Defines a native module's `open` function: a lazily filled table of the
+/// functions in `$funcs` (one list per module, built once per OS process).
+macro_rules! lazy_module {
+    ($funcs:expr) => {
+        pub unsafe extern "C-unwind" fn open(L: *mut mlua_sys::lua_State) -> std::ffi::c_int {
+            static LIB: std::sync::OnceLock<$crate::lazy::Library> = std::sync::OnceLock::new();
+            $crate::lazy::push_lazy(L, LIB.get_or_init(|| $crate::lazy::Library::from_static($funcs)));
+            1
+        }
+    };
+}
+pub(crate) use lazy_module;
+
 /// Standard-library functions read from a template state.
 pub(crate) struct Templates {
     pub base: Library,
