@@ -101,7 +101,7 @@ mod tests {
     fn small_inline_large_on_heap() {
         assert_eq!(std::mem::size_of::<Message>(), 32);
         let small = Message::from_vec(vec![1, 2, 3]);
-        assert!(matches!(small.0, Repr::Inline { .. }) && &*small == [1, 2, 3]);
+        assert!(matches!(small.0, Repr::Inline { .. }) && *small == [1, 2, 3]);
         let large = Message::from_vec(vec![7; 100]);
         assert!(matches!(large.0, Repr::Heap(_)) && large.len() == 100);
         assert_eq!(&*Message::from_slice(&[]), &[] as &[u8]);

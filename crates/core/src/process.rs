@@ -23,7 +23,7 @@
 
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 
 use parking_lot::Mutex;
 
@@ -66,13 +66,14 @@ pub(crate) struct Links {
     pub names: Vec<Box<[u8]>>,
     pub exited: bool,
     /// How the slot's last tenant ended, kept until the slot is reused, so a
-    /// monitor set just after the end still learns the real reason.
-    pub last_exit: Option<(Pid, ExitReason)>,
+    /// monitor set just after the end still learns the real reason. Boxed:
+    /// every slot pays for this field, few use it.
+    pub last_exit: Option<Box<(Pid, ExitReason)>>,
 }
 
 /// Laid out by hand: everything a message hand-off touches (run state,
-/// generation, body, mailbox) sits in the first cache line; links and timer
-/// bookkeeping come after.
+/// generation, body, mailbox) sits in the first cache line; the hot-line
+/// hint, links and timer bookkeeping come after. Three lines in all.
 #[repr(C, align(64))]
 pub struct Process {
     pub(crate) state: AtomicU8,
@@ -85,7 +86,14 @@ pub struct Process {
     /// Bumped whenever the process arms a new timer, so stale timers are ignored.
     pub(crate) timer_seq: AtomicU64,
     pub(crate) links: Mutex<Links>,
+    /// See [`Process::set_hot_lines`]: a 64-byte-aligned window start and
+    /// one bit per line of its 128 lines.
+    hot_base: AtomicUsize,
+    hot_map: [AtomicU64; 2],
 }
+
+/// The span of memory [`Process::set_hot_lines`] describes: 128 lines.
+pub const HOT_WINDOW: usize = 128 * 64;
 
 // SAFETY: `body` is only touched by the single worker that moved the process
 // from QUEUED to RUNNING (see `take_body`/`put_body`), or by `occupy` on a
@@ -104,6 +112,8 @@ impl Process {
             timer_seq: AtomicU64::new(0),
             links: Mutex::new(Links::default()),
             body: UnsafeCell::new(None),
+            hot_base: AtomicUsize::new(0),
+            hot_map: [AtomicU64::new(0), AtomicU64::new(0)],
         }
     }
 
@@ -132,6 +142,7 @@ impl Process {
         // SAFETY: a vacant slot is reachable by no worker; stale wakers see DEAD and back off.
         unsafe { *self.body.get() = Some(body) };
         *self.links.lock() = Links::default();
+        self.hot_base.store(0, Relaxed);
         let generation = self.generation.load(Acquire);
         self.state.store(QUEUED, Release);
         Pid::new(self.node, self.index, generation)
@@ -202,11 +213,66 @@ impl Process {
         (*self.body.get()).take()
     }
 
+    /// Records, while the process runs, which 64-byte lines of the
+    /// [`HOT_WINDOW`] bytes at `base` (64-byte aligned) its body will touch
+    /// when it next runs: bit `i` of `map` stands for `base + 64 * i`.
+    ///
+    /// A process woken from cold memory (one of 100,000 in a ring) would
+    /// otherwise wait for each line in turn, every load depending on the one
+    /// before (state, frame, closure, code). The waker starts loading them
+    /// all at once before it queues the process ([`Process::warm`]), so they
+    /// arrive together while the waker finishes its own work. Only a hint:
+    /// a stale or empty map costs speed, never correctness.
+    pub fn set_hot_lines(&self, base: *const u8, map: [u64; 2]) {
+        debug_assert_eq!(base as usize % 64, 0);
+        self.hot_base.store(base as usize, Relaxed);
+        self.hot_map[0].store(map[0], Relaxed);
+        self.hot_map[1].store(map[1], Relaxed);
+    }
+
+    /// Starts loading the body's first lines and its hot lines into the cache.
+    /// Called by a waker between a successful `notify` and queueing the
+    /// process, when no worker can be running it (the hint written before
+    /// `park` is visible through the run state's acquire).
+    #[inline]
+    pub(crate) fn warm(&self) {
+        // SAFETY: the process is QUEUED but in no queue yet, so nobody moves its body.
+        if let Some(body) = unsafe { &*self.body.get() } {
+            let at = &**body as *const dyn Body as *const u8;
+            prefetch(at);
+            prefetch(at.wrapping_add(64));
+        }
+        let base = self.hot_base.load(Relaxed);
+        if base == 0 {
+            return;
+        }
+        for (half, word) in self.hot_map.iter().enumerate() {
+            let mut bits = word.load(Relaxed);
+            while bits != 0 {
+                let line = half * 64 + bits.trailing_zeros() as usize;
+                prefetch((base + line * 64) as *const u8);
+                bits &= bits - 1;
+            }
+        }
+    }
+
     /// SAFETY: see `take_body`.
     #[inline]
     pub(crate) unsafe fn put_body(&self, body: Box<dyn Body>) {
         *self.body.get() = Some(body);
     }
+}
+
+/// Asks the CPU to start loading the line at `at`; never faults.
+#[inline(always)]
+fn prefetch(at: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it does not fault on any address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(at as *const i8, std::arch::x86_64::_MM_HINT_T0)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = at;
 }
 
 #[cfg(test)]
@@ -220,5 +286,10 @@ mod tests {
         let end_of_body = &p.body as *const _ as usize + std::mem::size_of::<UnsafeCell<Option<Box<dyn Body>>>>();
         assert!(end_of_body - base <= 64, "hot fields end at byte {}", end_of_body - base);
         assert_eq!(base % 64, 0);
+    }
+
+    #[test]
+    fn a_slot_is_three_cache_lines() {
+        assert_eq!(std::mem::size_of::<Process>(), 192);
     }
 }

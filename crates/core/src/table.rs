@@ -4,7 +4,7 @@
 //! is reused with its generation bumped. Because slots live for the whole
 //! run, run queues, timers and channels hold plain `&'static Process`.
 
-use std::sync::atomic::{AtomicPtr, Ordering::*};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 
 use parking_lot::Mutex;
 
@@ -19,6 +19,8 @@ pub(crate) struct Table {
     node: u16,
     chunks: Box<[AtomicPtr<Process>]>,
     alloc: Mutex<Alloc>,
+    /// Slots in use, for readers that want a rough count without the lock.
+    occupied: AtomicUsize,
 }
 
 struct Alloc {
@@ -33,6 +35,7 @@ impl Table {
             chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
             // Index 0 is never handed out, so no pid is all zeroes but the tag.
             alloc: Mutex::new(Alloc { free: Vec::new(), next: 1 }),
+            occupied: AtomicUsize::new(0),
         }
     }
 
@@ -75,12 +78,20 @@ impl Table {
                 i
             }
         };
+        self.occupied.fetch_add(1, Relaxed);
         drop(alloc);
         self.slot(index)
     }
 
     pub(crate) fn release(&self, proc: &'static Process) {
         self.alloc.lock().free.push(proc.index());
+        self.occupied.fetch_sub(1, Relaxed);
+    }
+
+    /// Slots in use right now (a snapshot).
+    #[inline]
+    pub(crate) fn occupied(&self) -> usize {
+        self.occupied.load(Relaxed)
     }
 
 }

@@ -648,20 +648,20 @@ unsafe extern "C-unwind" fn chunk_reader(_L: *mut ffi::lua_State, ud: *mut c_voi
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ctx::{Boot, Ctx};
     use crate::heap::Heap;
 
     /// A process-less state to encode and decode in.
-    pub(super) struct TestState {
-        pub(super) L: *mut ffi::lua_State,
+    pub(crate) struct TestState {
+        pub(crate) L: *mut ffi::lua_State,
         _ctx: Box<Ctx>,
         _heap: Box<Heap>,
     }
 
     impl TestState {
-        pub(super) fn new() -> TestState {
+        pub(crate) fn new() -> TestState {
             let mut ctx = Box::new(Ctx::new(Boot::Message(Message::from_slice(&[]))));
             let mut heap = Box::new(Heap::new());
             let L = unsafe { crate::state::new_state(&mut *ctx, &mut *heap) }.expect("state");

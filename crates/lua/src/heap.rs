@@ -12,7 +12,7 @@
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
-use libmimalloc_sys::{mi_free, mi_malloc, mi_realloc};
+use libmimalloc_sys::{mi_free, mi_malloc, mi_malloc_aligned, mi_realloc};
 
 const SMALL_MAX: usize = 2048;
 /// The first chunk holds an idle process whole; later chunks are smaller.
@@ -53,18 +53,22 @@ fn class_size(class: usize) -> usize {
 
 pub(crate) struct Heap {
     /// When non-zero, growing any block beyond this many bytes fails (see `limit_blocks`).
-    block_cap: usize,
+    /// (u32 with `chunk_bytes`: two words less in every process record.)
+    block_cap: u32,
     free: [*mut u8; CLASSES],
     bump: *mut u8,
     end: *mut u8,
     /// Chunks, linked through their first word.
     chunks: *mut u8,
-    chunk_bytes: usize,
+    chunk_bytes: u32,
+    /// The first chunk (cache-line aligned): where the state itself and the
+    /// objects an idle process touches live.
+    first: *mut u8,
 }
 
 impl Heap {
     pub(crate) const fn new() -> Heap {
-        Heap { block_cap: 0, free: [null_mut(); CLASSES], bump: null_mut(), end: null_mut(), chunks: null_mut(), chunk_bytes: 0 }
+        Heap { block_cap: 0, free: [null_mut(); CLASSES], bump: null_mut(), end: null_mut(), chunks: null_mut(), chunk_bytes: 0, first: null_mut() }
     }
 
     /// Caps the size of any one block (0: no cap) and returns the previous cap.
@@ -72,13 +76,18 @@ impl Heap {
     /// length, so sizes forged in the code fail as a memory error instead of
     /// allocating gigabytes.
     pub(crate) fn limit_blocks(&mut self, cap: usize) -> usize {
-        std::mem::replace(&mut self.block_cap, cap)
+        std::mem::replace(&mut self.block_cap, cap.min(u32::MAX as usize) as u32) as usize
+    }
+
+    /// The first chunk, 64-byte aligned (null before the first allocation).
+    pub(crate) fn first_chunk(&self) -> *const u8 {
+        self.first
     }
 
     /// Bytes taken from chunks so far (including blocks now on free lists).
     #[cfg(test)]
     pub(crate) fn used(&self) -> usize {
-        self.chunk_bytes - ((self.end as usize) - (self.bump as usize))
+        self.chunk_bytes as usize - ((self.end as usize) - (self.bump as usize))
     }
 
     unsafe fn alloc_small(&mut self, class: usize) -> *mut u8 {
@@ -89,14 +98,18 @@ impl Heap {
         }
         let size = class_size(class);
         if (self.end as usize) - (self.bump as usize) < size {
-            let bytes = if self.chunks.is_null() { FIRST_CHUNK } else { CHUNK }.max(size + LINK);
-            let chunk = mi_malloc(bytes) as *mut u8;
+            let first = self.chunks.is_null();
+            let bytes = if first { FIRST_CHUNK } else { CHUNK }.max(size + LINK);
+            let chunk = if first { mi_malloc_aligned(bytes, 64) } else { mi_malloc(bytes) } as *mut u8;
             if chunk.is_null() {
                 return null_mut();
             }
+            if first {
+                self.first = chunk;
+            }
             *(chunk as *mut *mut u8) = self.chunks;
             self.chunks = chunk;
-            self.chunk_bytes += bytes;
+            self.chunk_bytes = self.chunk_bytes.saturating_add(bytes as u32);
             self.bump = chunk.add(LINK);
             self.end = chunk.add(bytes);
         }
@@ -121,7 +134,7 @@ impl Heap {
             }
             return null_mut();
         }
-        if self.block_cap != 0 && nsize > self.block_cap && nsize > osize {
+        if self.block_cap != 0 && nsize > self.block_cap as usize && nsize > osize {
             return null_mut();
         }
         if ptr.is_null() {
@@ -215,7 +228,7 @@ mod tests {
             std::ptr::write_bytes(after, 2, SMALL_MAX);
             assert!((0..SMALL_MAX).all(|i| *full.add(i) == 1), "blocks of the largest class never overlap");
             let many: Vec<_> = (0..1000).map(|i| h.realloc(null_mut(), 0, 16 + i % 400)).collect();
-            assert!(many.iter().all(|p| !p.is_null() && (*p as usize) % 8 == 0));
+            assert!(many.iter().all(|p| !p.is_null() && (*p as usize).is_multiple_of(8)));
             assert!(h.used() > 0);
             for (i, p) in many.into_iter().enumerate() {
                 h.realloc(p, 16 + i % 400, 0);

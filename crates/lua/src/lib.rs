@@ -19,6 +19,7 @@
 //! | [`preempt`] | – | the signal handler and hook that make an overrunning process yield |
 //! | `lazy` | – | library tables filled on first use |
 //! | `heap` | – | the per-process allocator of a Lua state |
+//! | `hot` | – | hints of the memory a blocked process will touch, for its wakers (`csrc/hot.c`) |
 //! | `lualib` | `synodic.alua`, `synodic.console` | modules written in Lua, bundled from `lualib/` |
 //! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
 
@@ -33,6 +34,7 @@ pub mod coroutine;
 mod ctx;
 mod error;
 mod heap;
+mod hot;
 pub mod kernel;
 mod lazy;
 pub mod linda;

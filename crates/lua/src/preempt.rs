@@ -23,6 +23,8 @@ const RETRY: libc::c_int = 1000;
 thread_local! {
     /// The Lua thread this worker is running (null between processes).
     static RUNNING: Cell<*mut ffi::lua_State> = const { Cell::new(std::ptr::null_mut()) };
+    /// Set by the signal handler when it arms the hook on `RUNNING`.
+    static ARMED: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Installs the signal handler (once per OS process) and returns its signal.
@@ -43,9 +45,18 @@ pub(crate) fn enter(L: *mut ffi::lua_State) -> *mut ffi::lua_State {
     RUNNING.with(|r| r.replace(L))
 }
 
+/// Marks the end of a resume; true when a preemption hook was armed during
+/// it (the caller clears it, so a late signal cannot fire in the next resume).
+/// Asking this instead of `lua_gethook` spares a cold line of the state.
+pub(crate) fn leave() -> bool {
+    RUNNING.with(|r| r.set(std::ptr::null_mut()));
+    ARMED.with(|a| a.replace(false))
+}
+
 extern "C" fn on_signal(_sig: libc::c_int) {
     let L = RUNNING.with(|r| r.get());
     if !L.is_null() {
+        ARMED.with(|a| a.set(true));
         unsafe { ffi::lua_sethook(L, Some(preempt), ffi::LUA_MASKCOUNT, 1) };
     }
 }

@@ -21,14 +21,19 @@ use synodic_core::{Body, ExitReason, Message, Process, Runtime, Step};
 use crate::codec;
 use crate::ctx::{ctx, Boot, Ctx, Pending};
 use crate::heap::Heap;
+use crate::hot::HotPlace;
 use crate::state::new_state;
 use crate::util::{push_bytes, raise, to_bytes};
 
+/// `repr(C)`: the state pointer and the context come first, in the two lines
+/// a waker warms (see `Process::warm`).
+#[repr(C)]
 pub struct LuaProcess {
     L: *mut ffi::lua_State,
     /// The context and heap are reached by pointer from the state; they live
     /// inside this (boxed, so never moving) struct, and the state is closed first.
     ctx: Ctx,
+    hot: HotPlace,
     heap: Heap,
 }
 
@@ -38,17 +43,21 @@ unsafe impl Send for LuaProcess {}
 impl LuaProcess {
     /// A process that will run the function and arguments of a spawn message.
     pub fn spawned(msg: Message) -> Box<dyn Body> {
-        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Ctx::new(Boot::Message(msg)), heap: Heap::new() })
+        LuaProcess::booting(Boot::Message(msg))
     }
 
     /// The main process: runs `path` with `args` as the `lua` command would.
     pub fn main_script(path: String, args: Vec<String>) -> Box<dyn Body> {
-        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Ctx::new(Boot::Script { path, args }), heap: Heap::new() })
+        LuaProcess::booting(Boot::Script { path, args })
     }
 
     /// A process running `require(module).main(arg)`.
     pub fn module(module: &'static str, arg: i64) -> Box<dyn Body> {
-        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Ctx::new(Boot::Module { module, arg }), heap: Heap::new() })
+        LuaProcess::booting(Boot::Module { module, arg })
+    }
+
+    fn booting(boot: Boot) -> Box<dyn Body> {
+        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Ctx::new(boot), hot: HotPlace::default(), heap: Heap::new() })
     }
 }
 
@@ -76,9 +85,8 @@ impl Body for LuaProcess {
             let mut nres = 0;
             crate::preempt::enter(L);
             let status = ffi::lua_resume(L, std::ptr::null_mut(), 0, &mut nres);
-            crate::preempt::enter(std::ptr::null_mut());
             // A preemption signal that came too late must not fire in the next resume.
-            if ffi::lua_gethook(L).is_some() {
+            if crate::preempt::leave() {
                 ffi::lua_sethook(L, None, 0, 0);
             }
             match status {
@@ -87,7 +95,12 @@ impl Body for LuaProcess {
                         ffi::lua_settop(L, -nres - 1);
                     }
                     match self.ctx.pending {
-                        Pending::Block => Step::Blocked,
+                        Pending::Block => {
+                            if rt.wakes_cold() {
+                                self.hot.note(L, &self.heap, me);
+                            }
+                            Step::Blocked
+                        }
                         Pending::Exit => Step::Exited(self.ctx.exit.take().unwrap_or(ExitReason::Normal)),
                         Pending::Preempt | Pending::None => Step::Preempted,
                     }

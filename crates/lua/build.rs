@@ -1,0 +1,38 @@
+//! Builds Lua 5.4 from `vendor/lua-5.4.8` with Synodic's compile-time
+//! options, plus the C helpers in `csrc/` that need Lua's internal headers.
+//! mlua-sys only declares the API (its `external` feature); this is where the
+//! library itself comes from.
+use std::path::PathBuf;
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let lua = manifest.join("../../vendor/lua-5.4.8");
+    let mut build = cc::Build::new();
+    build
+        .include(&lua)
+        .define("LUA_USE_LINUX", None)
+        .define("LUA_COMPAT_5_3", None)
+        // Each Lua state is a process, a million of them must fit: the
+        // per-state cache of C-string lookups (53x2 pointers) shrinks to one
+        // entry, and the string table starts at 64 buckets instead of 128
+        // (a state holds ~60 strings: keywords and metamethod names).
+        .define("STRCACHE_N", "1")
+        .define("STRCACHE_M", "1")
+        .define("MINSTRTABSIZE", "64")
+        .flag_if_supported("-fno-common")
+        .warnings(false)
+        .flag("-w");
+    if std::env::var("PROFILE").as_deref() == Ok("debug") {
+        build.define("LUA_USE_APICHECK", None);
+    }
+    for entry in std::fs::read_dir(&lua).expect("vendor/lua-5.4.8 is part of the tree") {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "c") {
+            build.file(&path);
+        }
+    }
+    build.file(manifest.join("csrc/hot.c"));
+    build.compile("lua5.4");
+    println!("cargo:rerun-if-changed=../../vendor/lua-5.4.8");
+    println!("cargo:rerun-if-changed=csrc");
+}

@@ -1,0 +1,92 @@
+/*
+** hot.c: which memory a blocked Lua state touches when it is resumed.
+**
+** A process woken from cold memory would otherwise wait for each cache line
+** in turn: the state leads to its call frame, the frame to the closure, the
+** closure to its prototype, its code and its upvalues, each a dependent load.
+** Listing those lines while the state is still hot lets the waker start
+** loading them all at once (see `Process::set_hot_lines` in synodic-core).
+** Needs Lua's internal headers, hence C.
+*/
+#include <stdint.h>
+
+#include "lstate.h"
+#include "lobject.h"
+#include "lfunc.h"
+#include "ltable.h"
+
+#define LINE 64
+#define WINDOW_LINES 128
+
+typedef struct Lines {
+  uintptr_t base;  /* start of the window, LINE-aligned */
+  uint64_t map[2];  /* bit i: the line at base + i * LINE */
+} Lines;
+
+/* Marks the lines of [p, p + len) that fall inside the window. */
+static void mark(Lines *l, const void *p, size_t len) {
+  uintptr_t a = (uintptr_t)p, end = a + (len ? len : 1);
+  uintptr_t limit = l->base + WINDOW_LINES * LINE;
+  if (end <= l->base || a >= limit) return;
+  if (a < l->base) a = l->base;
+  if (end > limit) end = limit;
+  for (a &= ~(uintptr_t)(LINE - 1); a < end; a += LINE) {
+    size_t i = (a - l->base) / LINE;
+    l->map[i / 64] |= (uint64_t)1 << (i % 64);
+  }
+}
+
+/* A table the resumed code may index: its header and a small hash part. */
+static void mark_table(Lines *l, const TValue *v) {
+  if (ttistable(v)) {
+    Table *t = hvalue(v);
+    mark(l, t, sizeof(Table));
+    if (!isdummy(t) && sizenode(t) <= 16) mark(l, t->node, sizenode(t) * sizeof(Node));
+  }
+}
+
+/* The Lua function that made the blocking call: frame, closure, prototype,
+** code, constants, upvalues (and the tables they hold). */
+static void mark_lua_frame(Lines *l, lua_State *L, CallInfo *ci) {
+  LClosure *cl = clLvalue(s2v(ci->func.p));
+  Proto *p = cl->p;
+  int i;
+  mark(l, ci, sizeof(CallInfo));
+  mark(l, ci->func.p, (size_t)((char *)L->top.p - (char *)ci->func.p));
+  mark(l, cl, sizeLclosure(cl->nupvalues));
+  mark(l, p, sizeof(Proto));
+  mark(l, p->code, p->sizecode * sizeof(Instruction));
+  mark(l, p->k, p->sizek * sizeof(TValue));
+  for (i = 0; i < cl->nupvalues; i++) {
+    mark(l, cl->upvals[i], sizeof(UpVal));
+    mark_table(l, cl->upvals[i]->v.p);
+  }
+}
+
+/* Where the state stands: its frame, its stack and the code position of the
+** calling Lua function. A process blocking in a loop blocks at the same
+** place every time, and the lines it will touch are the same. */
+static uintptr_t place(lua_State *L) {
+  CallInfo *prev = L->ci->previous;
+  uintptr_t key = (uintptr_t)L->ci ^ ((uintptr_t)L->stack.p << 1);
+  if (prev != NULL && isLua(prev)) key ^= (uintptr_t)prev->u.l.savedpc << 2;
+  return key;
+}
+
+/* Fills `map` for the window of 128 lines at `base` (LINE-aligned), unless
+** the state blocks where it did when `*last` was recorded: then it returns 0
+** and leaves `map` alone (the lines have not moved). */
+int synodic_hot_lines(lua_State *L, const void *base, uint64_t map[2], uintptr_t *last) {
+  Lines l = {(uintptr_t)base, {0, 0}};
+  CallInfo *ci = L->ci;
+  uintptr_t key = place(L);
+  if (key == *last) return 0;
+  *last = key;
+  mark(&l, (char *)L - LUA_EXTRASPACE, sizeof(lua_State) + LUA_EXTRASPACE);
+  mark(&l, ci, sizeof(CallInfo));
+  if (ci->previous != NULL && ci->previous != &L->base_ci && isLua(ci->previous))
+    mark_lua_frame(&l, L, ci->previous);
+  map[0] = l.map[0];
+  map[1] = l.map[1];
+  return 1;
+}
