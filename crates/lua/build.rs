@@ -19,6 +19,13 @@ fn main() {
         .define("STRCACHE_N", "1")
         .define("STRCACHE_M", "1")
         .define("MINSTRTABSIZE", "64")
+        // Lua's errors and yields unwind with setjmp/longjmp; glibc's save
+        // and restore the signal mask and walk cleanup handlers, the
+        // compiler's builtins only restore the frame (~70 fewer instructions
+        // per yield-and-resume of a process).
+        .define("luai_jmpbuf", "jmp_buf")
+        .define("LUAI_THROW(L,c)", "__builtin_longjmp((void **)(c)->b, 1)")
+        .define("LUAI_TRY(L,c,a)", "if (__builtin_setjmp((void **)(c)->b) == 0) { a }")
         .flag_if_supported("-fno-common")
         .warnings(false)
         .flag("-w");

@@ -37,6 +37,9 @@ thread_local! {
 
 /// Encodes the values at stack positions `first..=last` as one message.
 pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Message, Error> {
+    if let Some(msg) = encode_plain(L, first, last) {
+        return Ok(msg);
+    }
     let top = ffi::lua_gettop(L);
     let count = (last - first + 1).max(0) as usize;
     // Taken, not borrowed: a finaliser run during encoding may encode too.
@@ -69,9 +72,90 @@ pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -
     }
 }
 
+/// The most a message of plain values may hold to take the short paths.
+const PLAIN_MAX: c_int = 8;
+
+/// Most messages are a few plain values (nil, booleans, numbers, short
+/// strings, pids) that fit inline: they are written here without the
+/// encoder's bookkeeping (reference ids, paths, payloads). `None` sends the
+/// values down the general path. The bytes are the same either way.
+unsafe fn encode_plain(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Option<Message> {
+    if last - first >= PLAIN_MAX {
+        return None;
+    }
+    let mut w = Writer::message_into(SCRATCH.with(|s| s.take()), (last - first + 1).max(0) as usize);
+    let plain = (first..=last).all(|idx| write_plain(&mut w, L, idx, ffi::lua_type(L, idx)) && w.len() <= Message::INLINE);
+    let bytes = w.finish();
+    let msg = plain.then(|| Message::from_slice(&bytes));
+    SCRATCH.with(|s| s.set(bytes));
+    msg
+}
+
+/// Writes the value at `idx` (of Lua type `ty`) if it is a plain value; false if it is not.
+unsafe fn write_plain(w: &mut Writer, L: *mut ffi::lua_State, idx: c_int, ty: c_int) -> bool {
+    match ty {
+        ffi::LUA_TNIL => w.tag(Tag::Nil),
+        ffi::LUA_TBOOLEAN => w.bool(ffi::lua_toboolean(L, idx) != 0),
+        ffi::LUA_TNUMBER => {
+            let mut is_int = 0;
+            let i = ffi::lua_tointegerx(L, idx, &mut is_int);
+            if is_int != 0 && ffi::lua_isinteger(L, idx) != 0 {
+                w.int(i)
+            } else {
+                w.float(ffi::lua_tonumberx(L, idx, std::ptr::null_mut()))
+            }
+        }
+        ffi::LUA_TSTRING => w.str(to_bytes(L, idx).unwrap_or_default()),
+        ffi::LUA_TLIGHTUSERDATA => match to_pid(L, idx) {
+            Some(pid) => w.pid(pid),
+            None => return false,
+        },
+        _ => return false,
+    }
+    true
+}
+
 /// Pushes the values of a message; returns how many.
 pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
+    if msg.payloads().is_empty() {
+        if let Some(n) = decode_plain(L, msg) {
+            return Ok(n);
+        }
+    }
     decode_parts(L, msg, msg.payloads())
+}
+
+/// The short path of [`encode_plain`]'s messages: pushes them if all their
+/// values are plain and well formed; else pushes nothing and returns `None`,
+/// and the general decoder takes over (and reports any junk).
+unsafe fn decode_plain(L: *mut ffi::lua_State, msg: &[u8]) -> Option<c_int> {
+    let (mut r, count) = Reader::message(msg).ok()?;
+    let count = c_int::try_from(count).ok().filter(|&n| n <= PLAIN_MAX)?;
+    if ffi::lua_checkstack(L, count) == 0 {
+        return None;
+    }
+    let base = ffi::lua_gettop(L);
+    let plain = (0..count).all(|_| r.tag().is_ok_and(|tag| read_plain(L, &mut r, tag) == Ok(true))) && r.finish().is_ok();
+    if !plain {
+        ffi::lua_settop(L, base);
+        return None;
+    }
+    Some(count)
+}
+
+/// Pushes a plain value whose tag was just read; `Ok(false)` for other tags.
+unsafe fn read_plain(L: *mut ffi::lua_State, r: &mut Reader, tag: Tag) -> Result<bool, synodic_core::wire::WireError> {
+    match tag {
+        Tag::Nil => ffi::lua_pushnil(L),
+        Tag::False => ffi::lua_pushboolean(L, 0),
+        Tag::True => ffi::lua_pushboolean(L, 1),
+        Tag::Int => ffi::lua_pushinteger(L, r.int()?),
+        Tag::Float => ffi::lua_pushnumber(L, r.float()?),
+        Tag::Str => push_bytes(L, r.bytes()?),
+        Tag::Pid => push_pid(L, r.pid()?),
+        _ => return Ok(false),
+    }
+    Ok(true)
 }
 
 /// Pushes the values encoded in `msg`, whose buffers are `payloads`.
@@ -170,21 +254,12 @@ impl Encoder {
     /// Writes the value at the absolute stack index `idx`.
     unsafe fn value(&mut self, idx: c_int) -> Result<(), Failure> {
         let L = self.L;
-        match ffi::lua_type(L, idx) {
-            ffi::LUA_TNIL => self.w.tag(Tag::Nil),
-            ffi::LUA_TBOOLEAN => self.w.bool(ffi::lua_toboolean(L, idx) != 0),
-            ffi::LUA_TNUMBER => {
-                if ffi::lua_isinteger(L, idx) != 0 {
-                    self.w.int(ffi::lua_tointegerx(L, idx, std::ptr::null_mut()))
-                } else {
-                    self.w.float(ffi::lua_tonumberx(L, idx, std::ptr::null_mut()))
-                }
-            }
-            ffi::LUA_TSTRING => self.w.str(to_bytes(L, idx).unwrap_or_default()),
-            ffi::LUA_TLIGHTUSERDATA => match to_pid(L, idx) {
-                Some(pid) => self.w.pid(pid),
-                None => return Err(Failure::unsendable("light userdata")),
-            },
+        let ty = ffi::lua_type(L, idx);
+        if write_plain(&mut self.w, L, idx, ty) {
+            return Ok(());
+        }
+        match ty {
+            ffi::LUA_TLIGHTUSERDATA => return Err(Failure::unsendable("light userdata")),
             ffi::LUA_TTABLE => self.table(idx)?,
             ffi::LUA_TFUNCTION => self.function(idx)?,
             ffi::LUA_TUSERDATA => {
@@ -449,14 +524,12 @@ impl Decoder<'_> {
     /// Pushes one value.
     unsafe fn value(&mut self) -> Result<(), Error> {
         let L = self.L;
-        match self.r.tag()? {
-            Tag::Nil => ffi::lua_pushnil(L),
-            Tag::False => ffi::lua_pushboolean(L, 0),
-            Tag::True => ffi::lua_pushboolean(L, 1),
-            Tag::Int => ffi::lua_pushinteger(L, self.r.int()?),
-            Tag::Float => ffi::lua_pushnumber(L, self.r.float()?),
-            Tag::Str => push_bytes(L, self.r.bytes()?),
-            Tag::Pid => push_pid(L, self.r.pid()?),
+        let tag = self.r.tag()?;
+        if read_plain(L, &mut self.r, tag)? {
+            return Ok(());
+        }
+        match tag {
+            Tag::Nil | Tag::False | Tag::True | Tag::Int | Tag::Float | Tag::Str | Tag::Pid => unreachable!("plain values are read above"),
             Tag::Globals => {
                 ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
             }

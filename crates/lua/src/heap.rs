@@ -12,7 +12,7 @@
 use std::ffi::c_void;
 use std::ptr::null_mut;
 
-use libmimalloc_sys::{mi_free, mi_malloc, mi_malloc_aligned, mi_realloc};
+use libmimalloc_sys::{mi_free, mi_malloc, mi_realloc};
 
 const SMALL_MAX: usize = 2048;
 /// The first chunk holds an idle process whole; later chunks are smaller.
@@ -61,8 +61,8 @@ pub(crate) struct Heap {
     /// Chunks, linked through their first word.
     chunks: *mut u8,
     chunk_bytes: u32,
-    /// The first chunk (cache-line aligned): where the state itself and the
-    /// objects an idle process touches live.
+    /// The first chunk: where the state itself and the objects an idle
+    /// process touches live.
     first: *mut u8,
 }
 
@@ -79,9 +79,12 @@ impl Heap {
         std::mem::replace(&mut self.block_cap, cap.min(u32::MAX as usize) as u32) as usize
     }
 
-    /// The first chunk, 64-byte aligned (null before the first allocation).
-    pub(crate) fn first_chunk(&self) -> *const u8 {
-        self.first
+    /// The start of the cache line where the first chunk begins (null
+    /// before the first allocation). Not an aligned allocation: asking
+    /// mimalloc for one would move the chunk to the next size class, 1 KB
+    /// more per process.
+    pub(crate) fn first_chunk_line(&self) -> *const u8 {
+        (self.first as usize & !63) as *const u8
     }
 
     /// Bytes taken from chunks so far (including blocks now on free lists).
@@ -100,7 +103,7 @@ impl Heap {
         if (self.end as usize) - (self.bump as usize) < size {
             let first = self.chunks.is_null();
             let bytes = if first { FIRST_CHUNK } else { CHUNK }.max(size + LINK);
-            let chunk = if first { mi_malloc_aligned(bytes, 64) } else { mi_malloc(bytes) } as *mut u8;
+            let chunk = mi_malloc(bytes) as *mut u8;
             if chunk.is_null() {
                 return null_mut();
             }

@@ -22,8 +22,9 @@ extern "C" {
     fn synodic_hot_lines(L: *mut ffi::lua_State, base: *const u8, map: *mut [u64; 2], last: *mut usize) -> c_int;
 }
 
-// The hint window must cover the first heap chunk, where a process's hot objects live.
-const _: () = assert!(FIRST_CHUNK <= HOT_WINDOW);
+// The hint window must cover the first heap chunk (from the start of its
+// first line), where a process's hot objects live.
+const _: () = assert!(FIRST_CHUNK + 63 <= HOT_WINDOW);
 
 /// Where a process last blocked, so the hint is recomputed only when that changes.
 #[derive(Default)]
@@ -36,13 +37,13 @@ impl HotPlace {
     /// `L` must be a state created over `heap`, blocked in a yield.
     pub(crate) unsafe fn note(&mut self, L: *mut ffi::lua_State, heap: &Heap, me: &Process) {
         if let Some(map) = self.lines(L, heap) {
-            me.set_hot_lines(heap.first_chunk(), map);
+            me.set_hot_lines(heap.first_chunk_line(), map);
         }
     }
 
     /// The new map, or `None` when it has not changed (or there is no chunk yet).
     unsafe fn lines(&mut self, L: *mut ffi::lua_State, heap: &Heap) -> Option<[u64; 2]> {
-        let base = heap.first_chunk();
+        let base = heap.first_chunk_line();
         let mut map = [0u64; 2];
         (!base.is_null() && synodic_hot_lines(L, base, &mut map, &mut self.0) != 0).then_some(map)
     }
@@ -77,7 +78,7 @@ mod tests {
             ffi::lua_pop(co, nres);
 
             let heap = crate::heap::of_state(L).unwrap();
-            let base = heap.first_chunk();
+            let base = heap.first_chunk_line();
             let mut place = HotPlace::default();
             let map = place.lines(co, heap).expect("a first walk gives a map");
             assert!(map[0] | map[1] != 0, "some line of the blocked thread is hot");
