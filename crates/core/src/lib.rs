@@ -15,12 +15,13 @@
 //! | [`linda`] | `Spaces`, `Space`: tuple stores indexed by arity and first field, with waiters |
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
 //! | [`hash`] | `FastHasher`: hashing for the runtime's own keys |
-//! | `scheduler`, `table`, `timer`, `names`, `preempt` | internal: worker pool, process slots, deadlines, name map, preemption watchdog |
+//! | `scheduler`, `table`, `mailbox`, `timer`, `names`, `preempt` | internal: worker pool, process slots, message queues, deadlines, name map, preemption watchdog |
 
 pub mod channel;
 mod error;
 pub mod hash;
 pub mod linda;
+mod mailbox;
 mod message;
 mod names;
 pub mod pid;

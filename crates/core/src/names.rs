@@ -27,7 +27,7 @@ impl Names {
             None => {}
         }
         map.insert(name.into(), proc.pid());
-        links.names.push(name.into());
+        links.more().names.push(name.into());
         Ok(())
     }
 
@@ -37,6 +37,9 @@ impl Names {
 
     /// Drops the names of an ended process.
     pub(crate) fn release(&self, pid: Pid, names: Vec<Box<[u8]>>) {
+        if names.is_empty() {
+            return;
+        }
         let mut map = self.map.lock();
         for name in names {
             if map.get(&name) == Some(&pid) {

@@ -22,11 +22,11 @@
 //! it: no message for an ended process can land in its slot's next tenant.
 
 use std::cell::UnsafeCell;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
 
 use parking_lot::Mutex;
 
+use crate::mailbox::Mailbox;
 use crate::{Message, Pid, Runtime};
 
 pub(crate) const QUEUED: u8 = 0;
@@ -62,26 +62,45 @@ pub trait Body: Send {
 
 #[derive(Default)]
 pub(crate) struct Links {
+    pub exited: bool,
+    /// The slot's last tenant, kept until the slot is reused, so a monitor
+    /// set just after its end still learns how it ended.
+    pub last_pid: Option<Pid>,
+    /// Boxed: every slot pays for this field, few processes use it.
+    pub more: Option<Box<MoreLinks>>,
+}
+
+#[derive(Default)]
+pub(crate) struct MoreLinks {
     pub monitors: Vec<Pid>,
     pub names: Vec<Box<[u8]>>,
-    pub exited: bool,
-    /// How the slot's last tenant ended, kept until the slot is reused, so a
-    /// monitor set just after the end still learns the real reason. Boxed:
-    /// every slot pays for this field, few use it.
-    pub last_exit: Option<Box<(Pid, ExitReason)>>,
+    /// How `last_pid` ended, when not normally.
+    pub last_reason: Option<ExitReason>,
+}
+
+impl Links {
+    pub fn more(&mut self) -> &mut MoreLinks {
+        self.more.get_or_insert_with(Default::default)
+    }
+
+    /// How `pid` ended, if it was this slot's last tenant.
+    pub fn exit_of(&self, pid: Pid) -> Option<ExitReason> {
+        (self.last_pid == Some(pid)).then(|| self.more.as_ref().and_then(|m| m.last_reason.clone()).unwrap_or(ExitReason::Normal))
+    }
 }
 
 /// Laid out by hand: everything a message hand-off touches (run state,
-/// generation, body, mailbox) sits in the first cache line; the hot-line
-/// hint, links and timer bookkeeping come after. Three lines in all.
+/// generation, body, the mailbox's lock and inline message) sits in the
+/// first cache line; the mailbox's overflow deque, the hot-line hint, links
+/// and timer bookkeeping come after. Three lines in all.
 #[repr(C, align(64))]
 pub struct Process {
     pub(crate) state: AtomicU8,
     node: u16,
     /// Changed only under the mailbox lock (see `vacate`).
     generation: AtomicU32,
-    mailbox: Mutex<VecDeque<Message>>,
     body: UnsafeCell<Option<Box<dyn Body>>>,
+    mailbox: Mailbox,
     index: u32,
     /// Bumped whenever the process arms a new timer, so stale timers are ignored.
     pub(crate) timer_seq: AtomicU64,
@@ -108,7 +127,7 @@ impl Process {
             node,
             state: AtomicU8::new(DEAD),
             generation: AtomicU32::new(0),
-            mailbox: Mutex::new(VecDeque::new()),
+            mailbox: Mailbox::new(),
             timer_seq: AtomicU64::new(0),
             links: Mutex::new(Links::default()),
             body: UnsafeCell::new(None),
@@ -151,27 +170,22 @@ impl Process {
     /// Ends the tenancy: later sends to its pid are dropped, queued messages freed.
     pub(crate) fn vacate(&self) {
         self.state.store(DEAD, Release);
-        let mut mailbox = self.mailbox.lock();
-        let next = (self.generation.load(Acquire) + 1) & Pid::GEN_MASK;
-        self.generation.store(next, Release);
-        *mailbox = VecDeque::new();
+        self.mailbox.clear_with(|| {
+            let next = (self.generation.load(Acquire) + 1) & Pid::GEN_MASK;
+            self.generation.store(next, Release);
+        });
     }
 
     /// Takes the next message, if any.
     #[inline]
     pub fn pop_message(&self) -> Option<Message> {
-        self.mailbox.lock().pop_front()
+        self.mailbox.pop()
     }
 
     /// Delivers a message if `to` still names this slot's tenant.
     #[inline]
     pub(crate) fn deliver(&self, to: Pid, msg: Message) -> bool {
-        let mut mailbox = self.mailbox.lock();
-        if self.generation.load(Acquire) != to.generation() || self.state.load(Acquire) == DEAD {
-            return false;
-        }
-        mailbox.push_back(msg);
-        true
+        self.mailbox.push_if(msg, || self.generation.load(Acquire) == to.generation() && self.state.load(Acquire) != DEAD)
     }
 
     /// Marks the process as having something to look at. Returns true when
@@ -283,8 +297,9 @@ mod tests {
     fn the_hand_off_fields_share_one_cache_line() {
         let p = Process::vacant(0, 1);
         let base = &p as *const Process as usize;
-        let end_of_body = &p.body as *const _ as usize + std::mem::size_of::<UnsafeCell<Option<Box<dyn Body>>>>();
-        assert!(end_of_body - base <= 64, "hot fields end at byte {}", end_of_body - base);
+        // The mailbox's lock, flag and inline message are its first 40 bytes.
+        let end_of_inline = &p.mailbox as *const _ as usize + 40;
+        assert!(end_of_inline - base <= 64, "hot fields end at byte {}", end_of_inline - base);
         assert_eq!(base % 64, 0);
     }
 

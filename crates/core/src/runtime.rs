@@ -204,14 +204,11 @@ impl Runtime {
         if let Some(slot) = self.shared.table.lookup(target) {
             let mut links = slot.links.lock();
             if !links.exited && slot.is(target) {
-                links.monitors.push(watcher);
+                links.more().monitors.push(watcher);
                 return;
             }
-            if let Some(last_exit) = &links.last_exit {
-                let (pid, last) = &**last_exit;
-                if *pid == target {
-                    reason = last.clone();
-                }
+            if let Some(last) = links.exit_of(target) {
+                reason = last;
             }
         }
         self.send(watcher, down_message(target, &reason));
@@ -295,18 +292,21 @@ impl Runtime {
 
     fn finish(&self, proc: &'static Process, reason: ExitReason) {
         let pid = proc.pid();
-        let links = {
+        let more = {
             let mut links = proc.links.lock();
-            let taken = std::mem::take(&mut *links);
+            let more = links.more.take().map(|b| *b).unwrap_or_default();
             links.exited = true;
-            links.last_exit = Some(Box::new((pid, reason.clone())));
-            taken
+            links.last_pid = Some(pid);
+            if reason != ExitReason::Normal {
+                links.more().last_reason = Some(reason.clone());
+            }
+            more
         };
         proc.vacate();
-        self.shared.names.release(pid, links.names);
-        if !links.monitors.is_empty() {
+        self.shared.names.release(pid, more.names);
+        if !more.monitors.is_empty() {
             let down = down_message(pid, &reason);
-            for watcher in links.monitors {
+            for watcher in more.monitors {
                 self.send(watcher, down.clone());
             }
         }

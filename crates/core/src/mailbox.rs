@@ -1,0 +1,156 @@
+//! A process's mailbox: messages in arrival order behind a one-byte lock.
+//! The oldest message sits inline, in the slot's first cache line; only
+//! when a second one arrives before the first is taken do messages go to a
+//! deque beside it. A hand-off to a waiting process (the common case: its
+//! mailbox is empty) therefore touches one line of the receiver's slot, not
+//! also a separately allocated buffer that has long left the caches.
+//!
+//! Laid out by hand (`repr(C)`, the lock and the inline message first),
+//! which is why the lock is a raw one rather than a `Mutex<T>`, whose field
+//! order the compiler chooses.
+
+use std::cell::UnsafeCell;
+use std::collections::VecDeque;
+
+use parking_lot::lock_api::RawMutex as _;
+use parking_lot::RawMutex;
+
+use crate::Message;
+
+/// 72 bytes: the lock and the flag share the first word, the inline message
+/// takes the next 32, the deque the last 32 (in the slot's second line).
+#[repr(C)]
+pub(crate) struct Mailbox {
+    lock: RawMutex,
+    /// Whether `later` holds messages: known without touching its line.
+    overflow: UnsafeCell<bool>,
+    next: UnsafeCell<Option<Message>>,
+    later: UnsafeCell<VecDeque<Message>>,
+}
+
+/// The fields behind the lock, while it is held.
+struct Queue<'a> {
+    overflow: &'a mut bool,
+    next: &'a mut Option<Message>,
+    later: &'a mut VecDeque<Message>,
+}
+
+// SAFETY: the fields behind `lock` are only touched with it held (see `locked`).
+unsafe impl Sync for Mailbox {}
+unsafe impl Send for Mailbox {}
+
+impl Mailbox {
+    pub(crate) const fn new() -> Mailbox {
+        Mailbox {
+            lock: RawMutex::INIT,
+            overflow: UnsafeCell::new(false),
+            next: UnsafeCell::new(None),
+            later: UnsafeCell::new(VecDeque::new()),
+        }
+    }
+
+    /// Runs `f` with the queue locked.
+    #[inline]
+    fn locked<R>(&self, f: impl FnOnce(Queue) -> R) -> R {
+        struct Unlock<'a>(&'a RawMutex);
+        impl Drop for Unlock<'_> {
+            fn drop(&mut self) {
+                // SAFETY: locked just below, by this thread.
+                unsafe { self.0.unlock() }
+            }
+        }
+        self.lock.lock();
+        let _unlock = Unlock(&self.lock);
+        // SAFETY: the lock is held until `_unlock` drops, after `f` returns.
+        f(unsafe { Queue { overflow: &mut *self.overflow.get(), next: &mut *self.next.get(), later: &mut *self.later.get() } })
+    }
+
+    /// Appends `msg` if `accept()` (checked under the lock) allows it.
+    #[inline]
+    pub(crate) fn push_if(&self, msg: Message, accept: impl FnOnce() -> bool) -> bool {
+        self.locked(|q| {
+            if !accept() {
+                return false;
+            }
+            if q.next.is_none() {
+                *q.next = Some(msg);
+            } else {
+                q.later.push_back(msg);
+                *q.overflow = true;
+            }
+            true
+        })
+    }
+
+    /// Takes the oldest message.
+    #[inline]
+    pub(crate) fn pop(&self) -> Option<Message> {
+        self.locked(|q| {
+            let msg = q.next.take()?;
+            if *q.overflow {
+                *q.next = q.later.pop_front();
+                *q.overflow = !q.later.is_empty();
+            }
+            Some(msg)
+        })
+    }
+
+    /// Drops every message and gives back the deque's memory, running
+    /// `then` under the lock (the slot changes hands there).
+    pub(crate) fn clear_with(&self, then: impl FnOnce()) {
+        let dropped = self.locked(|q| {
+            then();
+            *q.overflow = false;
+            (q.next.take(), std::mem::take(q.later))
+        });
+        drop(dropped);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(n: u8) -> Message {
+        Message::from_slice(&[n])
+    }
+
+    #[test]
+    fn messages_come_out_in_arrival_order_across_the_inline_slot() {
+        let m = Mailbox::new();
+        for round in 0..3u8 {
+            for i in 0..5 {
+                assert!(m.push_if(msg(round * 10 + i), || true));
+            }
+            for i in 0..5 {
+                assert_eq!(m.pop(), Some(msg(round * 10 + i)));
+            }
+            assert_eq!(m.pop(), None);
+        }
+        assert!(m.push_if(msg(1), || true));
+        assert_eq!(m.pop(), Some(msg(1)), "inline alone");
+        assert!(m.push_if(msg(2), || true));
+        assert!(m.push_if(msg(3), || true));
+        assert_eq!(m.pop(), Some(msg(2)));
+        assert!(m.push_if(msg(4), || true), "arrives while one waits in the deque");
+        assert_eq!(m.pop(), Some(msg(3)));
+        assert_eq!(m.pop(), Some(msg(4)));
+        assert_eq!(m.pop(), None);
+    }
+
+    #[test]
+    fn refused_and_cleared_messages_are_gone() {
+        let m = Mailbox::new();
+        assert!(!m.push_if(msg(1), || false));
+        assert_eq!(m.pop(), None);
+        for i in 0..4 {
+            m.push_if(msg(i), || true);
+        }
+        let mut ran = false;
+        m.clear_with(|| ran = true);
+        assert!(ran);
+        assert_eq!(m.pop(), None);
+        m.push_if(msg(9), || true);
+        assert_eq!(m.pop(), Some(msg(9)));
+    }
+}
