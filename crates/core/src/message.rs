@@ -56,6 +56,13 @@ impl Message {
         }
     }
 
+    /// A message of the first `len` bytes of `bytes` (at most [`Message::INLINE`]).
+    #[inline]
+    pub fn inline(bytes: [u8; INLINE], len: usize) -> Message {
+        assert!(len <= INLINE);
+        Message(Repr::Inline { len: len as u8, bytes })
+    }
+
     pub fn from_slice(bytes: &[u8]) -> Message {
         if bytes.len() <= INLINE {
             let mut inline = [0; INLINE];

@@ -244,6 +244,12 @@ impl Process {
         self.hot_map[1].store(map[1], Relaxed);
     }
 
+    /// Starts loading the line of the hot-line hint (read by `warm`).
+    #[inline]
+    pub(crate) fn prefetch_hint(&self) {
+        prefetch(&self.hot_base as *const AtomicUsize as *const u8);
+    }
+
     /// Starts loading the body's first lines and its hot lines into the cache.
     /// Called by a waker between a successful `notify` and queueing the
     /// process, when no worker can be running it (the hint written before

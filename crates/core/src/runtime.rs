@@ -168,6 +168,11 @@ impl Runtime {
     /// Delivers a message; false when the destination is gone (the message is dropped).
     pub fn send(&self, to: Pid, msg: Message) -> bool {
         let Some(slot) = self.shared.table.lookup(to) else { return false };
+        if self.wakes_cold() {
+            // Its line would otherwise only be asked for after the mailbox
+            // lock's atomic operations, one miss after another.
+            slot.prefetch_hint();
+        }
         if !slot.deliver(to, msg) {
             return false;
         }

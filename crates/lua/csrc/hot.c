@@ -46,7 +46,8 @@ static void mark_table(Lines *l, const TValue *v) {
 }
 
 /* The Lua function that made the blocking call: frame, closure, prototype,
-** code, constants, upvalues (and the tables they hold). */
+** code, constants (and the short strings among them: indexing a table with
+** one reads its hash), upvalues (and the tables they hold). */
 static void mark_lua_frame(Lines *l, lua_State *L, CallInfo *ci) {
   LClosure *cl = clLvalue(s2v(ci->func.p));
   Proto *p = cl->p;
@@ -57,6 +58,9 @@ static void mark_lua_frame(Lines *l, lua_State *L, CallInfo *ci) {
   mark(l, p, sizeof(Proto));
   mark(l, p->code, p->sizecode * sizeof(Instruction));
   mark(l, p->k, p->sizek * sizeof(TValue));
+  for (i = 0; i < p->sizek && i < 16; i++) {
+    if (ttisshrstring(&p->k[i])) mark(l, tsvalue(&p->k[i]), sizeof(TString));
+  }
   for (i = 0; i < cl->nupvalues; i++) {
     mark(l, cl->upvals[i], sizeof(UpVal));
     mark_table(l, cl->upvals[i]->v.p);

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr};
 
 use mlua_sys as ffi;
-use synodic_core::wire::{Reader, Tag, Writer, MAX_DEPTH};
+use synodic_core::wire::{Reader, Sink, Tag, Writer, MAX_DEPTH};
 use synodic_core::hash::FastBuild;
 use synodic_core::{Message, Payload};
 
@@ -83,16 +83,17 @@ unsafe fn encode_plain(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Opt
     if last - first >= PLAIN_MAX {
         return None;
     }
-    let mut w = Writer::message_into(SCRATCH.with(|s| s.take()), (last - first + 1).max(0) as usize);
-    let plain = (first..=last).all(|idx| write_plain(&mut w, L, idx, ffi::lua_type(L, idx)) && w.len() <= Message::INLINE);
-    let bytes = w.finish();
-    let msg = plain.then(|| Message::from_slice(&bytes));
-    SCRATCH.with(|s| s.set(bytes));
-    msg
+    let mut w = Writer::inline_message((last - first + 1).max(0) as usize);
+    let plain = (first..=last).all(|idx| write_plain(&mut w, L, idx, ffi::lua_type(L, idx)));
+    if plain {
+        w.finish_inline()
+    } else {
+        None
+    }
 }
 
 /// Writes the value at `idx` (of Lua type `ty`) if it is a plain value; false if it is not.
-unsafe fn write_plain(w: &mut Writer, L: *mut ffi::lua_State, idx: c_int, ty: c_int) -> bool {
+unsafe fn write_plain<B: Sink>(w: &mut Writer<B>, L: *mut ffi::lua_State, idx: c_int, ty: c_int) -> bool {
     match ty {
         ffi::LUA_TNIL => w.tag(Tag::Nil),
         ffi::LUA_TBOOLEAN => w.bool(ffi::lua_toboolean(L, idx) != 0),
