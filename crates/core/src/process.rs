@@ -109,6 +109,9 @@ pub struct Process {
     /// one bit per line of its 128 lines.
     hot_base: AtomicUsize,
     hot_map: [AtomicU64; 2],
+    /// The slot index + 1 of the process this one last sent to (0: none);
+    /// see [`Process::note_peer`].
+    peer: AtomicU32,
 }
 
 /// The span of memory [`Process::set_hot_lines`] describes: 128 lines.
@@ -133,6 +136,7 @@ impl Process {
             body: UnsafeCell::new(None),
             hot_base: AtomicUsize::new(0),
             hot_map: [AtomicU64::new(0), AtomicU64::new(0)],
+            peer: AtomicU32::new(0),
         }
     }
 
@@ -162,6 +166,7 @@ impl Process {
         unsafe { *self.body.get() = Some(body) };
         *self.links.lock() = Links::default();
         self.hot_base.store(0, Relaxed);
+        self.peer.store(0, Relaxed);
         let generation = self.generation.load(Acquire);
         self.state.store(QUEUED, Release);
         Pid::new(self.node, self.index, generation)
@@ -234,7 +239,7 @@ impl Process {
     /// A process woken from cold memory (one of 100,000 in a ring) would
     /// otherwise wait for each line in turn, every load depending on the one
     /// before (state, frame, closure, code). The waker starts loading them
-    /// all at once before it queues the process ([`Process::warm`]), so they
+    /// all at once before it queues the process (`Runtime::warm`), so they
     /// arrive together while the waker finishes its own work. Only a hint:
     /// a stale or empty map costs speed, never correctness.
     pub fn set_hot_lines(&self, base: *const u8, map: [u64; 2]) {
@@ -250,18 +255,50 @@ impl Process {
         prefetch(&self.hot_base as *const AtomicUsize as *const u8);
     }
 
-    /// Starts loading the body's first lines and its hot lines into the cache.
-    /// Called by a waker between a successful `notify` and queueing the
-    /// process, when no worker can be running it (the hint written before
-    /// `park` is visible through the run state's acquire).
+    /// Starts loading both lines of the slot a message hand-off touches.
     #[inline]
-    pub(crate) fn warm(&self) {
+    pub(crate) fn prefetch_slot(&self) {
+        prefetch(self as *const Process as *const u8);
+        self.prefetch_hint();
+    }
+
+    /// Records that this process sent a message to `to`. A process mostly
+    /// talks to the same peer (the next in a ring or a pipeline, the server
+    /// it calls), so when it is woken its peer is likely the next to run,
+    /// and the runtime starts warming that one a whole hop early.
+    #[inline]
+    pub(crate) fn note_peer(&self, to: Pid) {
+        let peer = to.index() + 1;
+        if self.peer.load(Relaxed) != peer {
+            self.peer.store(peer, Relaxed);
+        }
+    }
+
+    /// The slot index of the last peer (see `note_peer`).
+    #[inline]
+    pub(crate) fn peer(&self) -> Option<u32> {
+        self.peer.load(Relaxed).checked_sub(1)
+    }
+
+    /// Starts loading the body's first lines into the cache. Called by a
+    /// waker between a successful `notify` and queueing the process, when no
+    /// worker can be running it.
+    #[inline]
+    pub(crate) fn warm_body(&self) {
         // SAFETY: the process is QUEUED but in no queue yet, so nobody moves its body.
         if let Some(body) = unsafe { &*self.body.get() } {
             let at = &**body as *const dyn Body as *const u8;
             prefetch(at);
             prefetch(at.wrapping_add(64));
         }
+    }
+
+    /// Starts loading the lines of the hint. Reads only atomics, so it may
+    /// be called on any slot at any time (a stale hint only wastes a little;
+    /// the hint written before `park` is visible to a waker through the run
+    /// state's acquire).
+    #[inline]
+    pub(crate) fn prefetch_hot_lines(&self) {
         let base = self.hot_base.load(Relaxed);
         if base == 0 {
             return;
@@ -312,5 +349,29 @@ mod tests {
     #[test]
     fn a_slot_is_three_cache_lines() {
         assert_eq!(std::mem::size_of::<Process>(), 192);
+    }
+
+    #[test]
+    fn hints_are_kept_until_the_slot_changes_hands() {
+        let p = Process::vacant(0, 7);
+        assert_eq!(p.peer(), None);
+        p.note_peer(Pid::new(0, 42, 3));
+        assert_eq!(p.peer(), Some(42));
+        p.note_peer(Pid::new(0, 0, 0));
+        assert_eq!(p.peer(), Some(0), "slot 0 is a peer too");
+        let line = [0u8; 128];
+        let base = ((line.as_ptr() as usize + 63) & !63) as *const u8;
+        p.set_hot_lines(base, [0b101, 1 << 63]);
+        p.prefetch_hot_lines(); // a hint: nothing to observe but that it does not fault
+        p.occupy(Box::new(Idle));
+        assert_eq!(p.peer(), None, "a new tenant starts without hints");
+        assert_eq!(p.hot_base.load(Relaxed), 0);
+    }
+
+    struct Idle;
+    impl Body for Idle {
+        fn resume(&mut self, _rt: &Runtime, _me: &'static Process) -> Step {
+            Step::Blocked
+        }
     }
 }

@@ -165,6 +165,13 @@ impl Runtime {
         self.live(pid).is_some()
     }
 
+    /// [`Runtime::send`] from the running process `from`, which learns its
+    /// peer from it (see [`Process::note_peer`]).
+    pub fn send_from(&self, from: &Process, to: Pid, msg: Message) -> bool {
+        from.note_peer(to);
+        self.send(to, msg)
+    }
+
     /// Delivers a message; false when the destination is gone (the message is dropped).
     pub fn send(&self, to: Pid, msg: Message) -> bool {
         let Some(slot) = self.shared.table.lookup(to) else { return false };
@@ -181,10 +188,11 @@ impl Runtime {
     }
 
     /// Lets a process know something it may wait for has happened.
+    #[inline]
     pub fn wake(&self, proc: &'static Process) {
         if proc.notify() {
             if self.wakes_cold() {
-                proc.warm();
+                self.warm(proc);
             }
             self.scheduler().schedule(proc);
         }
@@ -196,6 +204,26 @@ impl Runtime {
     #[inline]
     pub fn wakes_cold(&self) -> bool {
         self.shared.table.occupied() > WARM_ABOVE
+    }
+
+    /// Starts loading what `proc`, about to be queued, will touch: its body,
+    /// its hot lines, and the slot of its peer, whose lines `run_process`
+    /// asks for when `proc` starts. (A peer's lines are thus asked for twice:
+    /// a hop early, and again when it is woken. Measured on the ring at
+    /// N=100k, asking only once loses most of the gain: 430 -> 560 ns/send.)
+    #[inline]
+    fn warm(&self, proc: &'static Process) {
+        proc.warm_body();
+        proc.prefetch_hot_lines();
+        if let Some(peer) = self.peer_of(proc) {
+            peer.prefetch_slot();
+        }
+    }
+
+    /// The process `proc` last sent to, if it is of this node.
+    #[inline]
+    fn peer_of(&self, proc: &Process) -> Option<&'static Process> {
+        self.shared.table.slot(proc.peer()?)
     }
 
     /// Wakes `proc` at `at` (it re-checks its own deadline then).
@@ -276,6 +304,13 @@ impl Runtime {
     pub(crate) fn run_process(&self, proc: &'static Process) {
         // SAFETY: the process was popped from a run queue, so this worker is its only runner.
         let Some(mut body) = (unsafe { proc.take_body() }) else { return };
+        if self.wakes_cold() {
+            // The peer's slot was asked for when this process was woken; its
+            // lines now get a whole hop to arrive (see `Process::note_peer`).
+            if let Some(peer) = self.peer_of(proc) {
+                peer.prefetch_hot_lines();
+            }
+        }
         match body.resume(self, proc) {
             Step::Preempted => {
                 unsafe { proc.put_body(body) };

@@ -93,7 +93,8 @@ unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<(), String> {
     }
     let msg = codec::encode(L, 2, top).map_err(|e| format!("send: {e}"))?;
     if let Some(pid) = dest {
-        ctx(L).rt().send(pid, msg);
+        let ctx = ctx(L);
+        ctx.rt().send_from(ctx.proc(), pid, msg);
     }
     Ok(())
 }
