@@ -8,8 +8,34 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let lua = manifest.join("../../vendor/lua-5.4.8");
     let mut build = cc::Build::new();
+    build.include(&lua);
+    lua_options(&mut build);
     build
-        .include(&lua)
+        // Lua's sources are vendored as they are: their warnings are not ours.
+        .warnings(false)
+        .flag("-w");
+    if std::env::var("PROFILE").as_deref() == Ok("debug") {
+        build.define("LUA_USE_APICHECK", None);
+    }
+    for entry in std::fs::read_dir(&lua).expect("vendor/lua-5.4.8 is part of the tree") {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "c") {
+            build.file(&path);
+        }
+    }
+    build.compile("lua5.4");
+
+    let mut ours = cc::Build::new();
+    ours.include(&lua).warnings(true).warnings_into_errors(true).file(manifest.join("csrc/hot.c"));
+    lua_options(&mut ours);
+    ours.compile("synodic_csrc");
+    println!("cargo:rerun-if-changed=../../vendor/lua-5.4.8");
+    println!("cargo:rerun-if-changed=csrc");
+}
+
+/// The compile-time options of Lua, which code reading its internals must share.
+fn lua_options(build: &mut cc::Build) {
+    build
         .define("LUA_USE_LINUX", None)
         .define("LUA_COMPAT_5_3", None)
         // Each Lua state is a process, a million of them must fit: the
@@ -26,20 +52,5 @@ fn main() {
         .define("luai_jmpbuf", "jmp_buf")
         .define("LUAI_THROW(L,c)", "__builtin_longjmp((void **)(c)->b, 1)")
         .define("LUAI_TRY(L,c,a)", "if (__builtin_setjmp((void **)(c)->b) == 0) { a }")
-        .flag_if_supported("-fno-common")
-        .warnings(false)
-        .flag("-w");
-    if std::env::var("PROFILE").as_deref() == Ok("debug") {
-        build.define("LUA_USE_APICHECK", None);
-    }
-    for entry in std::fs::read_dir(&lua).expect("vendor/lua-5.4.8 is part of the tree") {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "c") {
-            build.file(&path);
-        }
-    }
-    build.file(manifest.join("csrc/hot.c"));
-    build.compile("lua5.4");
-    println!("cargo:rerun-if-changed=../../vendor/lua-5.4.8");
-    println!("cargo:rerun-if-changed=csrc");
+        .flag_if_supported("-fno-common");
 }

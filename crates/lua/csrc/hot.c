@@ -36,34 +36,46 @@ static void mark(Lines *l, const void *p, size_t len) {
   }
 }
 
-/* A table the resumed code may index: its header and a small hash part. */
-static void mark_table(Lines *l, const TValue *v) {
-  if (ttistable(v)) {
-    Table *t = hvalue(v);
-    mark(l, t, sizeof(Table));
-    if (!isdummy(t) && sizenode(t) <= 16) mark(l, t->node, sizenode(t) * sizeof(Node));
+/* The node where `key` sits in `t` (or its main position if absent),
+** marking each node of the collision chain on the way, as a lookup walks it. */
+static void mark_lookup(Lines *l, Table *t, TString *key) {
+  Node *n = gnode(t, lmod(key->hash, sizenode(t)));
+  int steps;
+  for (steps = 0; steps < 8; steps++) {
+    mark(l, n, sizeof(Node));
+    if ((keyisshrstr(n) && keystrval(n) == key) || gnext(n) == 0) return;
+    n += gnext(n);
   }
 }
 
 /* The Lua function that made the blocking call: frame, closure, prototype,
-** code, constants (and the short strings among them: indexing a table with
-** one reads its hash), upvalues (and the tables they hold). */
+** code, constants, upvalues. Short-string constants are likely keys: their
+** strings (a lookup reads the hash) and, in each table an upvalue holds (a
+** module, _ENV), the nodes a lookup of them visits. */
 static void mark_lua_frame(Lines *l, lua_State *L, CallInfo *ci) {
   LClosure *cl = clLvalue(s2v(ci->func.p));
   Proto *p = cl->p;
-  int i;
+  int i, k;
+  int nk = p->sizek < 16 ? p->sizek : 16;
   mark(l, ci, sizeof(CallInfo));
   mark(l, ci->func.p, (size_t)((char *)L->top.p - (char *)ci->func.p));
   mark(l, cl, sizeLclosure(cl->nupvalues));
   mark(l, p, sizeof(Proto));
   mark(l, p->code, p->sizecode * sizeof(Instruction));
   mark(l, p->k, p->sizek * sizeof(TValue));
-  for (i = 0; i < p->sizek && i < 16; i++) {
-    if (ttisshrstring(&p->k[i])) mark(l, tsvalue(&p->k[i]), sizeof(TString));
+  for (k = 0; k < nk; k++) {
+    if (ttisshrstring(&p->k[k])) mark(l, tsvalue(&p->k[k]), sizeof(TString));
   }
   for (i = 0; i < cl->nupvalues; i++) {
+    const TValue *v = cl->upvals[i]->v.p;
     mark(l, cl->upvals[i], sizeof(UpVal));
-    mark_table(l, cl->upvals[i]->v.p);
+    if (ttistable(v) && !isdummy(hvalue(v))) {
+      Table *t = hvalue(v);
+      mark(l, t, sizeof(Table));
+      for (k = 0; k < nk; k++) {
+        if (ttisshrstring(&p->k[k])) mark_lookup(l, t, tsvalue(&p->k[k]));
+      }
+    }
   }
 }
 
