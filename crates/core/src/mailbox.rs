@@ -11,19 +11,25 @@
 
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering::*};
 
 use parking_lot::lock_api::RawMutex as _;
 use parking_lot::RawMutex;
 
 use crate::Message;
 
-/// 72 bytes: the lock and the flag share the first word, the inline message
-/// takes the next 32, the deque the last 32 (in the slot's second line).
+/// 72 bytes: the lock, the flag and the count share the first word, the
+/// inline message takes the next 32, the deque the last 32 (in the slot's
+/// second line).
 #[repr(C)]
 pub(crate) struct Mailbox {
     lock: RawMutex,
     /// Whether `later` holds messages: known without touching its line.
     overflow: UnsafeCell<bool>,
+    /// Messages in the box; written under the lock, read without it, so
+    /// looking into an empty mailbox (every receive that blocks) costs no
+    /// atomic read-modify-write.
+    queued: AtomicU32,
     next: UnsafeCell<Option<Message>>,
     later: UnsafeCell<VecDeque<Message>>,
 }
@@ -44,6 +50,7 @@ impl Mailbox {
         Mailbox {
             lock: RawMutex::INIT,
             overflow: UnsafeCell::new(false),
+            queued: AtomicU32::new(0),
             next: UnsafeCell::new(None),
             later: UnsafeCell::new(VecDeque::new()),
         }
@@ -78,19 +85,25 @@ impl Mailbox {
                 q.later.push_back(msg);
                 *q.overflow = true;
             }
+            self.queued.store(self.queued.load(Relaxed) + 1, Release);
             true
         })
     }
 
-    /// Takes the oldest message.
+    /// Takes the oldest message. An empty box is seen without the lock: a
+    /// message arriving meanwhile is followed by a wake-up, as always.
     #[inline]
     pub(crate) fn pop(&self) -> Option<Message> {
+        if self.queued.load(Acquire) == 0 {
+            return None;
+        }
         self.locked(|q| {
             let msg = q.next.take()?;
             if *q.overflow {
                 *q.next = q.later.pop_front();
                 *q.overflow = !q.later.is_empty();
             }
+            self.queued.store(self.queued.load(Relaxed) - 1, Release);
             Some(msg)
         })
     }
@@ -101,6 +114,7 @@ impl Mailbox {
         let dropped = self.locked(|q| {
             then();
             *q.overflow = false;
+            self.queued.store(0, Release);
             (q.next.take(), std::mem::take(q.later))
         });
         drop(dropped);
