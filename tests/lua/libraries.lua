@@ -35,3 +35,19 @@ for i = 1, 4 do
   assert(ok, err)
 end
 print("libraries ok")
+
+-- A process parses its first chunk of source late: reserved words met
+-- before as ordinary strings (keys of a received table) must still be
+-- keywords, and stay so after a full collection.
+s.spawn(function(main, words)
+  assert(words["while"] and words["end"] and words["_ENV"])
+  collectgarbage()
+  local f = assert(load("local n = 0 while n < 3 do n = n + 1 end return n, _ENV ~= nil"))
+  local n, env = f()
+  collectgarbage()
+  assert(load("return function() if true then return 'kw' end end")()() == "kw")
+  assert(not load("local end = 1"), "'end' is still reserved")
+  s.send(main, n, env)
+end, me, {["while"] = true, ["end"] = true, ["_ENV"] = true})
+local n, env = s.receive(5)
+assert(n == 3 and env == true, "a late first parse works")

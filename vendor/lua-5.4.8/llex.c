@@ -67,15 +67,26 @@ static void save (LexState *ls, int c) {
 }
 
 
+/*
+** [Synodic] Called before a state parses its first chunk of source (see
+** 'f_parser' in ldo.c), not when the state is created: most states never
+** parse, and these strings were a tenth of an idle state. The words may
+** already exist as ordinary strings by then, so instead of being fixed
+** (which only works for a string just created) they are kept alive by a
+** registry table. The caller ensures 2 free stack slots.
+*/
 void luaX_init (lua_State *L) {
   int i;
-  TString *e = luaS_newliteral(L, LUA_ENV);  /* create env name */
-  luaC_fix(L, obj2gco(e));  /* never collect this name */
+  lua_createtable(L, NUM_RESERVED + 1, 0);
+  lua_pushliteral(L, LUA_ENV);
+  lua_rawseti(L, -2, NUM_RESERVED + 1);
   for (i=0; i<NUM_RESERVED; i++) {
-    TString *ts = luaS_new(L, luaX_tokens[i]);
-    luaC_fix(L, obj2gco(ts));  /* reserved words are never collected */
-    ts->extra = cast_byte(i+1);  /* reserved word */
+    lua_pushstring(L, luaX_tokens[i]);
+    tsvalue(s2v(L->top.p - 1))->extra = cast_byte(i+1);  /* reserved word */
+    lua_rawseti(L, -2, i + 1);
   }
+  lua_rawsetp(L, LUA_REGISTRYINDEX, luaX_tokens);
+  G(L)->lexready = 1;
 }
 
 

@@ -16,7 +16,7 @@ use libmimalloc_sys::{mi_free, mi_malloc, mi_realloc};
 
 const SMALL_MAX: usize = 2048;
 /// The first chunk holds an idle process whole; later chunks are smaller.
-pub(crate) const FIRST_CHUNK: usize = 7168;
+pub(crate) const FIRST_CHUNK: usize = 6144;
 const CHUNK: usize = 2048;
 /// Bytes at the start of a chunk for the link to the next one.
 const LINK: usize = 16;
