@@ -31,4 +31,16 @@ assert(not ok and err:find("no such node 'nowhere'"), err)
 assert(s.node() == s.nodes()[1])
 local ok2, err2 = pcall(s.spawn, 42)
 assert(not ok2 and err2:find("function expected"), err2)
+-- When a process ends its state is closed: finalizers run then, and may
+-- still allocate and send.
+s.spawn(function(p)
+  local guard = setmetatable({}, {__gc = function()
+    local parts = {}
+    for i = 1, 100 do parts[i] = tostring(i) end
+    s.send(p, "finalized", table.concat(parts, ","):sub(1, 9))
+  end})
+  return guard ~= nil
+end, me)
+local what, text = s.receive(5)
+assert(what == "finalized" and text == "1,2,3,4,5", tostring(what))
 print("spawn ok")

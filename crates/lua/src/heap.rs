@@ -183,6 +183,16 @@ pub(crate) unsafe extern "C" fn lua_alloc(ud: *mut c_void, ptr: *mut c_void, osi
     (*(ud as *mut Heap)).realloc(ptr.cast(), osize, nsize).cast()
 }
 
+/// [`lua_alloc`] for a state being closed, whose heap is dropped right
+/// after: small blocks are not freed one by one (large ones, from the
+/// global allocator, still are). Finalisers may still allocate.
+pub(crate) unsafe extern "C" fn lua_alloc_closing(ud: *mut c_void, ptr: *mut c_void, osize: usize, nsize: usize) -> *mut c_void {
+    if nsize == 0 && !ptr.is_null() && osize <= SMALL_MAX {
+        return std::ptr::null_mut();
+    }
+    lua_alloc(ud, ptr, osize, nsize)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
