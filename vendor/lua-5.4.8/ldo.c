@@ -1006,10 +1006,8 @@ static void f_parser (lua_State *L, void *ud) {
   }
   else {
     checkmode(L, p->mode, "text");
-    if (!G(L)->lexready) {  /* [Synodic] first parse in this state */
-      luaD_checkstack(L, 2);
+    if (!G(L)->lexready)  /* [Synodic] first parse in this state */
       luaX_init(L);
-    }
     cl = luaY_parser(L, p->z, &p->buff, &p->dyd, p->name, c);
   }
   lua_assert(cl->nupvalues == cl->p->sizeupvalues);

@@ -73,19 +73,26 @@ static void save (LexState *ls, int c) {
 ** parse, and these strings were a tenth of an idle state. The words may
 ** already exist as ordinary strings by then, so instead of being fixed
 ** (which only works for a string just created) they are kept alive by a
-** registry table. The caller ensures 2 free stack slots.
+** registry table.
 */
 void luaX_init (lua_State *L) {
   int i;
-  lua_createtable(L, NUM_RESERVED + 1, 0);
-  lua_pushliteral(L, LUA_ENV);
-  lua_rawseti(L, -2, NUM_RESERVED + 1);
-  for (i=0; i<NUM_RESERVED; i++) {
-    lua_pushstring(L, luaX_tokens[i]);
-    tsvalue(s2v(L->top.p - 1))->extra = cast_byte(i+1);  /* reserved word */
-    lua_rawseti(L, -2, i + 1);
+  Table *reg = hvalue(&G(L)->l_registry);
+  Table *words = luaH_new(L);
+  TValue key;
+  sethvalue2s(L, L->top.p, words);  /* anchor it while it fills */
+  luaD_inctop(L);
+  luaH_resizearray(L, words, NUM_RESERVED + 1);
+  for (i = 0; i < NUM_RESERVED; i++) {
+    TString *ts = luaS_new(L, luaX_tokens[i]);
+    ts->extra = cast_byte(i+1);  /* reserved word */
+    setsvalue(L, &words->array[i], ts);
   }
-  lua_rawsetp(L, LUA_REGISTRYINDEX, luaX_tokens);
+  setsvalue(L, &words->array[NUM_RESERVED], luaS_newliteral(L, LUA_ENV));
+  setpvalue(&key, cast_voidp(luaX_tokens));
+  luaH_set(L, reg, &key, s2v(L->top.p - 1));
+  luaC_barrierback(L, obj2gco(reg), s2v(L->top.p - 1));
+  L->top.p--;
   G(L)->lexready = 1;
 }
 
