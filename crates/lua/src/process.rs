@@ -129,6 +129,9 @@ impl LuaProcess {
     /// Reports the error on top of the dead state and turns it into an exit reason.
     unsafe fn failure(&mut self, me: &Process) -> ExitReason {
         let L = self.L;
+        // The failed call may have left the stack at its frame's limit; the
+        // traceback and the encoder below need room.
+        ffi::lua_checkstack(L, ffi::LUA_MINSTACK);
         let err = ffi::lua_gettop(L);
         let text = match ffi::lua_type(L, err) {
             ffi::LUA_TSTRING | ffi::LUA_TNUMBER => to_bytes(L, err).map(|b| String::from_utf8_lossy(b).into_owned()),
