@@ -20,9 +20,10 @@ use std::ffi::{c_int, c_void, CStr};
 use mlua_sys as ffi;
 use synodic_core::wire::{Reader, Sink, Tag, Writer, MAX_DEPTH};
 use synodic_core::hash::FastBuild;
-use synodic_core::{Message, Payload};
+use synodic_core::{Message, Payload, Pid};
 
-use crate::util::{push_bytes, push_pid, to_bytes, to_pid, type_name};
+use crate::peek::{peek, Plain};
+use crate::util::{push_bytes, push_pid, to_bytes, type_name};
 use crate::Error;
 
 /// Registry key of the reverse map {module table = name} (built on demand).
@@ -36,10 +37,19 @@ thread_local! {
 }
 
 /// Encodes the values at stack positions `first..=last` as one message.
+#[inline]
 pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Message, Error> {
-    if let Some(msg) = encode_plain(L, first, last) {
-        return Ok(msg);
+    match encode_plain(L, first, last) {
+        Some(msg) => Ok(msg),
+        None => encode_general(L, first, last),
     }
+}
+
+/// [`encode`] for values the short path does not take: tables, functions,
+/// userdata, long messages. Kept out of line so that the short path does not
+/// pay for its frame.
+#[inline(never)]
+unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Message, Error> {
     let top = ffi::lua_gettop(L);
     let count = (last - first + 1).max(0) as usize;
     // Taken, not borrowed: a finaliser run during encoding may encode too.
@@ -84,45 +94,46 @@ unsafe fn encode_plain(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Opt
         return None;
     }
     let mut w = Writer::inline_message((last - first + 1).max(0) as usize);
-    let plain = (first..=last).all(|idx| write_plain(&mut w, L, idx, ffi::lua_type(L, idx)));
-    if plain {
-        w.finish_inline()
-    } else {
-        None
+    for idx in first..=last {
+        if !write_plain(&mut w, peek(L, idx)) {
+            return None;
+        }
     }
+    w.finish_inline()
 }
 
-/// Writes the value at `idx` (of Lua type `ty`) if it is a plain value; false if it is not.
-unsafe fn write_plain<B: Sink>(w: &mut Writer<B>, L: *mut ffi::lua_State, idx: c_int, ty: c_int) -> bool {
-    match ty {
-        ffi::LUA_TNIL => w.tag(Tag::Nil),
-        ffi::LUA_TBOOLEAN => w.bool(ffi::lua_toboolean(L, idx) != 0),
-        ffi::LUA_TNUMBER => {
-            let mut is_int = 0;
-            let i = ffi::lua_tointegerx(L, idx, &mut is_int);
-            if is_int != 0 && ffi::lua_isinteger(L, idx) != 0 {
-                w.int(i)
-            } else {
-                w.float(ffi::lua_tonumberx(L, idx, std::ptr::null_mut()))
-            }
-        }
-        ffi::LUA_TSTRING => w.str(to_bytes(L, idx).unwrap_or_default()),
-        ffi::LUA_TLIGHTUSERDATA => match to_pid(L, idx) {
+/// Writes `v` if it is a plain value; false if it is not.
+#[inline]
+fn write_plain<B: Sink>(w: &mut Writer<B>, v: Plain) -> bool {
+    match v {
+        Plain::Nil => w.tag(Tag::Nil),
+        Plain::Bool(b) => w.bool(b),
+        Plain::Int(i) => w.int(i),
+        Plain::Float(f) => w.float(f),
+        Plain::Str(s) => w.str(s),
+        Plain::Light(p) => match Pid::from_raw(p as usize as u64) {
             Some(pid) => w.pid(pid),
             None => return false,
         },
-        _ => return false,
+        Plain::Other => return false,
     }
     true
 }
 
 /// Pushes the values of a message; returns how many.
+#[inline]
 pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
     if msg.payloads().is_empty() {
         if let Some(n) = decode_plain(L, msg) {
             return Ok(n);
         }
     }
+    decode_general(L, msg)
+}
+
+/// [`decode`] for messages the short path does not take (kept out of line, as `encode_general`).
+#[inline(never)]
+unsafe fn decode_general(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
     decode_parts(L, msg, msg.payloads())
 }
 
@@ -255,11 +266,10 @@ impl Encoder {
     /// Writes the value at the absolute stack index `idx`.
     unsafe fn value(&mut self, idx: c_int) -> Result<(), Failure> {
         let L = self.L;
-        let ty = ffi::lua_type(L, idx);
-        if write_plain(&mut self.w, L, idx, ty) {
+        if write_plain(&mut self.w, peek(L, idx)) {
             return Ok(());
         }
-        match ty {
+        match ffi::lua_type(L, idx) {
             ffi::LUA_TLIGHTUSERDATA => return Err(Failure::unsendable("light userdata")),
             ffi::LUA_TTABLE => self.table(idx)?,
             ffi::LUA_TFUNCTION => self.function(idx)?,

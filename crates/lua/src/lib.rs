@@ -20,6 +20,7 @@
 //! | `lazy` | – | library tables filled on first use |
 //! | `heap` | – | the per-process allocator of a Lua state |
 //! | `hot` | – | hints of the memory a blocked process will touch, for its wakers (`csrc/hot.c`) |
+//! | `peek` | – | one-call reads of plain stack values (`csrc/peek.c`) |
 //! | `lualib` | `synodic.alua`, `synodic.console` | modules written in Lua, bundled from `lualib/` |
 //! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
 
@@ -39,6 +40,7 @@ pub mod kernel;
 mod lazy;
 pub mod linda;
 mod lualib;
+mod peek;
 pub mod preempt;
 pub mod process;
 pub mod state;

@@ -12,6 +12,7 @@ use mlua_sys as ffi;
 use synodic_core::Pid;
 
 use crate::ctx::{ctx, Pending};
+use crate::peek::{peek, Plain};
 
 pub(crate) unsafe fn push_bytes(L: *mut ffi::lua_State, b: &[u8]) {
     ffi::lua_pushlstring(L, b.as_ptr().cast(), b.len());
@@ -71,16 +72,17 @@ unsafe extern "C-unwind" fn pid_tostring(L: *mut ffi::lua_State) -> c_int {
     1
 }
 
+/// The pid at stack index `idx` (not a pseudo-index), if that is one.
 pub(crate) unsafe fn to_pid(L: *mut ffi::lua_State, idx: c_int) -> Option<Pid> {
-    if ffi::lua_type(L, idx) != ffi::LUA_TLIGHTUSERDATA {
-        return None;
+    match peek(L, idx) {
+        Plain::Light(p) => Pid::from_raw(p as usize as u64),
+        _ => None,
     }
-    Pid::from_raw(ffi::lua_touserdata(L, idx) as usize as u64)
 }
 
 /// An optional timeout argument in seconds: `None` for nil/none.
 pub(crate) unsafe fn opt_seconds(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<Option<Duration>, String> {
-    if ffi::lua_isnoneornil(L, idx) != 0 {
+    if ffi::lua_gettop(L) < idx || peek(L, idx) == Plain::Nil {
         return Ok(None);
     }
     let mut ok = 0;

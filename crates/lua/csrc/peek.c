@@ -1,0 +1,64 @@
+/*
+** peek.c: what a stack value is, and its contents, in one call.
+**
+** Every message a process sends goes through the codec's short path, which
+** asks of each value its type and then its contents: through Lua's API that
+** is two or three calls (lua_type, lua_isinteger, lua_tointegerx, ...), each
+** of which resolves the index again. Reading the value's tag directly costs
+** less than one of them. Needs Lua's internal headers, hence C. Only stack
+** indices are read here (not pseudo-indices); anything else is reported as
+** SYNODIC_OTHER, and the caller falls back to the API.
+*/
+#include "lstate.h"
+#include "lobject.h"
+
+/* Keep in step with `Kind` in src/peek.rs. */
+enum {
+  SYNODIC_OTHER = 0,
+  SYNODIC_NIL = 1,
+  SYNODIC_FALSE = 2,
+  SYNODIC_TRUE = 3,
+  SYNODIC_INT = 4,
+  SYNODIC_FLOAT = 5,
+  SYNODIC_STRING = 6,
+  SYNODIC_LIGHT = 7
+};
+
+typedef struct SynodicValue {
+  lua_Integer i;     /* SYNODIC_INT */
+  lua_Number n;      /* SYNODIC_FLOAT */
+  const void *p;     /* SYNODIC_STRING: the bytes; SYNODIC_LIGHT: the pointer */
+  size_t len;        /* SYNODIC_STRING */
+} SynodicValue;
+
+static const TValue *stack_value(lua_State *L, int idx) {
+  if (idx > 0) {
+    StkId o = L->ci->func.p + idx;
+    return o < L->top.p ? s2v(o) : NULL;
+  }
+  if (idx < 0 && idx > LUA_REGISTRYINDEX && -idx <= L->top.p - (L->ci->func.p + 1))
+    return s2v(L->top.p + idx);
+  return NULL;
+}
+
+/* The kind of the value at `idx` (0 when it is none of the plain kinds, or
+** `idx` is not a stack index), with its contents in `*out`. */
+int synodic_peek(lua_State *L, int idx, SynodicValue *out) {
+  const TValue *o = stack_value(L, idx);
+  if (o == NULL) return SYNODIC_OTHER;
+  switch (ttypetag(o)) {
+    case LUA_VNIL: return SYNODIC_NIL;
+    case LUA_VFALSE: return SYNODIC_FALSE;
+    case LUA_VTRUE: return SYNODIC_TRUE;
+    case LUA_VNUMINT: out->i = ivalue(o); return SYNODIC_INT;
+    case LUA_VNUMFLT: out->n = fltvalue(o); return SYNODIC_FLOAT;
+    case LUA_VSHRSTR: case LUA_VLNGSTR: {
+      TString *ts = tsvalue(o);
+      out->p = getstr(ts);
+      out->len = tsslen(ts);
+      return SYNODIC_STRING;
+    }
+    case LUA_VLIGHTUSERDATA: out->p = pvalue(o); return SYNODIC_LIGHT;
+    default: return SYNODIC_OTHER;
+  }
+}
