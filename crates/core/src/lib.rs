@@ -16,7 +16,9 @@
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
 //! | [`hash`] | `FastHasher`: hashing for the runtime's own keys |
 //! | `scheduler`, `table`, `mailbox`, `timer`, `names`, `preempt` | internal: worker pool, process slots, message queues, deadlines, name map, preemption watchdog |
+//! | `cache` | internal: the last-level cache's size, for warming |
 
+mod cache;
 pub mod channel;
 mod error;
 pub mod hash;

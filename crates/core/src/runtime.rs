@@ -31,11 +31,6 @@ use crate::timer::Timers;
 use crate::wire::Writer;
 use crate::{Error, Message, Pid};
 
-/// Above this many live processes, wakers warm the processes they wake.
-/// Measured on the ring (bench/ring): warming pays from about 1,000
-/// processes (~8 MB of states, beyond a core's L2) and costs ~5% at 100.
-const WARM_ABOVE: usize = 512;
-
 pub struct Config {
     /// Worker threads; 0 means one per core.
     pub workers: usize,
@@ -45,11 +40,16 @@ pub struct Config {
     pub preempt_signal: Option<i32>,
     /// How long a process may run before it is preempted.
     pub time_slice: Duration,
+    /// Roughly the memory a process's work touches (its whole state, for a
+    /// Lua process): with the last-level cache's size it decides from how
+    /// many live processes on wakers warm the processes they wake (see
+    /// [`Runtime::wakes_cold`]).
+    pub process_bytes: usize,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { workers: 0, node_name: "local".into(), preempt_signal: None, time_slice: Duration::from_millis(2) }
+        Config { workers: 0, node_name: "local".into(), preempt_signal: None, time_slice: Duration::from_millis(2), process_bytes: 8 << 10 }
     }
 }
 
@@ -81,6 +81,8 @@ pub(crate) struct Shared {
     spaces: Spaces,
     timers: Timers,
     node_name: String,
+    /// See [`Runtime::wakes_cold`].
+    warm_above: usize,
     main: Mutex<MainWatch>,
     main_ended: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -102,6 +104,7 @@ impl Runtime {
             spaces: Spaces::default(),
             timers: Timers::default(),
             node_name: config.node_name.clone(),
+            warm_above: warm_above(crate::cache::last_level_bytes(), config.process_bytes),
             main: Mutex::new(MainWatch::default()),
             main_ended: Condvar::new(),
             threads: Mutex::new(Vec::new()),
@@ -203,7 +206,7 @@ impl Runtime {
     /// [`Process::set_hot_lines`]), since warming a hot process is wasted work.
     #[inline]
     pub fn wakes_cold(&self) -> bool {
-        self.shared.table.occupied() > WARM_ABOVE
+        self.shared.table.occupied() > self.shared.warm_above
     }
 
     /// Starts loading what `proc`, about to be queued, will touch: its body,
@@ -357,6 +360,15 @@ impl Runtime {
             self.shared.main_ended.notify_all();
         }
     }
+}
+
+/// How many live processes of `process_bytes` each fit in half the
+/// last-level cache: beyond that, wakers warm what they wake. Measured on the
+/// ring (bench/ring, 2-core EPYC, 32 MB L3, 7 KB processes): warming costs
+/// ~3% up to 2,000 processes and pays from 2,500 on (at 4,000: 780 -> 320
+/// ns/send); half the cache is 2,300 of them.
+fn warm_above(last_level_bytes: usize, process_bytes: usize) -> usize {
+    last_level_bytes / 2 / process_bytes.max(1)
 }
 
 /// The reason given for a process that ended too long ago to remember how.
