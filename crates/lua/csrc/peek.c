@@ -1,5 +1,6 @@
 /*
-** peek.c: what a stack value is, and its contents, in one call.
+** peek.c: what a stack value is, and its contents, in one call (and the
+** prototype of a Lua function, which the dump cache is keyed by).
 **
 ** Every message a process sends goes through the codec's short path, which
 ** asks of each value its type and then its contents: through Lua's API that
@@ -61,4 +62,11 @@ int synodic_peek(lua_State *L, int idx, SynodicValue *out) {
     case LUA_VLIGHTUSERDATA: out->p = pvalue(o); return SYNODIC_LIGHT;
     default: return SYNODIC_OTHER;
   }
+}
+
+/* The prototype of the Lua function at stack index `idx` (NULL for anything
+** else): what two closures of the same code share, whatever their upvalues. */
+const void *synodic_proto(lua_State *L, int idx) {
+  const TValue *o = stack_value(L, idx);
+  return (o != NULL && ttisLclosure(o)) ? (const void *)clLvalue(o)->p : NULL;
 }

@@ -386,9 +386,7 @@ impl Encoder {
         self.w.tag(Tag::Function);
         let at = self.w.placeholder_u32();
         let start = self.w.len();
-        ffi::lua_pushvalue(L, idx);
-        ffi::lua_dump(L, dump_writer, (self.w.buffer() as *mut Vec<u8>).cast(), 0);
-        ffi::lua_settop(L, -2);
+        crate::dumps::dump(L, idx, self.w.buffer());
         let len = (self.w.len() - start) as u32;
         self.w.patch_u32(at, len);
         let mut nups = 0;
@@ -422,12 +420,6 @@ unsafe fn key_segment(L: *mut ffi::lua_State, key: c_int) -> Segment {
         ffi::LUA_TSTRING => Segment::Field(String::from_utf8_lossy(to_bytes(L, key).unwrap_or_default()).into_owned()),
         _ => Segment::Field(format!("<{} key>", type_name(L, key))),
     }
-}
-
-unsafe extern "C-unwind" fn dump_writer(_L: *mut ffi::lua_State, p: *const c_void, sz: usize, ud: *mut c_void) -> c_int {
-    let buf = &mut *(ud as *mut Vec<u8>);
-    buf.extend_from_slice(std::slice::from_raw_parts(p.cast::<u8>(), sz));
-    0
 }
 
 /// The name under which the table at `idx` is a loaded module, if it is one.

@@ -37,11 +37,14 @@ pub(crate) struct Ctx {
     /// A blocked tuple-space operation (boxed: most processes never have one,
     /// and this struct's size decides an idle process's allocation class).
     pub linda: Option<Box<crate::linda::Blocked>>,
-    pub exit: Option<ExitReason>,
+    /// Set by `exit` (boxed: every idle process pays for this field, few use it).
+    pub exit: Option<Box<ExitReason>>,
     pub boot: Option<Boot>,
     /// Set when the error that ends the process was a load error (reported without traceback).
     pub load_error: bool,
     pub pid_meta: bool,
+    /// Bytecode of the functions this process has sent (boxed, as `linda`).
+    pub dumps: Option<Box<crate::dumps::Dumps>>,
 }
 
 impl Ctx {
@@ -57,6 +60,7 @@ impl Ctx {
             boot: Some(boot),
             load_error: false,
             pid_meta: false,
+            dumps: None,
         }
     }
 

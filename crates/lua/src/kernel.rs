@@ -214,7 +214,7 @@ unsafe extern "C-unwind" fn exit(L: *mut ffi::lua_State) -> c_int {
     };
     match reason {
         Ok(r) => {
-            ctx(L).exit = Some(r);
+            ctx(L).exit = Some(Box::new(r));
             if ffi::lua_isyieldable(L) == 0 {
                 // Cannot yield from here: unwind with the exit sentinel instead.
                 ffi::lua_pushlightuserdata(L, exit_sentinel());
@@ -264,7 +264,7 @@ unsafe extern "C-unwind" fn halt(L: *mut ffi::lua_State) -> c_int {
     }
     ctx(L).rt().halt(status as i32);
     // The run is over: stop this process here rather than let it go on.
-    ctx(L).exit = Some(ExitReason::Normal);
+    ctx(L).exit = Some(Box::new(ExitReason::Normal));
     yield_to_scheduler(L, Pending::Exit, exit_k, "halt")
 }
 

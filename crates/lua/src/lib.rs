@@ -21,6 +21,7 @@
 //! | `heap` | – | the per-process allocator of a Lua state |
 //! | `hot` | – | hints of the memory a blocked process will touch, for its wakers (`csrc/hot.c`) |
 //! | `peek` | – | one-call reads of plain stack values (`csrc/peek.c`) |
+//! | `dumps` | – | the bytecode of functions a process has sent, kept for its next sends |
 //! | `lualib` | `synodic.alua`, `synodic.console` | modules written in Lua, bundled from `lualib/` |
 //! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
 
@@ -33,6 +34,7 @@ pub mod codec;
 pub mod control;
 pub mod coroutine;
 mod ctx;
+mod dumps;
 mod error;
 mod heap;
 mod hot;

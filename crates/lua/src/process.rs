@@ -108,7 +108,7 @@ impl Body for LuaProcess {
                             }
                             Step::Blocked
                         }
-                        Pending::Exit => Step::Exited(self.ctx.exit.take().unwrap_or(ExitReason::Normal)),
+                        Pending::Exit => Step::Exited(self.ctx.exit.take().map_or(ExitReason::Normal, |r| *r)),
                         Pending::Preempt | Pending::None => Step::Preempted,
                     }
                 }
@@ -117,7 +117,7 @@ impl Body for LuaProcess {
                 // any other error is a failure (even if an earlier `exit`
                 // was caught by a pcall).
                 _ if ffi::lua_touserdata(L, -1) == crate::kernel::exit_sentinel() => {
-                    Step::Exited(self.ctx.exit.take().unwrap_or(ExitReason::Normal))
+                    Step::Exited(self.ctx.exit.take().map_or(ExitReason::Normal, |r| *r))
                 }
                 _ => Step::Exited(self.failure(me)),
             }

@@ -1,0 +1,59 @@
+//! The bytecode of the Lua functions a process has sent, kept for its next
+//! sends. A process that spawns in a loop sends the same code every time
+//! (`s.spawn(function (...) ... end)` makes a new closure of the same
+//! prototype), and dumping it is most of what a spawn costs its caller
+//! (~6,000 instructions for a one-line function). The cache is keyed by the
+//! prototype and holds one of its closures in the registry, so the prototype
+//! cannot be collected and its address reused while its entry lives. It is
+//! bounded: a process sending ever new code (loading chunks in a loop) stops
+//! caching after [`CAPACITY`] prototypes.
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
+
+use mlua_sys as ffi;
+use synodic_core::hash::FastBuild;
+
+extern "C" {
+    /// The prototype of the Lua function at `idx`, or null (`csrc/peek.c`).
+    fn synodic_proto(L: *mut ffi::lua_State, idx: c_int) -> *const c_void;
+}
+
+/// Prototypes kept per process.
+const CAPACITY: usize = 64;
+
+#[derive(Default)]
+pub(crate) struct Dumps {
+    /// Prototype -> (registry reference to a closure of it, its bytecode).
+    entries: HashMap<*const c_void, (c_int, Box<[u8]>), FastBuild>,
+}
+
+/// Appends the bytecode of the Lua function at stack index `idx` to `out`,
+/// dumping it only the first time this process sends its prototype.
+///
+/// # Safety
+/// `L` must be a process state (see `ctx`) with a Lua function at `idx`.
+pub(crate) unsafe fn dump(L: *mut ffi::lua_State, idx: c_int, out: &mut Vec<u8>) {
+    let proto = synodic_proto(L, idx);
+    let cache = &mut crate::ctx::ctx(L).dumps;
+    if let Some((_, bytes)) = cache.as_ref().and_then(|c| c.entries.get(&proto)) {
+        out.extend_from_slice(bytes);
+        return;
+    }
+    let start = out.len();
+    ffi::lua_pushvalue(L, idx);
+    ffi::lua_dump(L, writer, (out as *mut Vec<u8>).cast(), 0);
+    let cache = cache.get_or_insert_with(Default::default);
+    if proto.is_null() || cache.entries.len() >= CAPACITY {
+        ffi::lua_settop(L, -2);
+        return;
+    }
+    let keep = ffi::luaL_ref(L, ffi::LUA_REGISTRYINDEX);
+    cache.entries.insert(proto, (keep, out[start..].into()));
+}
+
+unsafe extern "C-unwind" fn writer(_L: *mut ffi::lua_State, p: *const c_void, sz: usize, ud: *mut c_void) -> c_int {
+    let buf = &mut *(ud as *mut Vec<u8>);
+    buf.extend_from_slice(std::slice::from_raw_parts(p.cast::<u8>(), sz));
+    0
+}
