@@ -26,7 +26,9 @@ fn main() {
     build.compile("lua5.4");
 
     let mut ours = cc::Build::new();
-    ours.include(&lua).warnings(true).warnings_into_errors(true).file(manifest.join("csrc/hot.c")).file(manifest.join("csrc/peek.c"));
+    ours.include(&lua).warnings(true).warnings_into_errors(true).file(manifest.join("csrc/hot.c"))
+        .file(manifest.join("csrc/peek.c"))
+        .file(manifest.join("csrc/gc.c"));
     lua_options(&mut ours);
     ours.compile("synodic_csrc");
     println!("cargo:rerun-if-changed=../../vendor/lua-5.4.8");

@@ -43,4 +43,37 @@ s.spawn(function(p)
 end, me)
 local what, text = s.receive(5)
 assert(what == "finalized" and text == "1,2,3,4,5", tostring(what))
+
+-- A process sending the same code again and again sends its bytecode from a
+-- cache (keyed by prototype): each closure still brings its own upvalues,
+-- and more distinct functions than the cache holds still go through.
+for i = 1, 5 do
+  local tag = "closure" .. i
+  s.spawn(function(p) s.send(p, tag) end, me)
+  assert(s.receive(5) == tag, "each closure's own upvalue")
+end
+for i = 1, 80 do
+  local f = load("local s, p, i = ... ; s.send(p, i * 2)")
+  s.spawn(f, s, me, i)
+  assert(s.receive(5) == i * 2, "distinct prototype " .. i)
+end
+collectgarbage()
+for i = 1, 3 do
+  local f = load("local s, p = ... ; s.send(p, 'fresh')")
+  s.spawn(f, s, me)
+  assert(s.receive(5) == "fresh", "code loaded after a collection")
+end
+
+-- A new process's collector waits for its first kilobytes, then runs as
+-- usual: garbage made in a loop is collected without being asked for.
+s.spawn(function(p)
+  local peak = 0
+  for i = 1, 20000 do
+    local t = {i, tostring(i)}
+    if i % 1000 == 0 then peak = math.max(peak, collectgarbage("count")) end
+  end
+  s.send(p, peak)
+end, me)
+local peak = s.receive(10)
+assert(peak and peak < 1024, "garbage is collected: peak " .. tostring(peak) .. " KB")
 print("spawn ok")

@@ -82,7 +82,16 @@ pub(crate) unsafe fn new_state(ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ff
     ffi::lua_setmetatable(L, -2);
     ffi::lua_settop(L, 0);
     ffi::lua_gc(L, ffi::LUA_GCRESTART, 0);
+    synodic_gc_allowance(L, GC_ALLOWANCE);
     Some(L)
+}
+
+/// What a new state may allocate before its collector's first step (see
+/// `csrc/gc.c`).
+const GC_ALLOWANCE: usize = 8 << 10;
+
+extern "C" {
+    fn synodic_gc_allowance(L: *mut ffi::lua_State, bytes: usize);
 }
 
 /// `__index` of the global table: installs a base function or opens a
