@@ -12,7 +12,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 sizes="1000 10000 100000 1000000 2000000"
-repeat=3
+repeat=5
 M=100
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -56,9 +56,11 @@ echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 runs_for() { if [ "$1" -ge 1000000 ]; then echo 1; else echo "$repeat"; fi; }
 
 for n in $sizes; do
-  for sys in syn erl; do
-    : > "$work/$sys.create"; : > "$work/$sys.send"; : > "$work/$sys.rss"
-    for _ in $(seq "$(runs_for "$n")"); do
+  for sys in syn erl; do : > "$work/$sys.create"; : > "$work/$sys.send"; : > "$work/$sys.rss"; done
+  # Interleaved (Synodic, Erlang, Synodic, ...): a drift in the machine's
+  # speed during the run then touches both sides alike.
+  for _ in $(seq "$(runs_for "$n")"); do
+    for sys in syn erl; do
       line=$(${sys}_ring "$n" || echo "failed")
       field "$line" create >> "$work/$sys.create"
       field "$line" ns_per_send >> "$work/$sys.send"
