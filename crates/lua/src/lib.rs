@@ -15,7 +15,7 @@
 //! | [`codec`] | – | Lua values ⇄ wire format |
 //! | [`control`] | `synodic.control` | the console endpoint: cookie, listener, `write` |
 //! | [`coroutine`] | `coroutine.resume`, `coroutine.wrap` | scheduler-aware replacements |
-//! | [`state`] | – | state creation, lazy standard libraries, `print` |
+//! | [`state`] | – | state creation, lazy standard libraries, `print`; a new state's first collection (`csrc/gc.c`) |
 //! | [`preempt`] | – | the signal handler and hook that make an overrunning process yield |
 //! | `lazy` | – | library tables filled on first use |
 //! | `heap` | – | the per-process allocator of a Lua state |
