@@ -58,11 +58,13 @@ pub(crate) struct Heap {
     free: [*mut u8; CLASSES],
     bump: *mut u8,
     end: *mut u8,
-    /// Chunks, linked through their first word.
+    /// Chunks after the first, linked through their first word.
     chunks: *mut u8,
     chunk_bytes: u32,
     /// The first chunk: where the state itself and the objects an idle
-    /// process touches live.
+    /// process touches live. It has no link word (it is freed on its own),
+    /// so the state's first block starts the chunk, and the fields of
+    /// `lua_State` that every resume touches share its first cache line.
     first: *mut u8,
 }
 
@@ -101,19 +103,21 @@ impl Heap {
         }
         let size = class_size(class);
         if (self.end as usize) - (self.bump as usize) < size {
-            let first = self.chunks.is_null();
-            let bytes = if first { FIRST_CHUNK } else { CHUNK }.max(size + LINK);
+            let first = self.first.is_null();
+            let bytes = if first { FIRST_CHUNK.max(size) } else { CHUNK.max(size + LINK) };
             let chunk = mi_malloc(bytes) as *mut u8;
             if chunk.is_null() {
                 return null_mut();
             }
             if first {
                 self.first = chunk;
+                self.bump = chunk;
+            } else {
+                *(chunk as *mut *mut u8) = self.chunks;
+                self.chunks = chunk;
+                self.bump = chunk.add(LINK);
             }
-            *(chunk as *mut *mut u8) = self.chunks;
-            self.chunks = chunk;
             self.chunk_bytes = self.chunk_bytes.saturating_add(bytes as u32);
-            self.bump = chunk.add(LINK);
             self.end = chunk.add(bytes);
         }
         let p = self.bump;
@@ -168,6 +172,9 @@ impl Drop for Heap {
                 c = next;
             }
         }
+        if !self.first.is_null() {
+            unsafe { mi_free(self.first.cast()) };
+        }
     }
 }
 
@@ -208,6 +215,19 @@ mod tests {
             assert!(!h.realloc(p, 800, 100).is_null(), "shrinking is always allowed");
             assert_eq!(h.limit_blocks(0), 1000);
             assert!(!h.realloc(null_mut(), 0, 5000).is_null(), "no cap, no limit");
+        }
+    }
+
+    #[test]
+    fn the_first_block_starts_the_first_chunk() {
+        unsafe {
+            let mut h = Heap::new();
+            let p = h.realloc(null_mut(), 0, 1200);
+            assert_eq!(p, h.first, "no link word before the state's own block");
+            for _ in 0..FIRST_CHUNK / SMALL_MAX {
+                assert!(!h.realloc(null_mut(), 0, SMALL_MAX).is_null());
+            }
+            assert!(!h.chunks.is_null(), "later chunks are linked; dropping frees them and the first");
         }
     }
 
