@@ -13,7 +13,9 @@ use std::time::Duration;
 /// What the watchdog knows of one worker.
 #[derive(Default)]
 pub(crate) struct WorkerWatch {
-    /// Bumped each time the worker starts running a process.
+    /// Bumped each time the worker starts running a process. Only the
+    /// worker writes it, so a plain load and store do (no locked
+    /// instruction on every run); the watchdog only reads it.
     runs: AtomicU64,
     busy: AtomicBool,
     thread: OnceLock<libc::pthread_t>,
@@ -26,7 +28,7 @@ impl WorkerWatch {
     }
 
     pub(crate) fn start_run(&self) {
-        self.runs.fetch_add(1, Relaxed);
+        self.runs.store(self.runs.load(Relaxed).wrapping_add(1), Relaxed);
         self.busy.store(true, Relaxed);
     }
 
