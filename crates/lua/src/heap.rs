@@ -17,6 +17,7 @@ use libmimalloc_sys::{mi_free, mi_malloc, mi_realloc};
 const SMALL_MAX: usize = 2048;
 /// The first chunk holds an idle process whole; later chunks are smaller.
 pub(crate) const FIRST_CHUNK: usize = 6144;
+const _: () = assert!(SMALL_MAX <= FIRST_CHUNK, "any small block fits the first chunk");
 const CHUNK: usize = 2048;
 /// Bytes at the start of a chunk for the link to the next one.
 const LINK: usize = 16;
@@ -104,7 +105,7 @@ impl Heap {
         let size = class_size(class);
         if (self.end as usize) - (self.bump as usize) < size {
             let first = self.first.is_null();
-            let bytes = if first { FIRST_CHUNK.max(size) } else { CHUNK.max(size + LINK) };
+            let bytes = if first { FIRST_CHUNK } else { CHUNK.max(size + LINK) };
             let chunk = mi_malloc(bytes) as *mut u8;
             if chunk.is_null() {
                 return null_mut();

@@ -16,9 +16,11 @@ use std::sync::Arc;
 
 use mlua_sys as ffi;
 use synodic_core::linda::{Field, Kind, Mode, Pattern, Space, Tuple, Waiting};
+use synodic_core::Pid;
 
 use crate::codec;
 use crate::ctx::{ctx, Pending};
+use crate::peek::{peek, Plain};
 use crate::util::*;
 
 /// Registry name of the metatable of space handles.
@@ -174,16 +176,16 @@ unsafe fn space_of<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a Arc<Sp
 
 /// The field at `idx`, for a tuple (`n` is its position, for errors).
 unsafe fn field(L: *mut ffi::lua_State, idx: c_int, n: c_int, what: &str) -> Result<Field, String> {
-    Ok(match ffi::lua_type(L, idx) {
-        ffi::LUA_TNIL => return Err(format!("{what}: field {n} is nil (tuples cannot hold nil)")),
-        ffi::LUA_TBOOLEAN => Field::Bool(ffi::lua_toboolean(L, idx) != 0),
-        ffi::LUA_TNUMBER if ffi::lua_isinteger(L, idx) != 0 => Field::Int(ffi::lua_tointegerx(L, idx, std::ptr::null_mut())),
-        ffi::LUA_TNUMBER => Field::Float(ffi::lua_tonumberx(L, idx, std::ptr::null_mut())),
-        ffi::LUA_TSTRING => Field::Str(to_bytes(L, idx).unwrap_or_default().into()),
-        ffi::LUA_TLIGHTUSERDATA => to_pid(L, idx).map_or(Field::Opaque(Kind::Other), |p| Field::Pid(p.raw())),
-        ffi::LUA_TTABLE => Field::Opaque(Kind::Table),
-        ffi::LUA_TUSERDATA if crate::buffer::to_buffer(L, idx).is_some() => Field::Opaque(Kind::Buffer),
-        _ => Field::Opaque(Kind::Other),
+    Ok(match peek(L, idx) {
+        Plain::Nil => return Err(format!("{what}: field {n} is nil (tuples cannot hold nil)")),
+        Plain::Bool(b) => Field::Bool(b),
+        Plain::Int(i) => Field::Int(i),
+        Plain::Float(f) => Field::Float(f),
+        Plain::Str(s) => Field::Str(s.into()),
+        Plain::Light(p) => Pid::from_raw(p as usize as u64).map_or(Field::Opaque(Kind::Other), |p| Field::Pid(p.raw())),
+        Plain::Other if ffi::lua_type(L, idx) == ffi::LUA_TTABLE => Field::Opaque(Kind::Table),
+        Plain::Other if crate::buffer::to_buffer(L, idx).is_some() => Field::Opaque(Kind::Buffer),
+        Plain::Other => Field::Opaque(Kind::Other),
     })
 }
 
