@@ -28,6 +28,7 @@ fn main() {
     let mut ours = cc::Build::new();
     ours.include(&lua).warnings(true).warnings_into_errors(true).file(manifest.join("csrc/hot.c"))
         .file(manifest.join("csrc/peek.c"))
+        .file(manifest.join("csrc/plain.c"))
         .file(manifest.join("csrc/gc.c"));
     lua_options(&mut ours);
     ours.compile("synodic_csrc");

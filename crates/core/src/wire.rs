@@ -81,56 +81,10 @@ pub enum WireError {
     Trailing(usize),
 }
 
-/// Where a [`Writer`] puts bytes: a growable `Vec<u8>`, or a [`Fixed`]
-/// buffer the size of an inline message.
-pub trait Sink {
-    fn put(&mut self, bytes: &[u8]);
-    /// Bytes written so far.
-    fn written(&self) -> usize;
-}
-
-impl Sink for Vec<u8> {
-    #[inline]
-    fn put(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
-    }
-
-    #[inline]
-    fn written(&self) -> usize {
-        self.len()
-    }
-}
-
-/// A buffer of [`Message::INLINE`](crate::Message::INLINE) bytes that
-/// remembers whether more was written than fits (the rest is dropped).
-pub struct Fixed {
-    bytes: [u8; crate::Message::INLINE],
-    len: usize,
-    overflowed: bool,
-}
-
-impl Sink for Fixed {
-    #[inline]
-    fn put(&mut self, bytes: &[u8]) {
-        match self.bytes.get_mut(self.len..self.len + bytes.len()) {
-            Some(dst) => {
-                dst.copy_from_slice(bytes);
-                self.len += bytes.len();
-            }
-            None => self.overflowed = true,
-        }
-    }
-
-    #[inline]
-    fn written(&self) -> usize {
-        self.len
-    }
-}
-
 /// Appends values to a message buffer.
 #[derive(Default)]
-pub struct Writer<B: Sink = Vec<u8>> {
-    buf: B,
+pub struct Writer {
+    buf: Vec<u8>,
 }
 
 impl Writer {
@@ -172,45 +126,26 @@ impl Writer {
     pub fn buffer(&mut self) -> &mut Vec<u8> {
         &mut self.buf
     }
-}
 
-impl Writer<Fixed> {
-    /// Starts a message of `count` values meant to be stored inline.
-    #[inline]
-    pub fn inline_message(count: usize) -> Writer<Fixed> {
-        let mut w = Writer { buf: Fixed { bytes: [0; crate::Message::INLINE], len: 0, overflowed: false } };
-        w.header(count);
-        w
-    }
-
-    /// The message, or `None` if its values did not fit inline.
-    #[inline]
-    pub fn finish_inline(self) -> Option<crate::Message> {
-        let Fixed { bytes, len, overflowed } = self.buf;
-        (!overflowed).then(|| crate::Message::inline(bytes, len))
-    }
-}
-
-impl<B: Sink> Writer<B> {
     #[inline]
     fn header(&mut self, count: usize) {
-        self.buf.put(&[VERSION]);
+        self.buf.push(VERSION);
         self.varint(count as u64);
     }
 
     #[inline]
     pub fn len(&self) -> usize {
-        self.buf.written()
+        self.buf.len()
     }
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.buf.written() == 0
+        self.buf.len() == 0
     }
 
     #[inline]
     pub fn tag(&mut self, tag: Tag) {
-        self.buf.put(&[tag as u8]);
+        self.buf.push(tag as u8);
     }
 
     #[inline]
@@ -223,12 +158,12 @@ impl<B: Sink> Writer<B> {
             n += 1;
         }
         out[n] = v as u8;
-        self.buf.put(&out[..=n]);
+        self.buf.extend_from_slice(&out[..=n]);
     }
 
     #[inline]
     pub fn byte(&mut self, b: u8) {
-        self.buf.put(&[b]);
+        self.buf.push(b);
     }
 
     #[inline]
@@ -240,7 +175,7 @@ impl<B: Sink> Writer<B> {
     pub fn int(&mut self, i: i64) {
         let z = ((i << 1) ^ (i >> 63)) as u64;
         if z < 0x80 {
-            self.buf.put(&[Tag::Int as u8, z as u8]);
+            self.buf.extend_from_slice(&[Tag::Int as u8, z as u8]);
         } else {
             self.tag(Tag::Int);
             self.varint(z);
@@ -250,14 +185,14 @@ impl<B: Sink> Writer<B> {
     #[inline]
     pub fn float(&mut self, f: f64) {
         self.tag(Tag::Float);
-        self.buf.put(&f.to_bits().to_le_bytes());
+        self.buf.extend_from_slice(&f.to_bits().to_le_bytes());
     }
 
     /// A length-prefixed byte string, without a tag (used inside compound values).
     #[inline]
     pub fn bytes(&mut self, b: &[u8]) {
         self.varint(b.len() as u64);
-        self.buf.put(b);
+        self.buf.extend_from_slice(b);
     }
 
     #[inline]
@@ -269,13 +204,13 @@ impl<B: Sink> Writer<B> {
     #[inline]
     pub fn pid(&mut self, pid: Pid) {
         self.tag(Tag::Pid);
-        self.buf.put(&pid.raw().to_le_bytes());
+        self.buf.extend_from_slice(&pid.raw().to_le_bytes());
     }
 
     /// Appends already-encoded values (for instance one value cut from another message).
     #[inline]
     pub fn raw(&mut self, encoded: &[u8]) {
-        self.buf.put(encoded);
+        self.buf.extend_from_slice(encoded);
     }
 }
 
@@ -449,24 +384,6 @@ mod tests {
         assert_eq!((r.tag().unwrap(), r.bytes().unwrap()), (Tag::Str, &b"a\0b"[..]));
         assert_eq!((r.tag().unwrap(), r.pid().unwrap()), (Tag::Pid, Pid::new(1, 9, 2)));
         r.finish().unwrap();
-    }
-
-    #[test]
-    fn an_inline_writer_writes_the_same_bytes_or_nothing() {
-        fn values<B: Sink>(w: &mut Writer<B>, text: &[u8]) {
-            w.int(-300);
-            w.float(0.5);
-            w.str(text);
-        }
-        let mut grown = Writer::message(3);
-        values(&mut grown, b"short");
-        let mut fixed = Writer::inline_message(3);
-        values(&mut fixed, b"short");
-        assert_eq!(&*fixed.finish_inline().expect("fits"), grown.finish().as_slice());
-
-        let mut fixed = Writer::inline_message(3);
-        values(&mut fixed, b"a string too long for an inline message");
-        assert!(fixed.finish_inline().is_none(), "overflow is reported, not truncated");
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::ffi::{c_int, c_void, CStr};
 
 use mlua_sys as ffi;
-use synodic_core::wire::{Reader, Sink, Tag, Writer, MAX_DEPTH};
+use synodic_core::wire::{Reader, Tag, Writer, MAX_DEPTH};
 use synodic_core::hash::FastBuild;
 use synodic_core::{Message, Payload, Pid};
 
@@ -39,7 +39,7 @@ thread_local! {
 /// Encodes the values at stack positions `first..=last` as one message.
 #[inline]
 pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Message, Error> {
-    match encode_plain(L, first, last) {
+    match crate::plain::encode(L, first, last) {
         Some(msg) => Ok(msg),
         None => encode_general(L, first, last),
     }
@@ -49,7 +49,7 @@ pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -
 /// userdata, long messages. Kept out of line so that the short path does not
 /// pay for its frame.
 #[inline(never)]
-unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Message, Error> {
+pub(crate) unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Message, Error> {
     let top = ffi::lua_gettop(L);
     let count = (last - first + 1).max(0) as usize;
     // Taken, not borrowed: a finaliser run during encoding may encode too.
@@ -82,29 +82,9 @@ unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: c_int) -> R
     }
 }
 
-/// The most a message of plain values may hold to take the short paths.
-const PLAIN_MAX: c_int = 8;
-
-/// Most messages are a few plain values (nil, booleans, numbers, short
-/// strings, pids) that fit inline: they are written here without the
-/// encoder's bookkeeping (reference ids, paths, payloads). `None` sends the
-/// values down the general path. The bytes are the same either way.
-unsafe fn encode_plain(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Option<Message> {
-    if last - first >= PLAIN_MAX {
-        return None;
-    }
-    let mut w = Writer::inline_message((last - first + 1).max(0) as usize);
-    for idx in first..=last {
-        if !write_plain(&mut w, peek(L, idx)) {
-            return None;
-        }
-    }
-    w.finish_inline()
-}
-
 /// Writes `v` if it is a plain value; false if it is not.
 #[inline]
-fn write_plain<B: Sink>(w: &mut Writer<B>, v: Plain) -> bool {
+fn write_plain(w: &mut Writer, v: Plain) -> bool {
     match v {
         Plain::Nil => w.tag(Tag::Nil),
         Plain::Bool(b) => w.bool(b),
@@ -124,7 +104,7 @@ fn write_plain<B: Sink>(w: &mut Writer<B>, v: Plain) -> bool {
 #[inline]
 pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
     if msg.payloads().is_empty() {
-        if let Some(n) = decode_plain(L, msg) {
+        if let Some(n) = crate::plain::decode(L, msg) {
             return Ok(n);
         }
     }
@@ -135,24 +115,6 @@ pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &Message) -> Result<c_i
 #[inline(never)]
 unsafe fn decode_general(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
     decode_parts(L, msg, msg.payloads())
-}
-
-/// The short path of [`encode_plain`]'s messages: pushes them if all their
-/// values are plain and well formed; else pushes nothing and returns `None`,
-/// and the general decoder takes over (and reports any junk).
-unsafe fn decode_plain(L: *mut ffi::lua_State, msg: &[u8]) -> Option<c_int> {
-    let (mut r, count) = Reader::message(msg).ok()?;
-    let count = c_int::try_from(count).ok().filter(|&n| n <= PLAIN_MAX)?;
-    if ffi::lua_checkstack(L, count) == 0 {
-        return None;
-    }
-    let base = ffi::lua_gettop(L);
-    let plain = (0..count).all(|_| r.tag().is_ok_and(|tag| read_plain(L, &mut r, tag) == Ok(true))) && r.finish().is_ok();
-    if !plain {
-        ffi::lua_settop(L, base);
-        return None;
-    }
-    Some(count)
 }
 
 /// Pushes a plain value whose tag was just read; `Ok(false)` for other tags.

@@ -21,6 +21,7 @@
 //! | `heap` | – | the per-process allocator of a Lua state |
 //! | `hot` | – | hints of the memory a blocked process will touch, for its wakers (`csrc/hot.c`) |
 //! | `peek` | – | one-call reads of plain stack values (`csrc/peek.c`) |
+//! | `plain` | – | the codec's short path: messages of plain values in one C call each way (`csrc/plain.c`) |
 //! | `dumps` | – | the bytecode of functions a process has sent, kept for its next sends |
 //! | `lualib` | `synodic.alua`, `synodic.console` | modules written in Lua, bundled from `lualib/` |
 //! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
@@ -43,6 +44,7 @@ mod lazy;
 pub mod linda;
 mod lualib;
 mod peek;
+mod plain;
 pub mod preempt;
 pub mod process;
 pub mod state;

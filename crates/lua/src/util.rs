@@ -40,6 +40,13 @@ pub(crate) unsafe fn type_name(L: *mut ffi::lua_State, idx: c_int) -> &'static s
 
 pub(crate) unsafe fn push_pid(L: *mut ffi::lua_State, pid: Pid) {
     ffi::lua_pushlightuserdata(L, pid.raw() as usize as *mut c_void);
+    give_pids_their_metatable(L);
+}
+
+/// Sets the light-userdata metatable (pids' `__tostring`) the first time a
+/// state holds a pid.
+#[inline]
+pub(crate) unsafe fn give_pids_their_metatable(L: *mut ffi::lua_State) {
     let c = ctx(L);
     if !c.pid_meta {
         c.pid_meta = true;
