@@ -14,6 +14,7 @@
 ** path, which also reports junk. Needs Lua's internal headers, hence C.
 */
 #include <stdint.h>
+#include <string.h>
 
 #include "lua.h"
 #include "lstate.h"
@@ -28,72 +29,76 @@ enum { TAG_NIL = 0, TAG_FALSE = 1, TAG_TRUE = 2, TAG_INT = 3, TAG_FLOAT = 4, TAG
 #define PID_TAG 0xD
 #define MAX_VALUES 8
 
-typedef struct Out {
-  unsigned char *p, *end;
-} Out;
+/* The longest value other than a string: a tag and a ten-byte varint. */
+#define MAX_SCALAR 11
 
-static int put_byte(Out *o, unsigned char b) {
-  if (o->p == o->end) return 0;
-  *o->p++ = b;
-  return 1;
+static unsigned char *put_varint(unsigned char *p, uint64_t v) {
+  for (; v >= 0x80; v >>= 7) *p++ = (unsigned char)(v | 0x80);
+  *p++ = (unsigned char)v;
+  return p;
 }
 
-static int put_varint(Out *o, uint64_t v) {
-  for (; v >= 0x80; v >>= 7)
-    if (!put_byte(o, (unsigned char)(v | 0x80))) return 0;
-  return put_byte(o, (unsigned char)v);
-}
-
-static int put_u64(Out *o, uint64_t v) {
+static unsigned char *put_u64(unsigned char *p, uint64_t v) {
   int i;
-  if (o->end - o->p < 8) return 0;
-  for (i = 0; i < 8; i++) *o->p++ = (unsigned char)(v >> (8 * i));
-  return 1;
+  for (i = 0; i < 8; i++) *p++ = (unsigned char)(v >> (8 * i));
+  return p;
 }
 
-static int put_value(Out *o, const TValue *v) {
+/* Writes `v` at `p`, where at least `room` bytes of the message are left and
+** MAX_SCALAR more may be scribbled on; returns the end, or NULL when `v` is
+** not plain. A string longer than `room` is refused before it is written;
+** any other value's overrun is caught by the caller. */
+static unsigned char *put_value(unsigned char *p, ptrdiff_t room, const TValue *v) {
   switch (ttypetag(v)) {
-    case LUA_VNIL: return put_byte(o, TAG_NIL);
-    case LUA_VFALSE: return put_byte(o, TAG_FALSE);
-    case LUA_VTRUE: return put_byte(o, TAG_TRUE);
+    case LUA_VNIL: *p++ = TAG_NIL; return p;
+    case LUA_VFALSE: *p++ = TAG_FALSE; return p;
+    case LUA_VTRUE: *p++ = TAG_TRUE; return p;
     case LUA_VNUMINT: {
       uint64_t i = (uint64_t)ivalue(v);
-      uint64_t zigzag = (i << 1) ^ (uint64_t)((int64_t)i >> 63);
-      return put_byte(o, TAG_INT) && put_varint(o, zigzag);
+      *p++ = TAG_INT;
+      return put_varint(p, (i << 1) ^ (uint64_t)((int64_t)i >> 63));
     }
     case LUA_VNUMFLT: {
       union { lua_Number n; uint64_t bits; } f;
       f.n = fltvalue(v);
-      return put_byte(o, TAG_FLOAT) && put_u64(o, f.bits);
+      *p++ = TAG_FLOAT;
+      return put_u64(p, f.bits);
     }
     case LUA_VSHRSTR: case LUA_VLNGSTR: {
       TString *ts = tsvalue(v);
-      size_t len = tsslen(ts), i;
-      const char *s = getstr(ts);
-      if (!put_byte(o, TAG_STR) || !put_varint(o, len) || (size_t)(o->end - o->p) < len) return 0;
-      for (i = 0; i < len; i++) *o->p++ = (unsigned char)s[i];
-      return 1;
+      size_t len = tsslen(ts);
+      if (len > (size_t)room) return NULL;  /* so its length is one byte */
+      *p++ = TAG_STR;
+      *p++ = (unsigned char)len;
+      memcpy(p, getstr(ts), len);
+      return p + len;
     }
     case LUA_VLIGHTUSERDATA: {
       uint64_t raw = (uint64_t)(uintptr_t)pvalue(v);
-      return (raw & PID_TAG_BITS) == PID_TAG && put_byte(o, TAG_PID) && put_u64(o, raw);
+      if ((raw & PID_TAG_BITS) != PID_TAG) return NULL;
+      *p++ = TAG_PID;
+      return put_u64(p, raw);
     }
-    default: return 0;
+    default: return NULL;
   }
 }
 
 /* Writes the values at stack indices first..last (positive, at most
-** MAX_VALUES) as one message into buf[0..cap); returns its length, or -1
-** when a value is not plain, an index is not a stack slot, or it does not fit. */
-int synodic_encode_plain(lua_State *L, int first, int last, unsigned char *buf, int cap) {
-  Out o = {buf, buf + cap};
+** MAX_VALUES) as one message of at most `limit` bytes into `buf`, which has
+** room for limit + MAX_SCALAR; returns its length, or -1 when a value is not
+** plain, an index is not a stack slot, or the message is longer. */
+int synodic_encode_plain(lua_State *L, int first, int last, unsigned char *buf, int limit) {
+  unsigned char *p = buf, *stop = buf + limit;
   StkId func = L->ci->func.p;
-  int idx;
-  if (first < 1 || last - first + 1 > MAX_VALUES || (last >= first && func + last >= L->top.p)) return -1;
-  if (!put_byte(&o, WIRE_VERSION) || !put_byte(&o, (unsigned char)(last >= first ? last - first + 1 : 0))) return -1;
-  for (idx = first; idx <= last; idx++)
-    if (!put_value(&o, s2v(func + idx))) return -1;
-  return (int)(o.p - buf);
+  int idx, count = last - first + 1;
+  if (first < 1 || count > MAX_VALUES || limit < 2 || (count > 0 && func + last >= L->top.p)) return -1;
+  *p++ = WIRE_VERSION;
+  *p++ = (unsigned char)(count > 0 ? count : 0);
+  for (idx = first; idx <= last; idx++) {
+    p = put_value(p, stop - p, s2v(func + idx));
+    if (p == NULL || p > stop) return -1;
+  }
+  return (int)(p - buf);
 }
 
 typedef struct In {

@@ -11,8 +11,11 @@ use std::ffi::c_int;
 use mlua_sys as ffi;
 use synodic_core::Message;
 
+/// `MAX_SCALAR` in `csrc/plain.c`: the longest value but a string.
+const MAX_SCALAR: usize = 11;
+
 extern "C" {
-    fn synodic_encode_plain(L: *mut ffi::lua_State, first: c_int, last: c_int, buf: *mut u8, cap: c_int) -> c_int;
+    fn synodic_encode_plain(L: *mut ffi::lua_State, first: c_int, last: c_int, buf: *mut u8, limit: c_int) -> c_int;
     fn synodic_decode_plain(L: *mut ffi::lua_State, buf: *const u8, len: usize, pids: *mut c_int) -> c_int;
 }
 
@@ -20,9 +23,15 @@ extern "C" {
 /// `None` when they are not all plain or do not fit.
 #[inline]
 pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Option<Message> {
-    let mut bytes = [0u8; Message::INLINE];
+    // The encoder may write one value past the limit before it refuses the message.
+    let mut bytes = [0u8; Message::INLINE + MAX_SCALAR];
     let len = synodic_encode_plain(L, first, last, bytes.as_mut_ptr(), Message::INLINE as c_int);
-    (len >= 0).then(|| Message::inline(bytes, len as usize))
+    if len < 0 {
+        return None;
+    }
+    let mut inline = [0u8; Message::INLINE];
+    inline.copy_from_slice(&bytes[..Message::INLINE]);
+    Some(Message::inline(inline, len as usize))
 }
 
 /// Pushes the values of `msg` and returns how many, or pushes nothing and

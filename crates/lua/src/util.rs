@@ -88,8 +88,18 @@ pub(crate) unsafe fn to_pid(L: *mut ffi::lua_State, idx: c_int) -> Option<Pid> {
 }
 
 /// An optional timeout argument in seconds: `None` for nil/none.
+#[inline]
 pub(crate) unsafe fn opt_seconds(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<Option<Duration>, String> {
-    if ffi::lua_gettop(L) < idx || peek(L, idx) == Plain::Nil {
+    // Most receives give no timeout: known from the top alone.
+    if ffi::lua_gettop(L) < idx {
+        return Ok(None);
+    }
+    given_seconds(L, idx, fname)
+}
+
+#[inline(never)]
+unsafe fn given_seconds(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<Option<Duration>, String> {
+    if peek(L, idx) == Plain::Nil {
         return Ok(None);
     }
     let mut ok = 0;
@@ -101,10 +111,13 @@ pub(crate) unsafe fn opt_seconds(L: *mut ffi::lua_State, idx: c_int, fname: &str
 }
 
 /// Sets (and arms) the deadline of a blocking call that starts now.
+#[inline]
 pub(crate) unsafe fn start_deadline(L: *mut ffi::lua_State, timeout: Option<Duration>) {
     let c = ctx(L);
-    c.deadline = timeout.map(|t| Instant::now() + t);
-    if let Some(at) = c.deadline {
+    c.deadline = None;
+    if let Some(t) = timeout {
+        let at = Instant::now() + t;
+        c.deadline = Some(at);
         c.rt().arm_timer(c.proc(), at);
     }
 }
