@@ -43,6 +43,12 @@ s.spawn(function(p)
 end, me)
 local what, text = s.receive(5)
 assert(what == "finalized" and text == "1,2,3,4,5", tostring(what))
+-- So do the to-be-closed variables a failing process left open.
+s.spawn(function(p)
+  local guard <close> = setmetatable({}, {__close = function() s.send(p, "closed") end})
+  error("fails holding a to-be-closed variable")
+end, me)
+assert(s.receive(5) == "closed", "the pending <close> ran when the process ended")
 
 -- A process sending the same code again and again sends its bytecode from a
 -- cache (keyed by prototype): each closure still brings its own upvalues,

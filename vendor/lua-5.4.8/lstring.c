@@ -40,11 +40,43 @@ int luaS_eqlngstr (TString *a, TString *b) {
 }
 
 
+/*
+** [Synodic] Eight bytes per step instead of one: every process interns its
+** own copies of the metamethod names, module and field names, and most of
+** the cost was this loop (see vendor/README.md). A hash only ever meets
+** strings of its own state, so any function will do; this one reads the
+** string in (overlapping) words and mixes them with multiplications.
+*/
+#include <stdint.h>
+
+static uint64_t hash_word (const char *p) {
+  uint64_t w;
+  memcpy(&w, p, 8);
+  return w;
+}
+
+/* The 1 to 7 bytes of a short tail, as one word. */
+static uint64_t hash_tail (const char *p, size_t l) {
+  if (l >= 4) {
+    uint32_t a, b;
+    memcpy(&a, p, 4);
+    memcpy(&b, p + l - 4, 4);
+    return ((uint64_t)a << 32) | b;
+  }
+  return ((uint64_t)cast_byte(p[0]) << 16) | ((uint64_t)cast_byte(p[l >> 1]) << 8) | cast_byte(p[l - 1]);
+}
+
 unsigned int luaS_hash (const char *str, size_t l, unsigned int seed) {
-  unsigned int h = seed ^ cast_uint(l);
-  for (; l > 0; l--)
-    h ^= ((h<<5) + (h>>2) + cast_byte(str[l - 1]));
-  return h;
+  const uint64_t k = 0x9E3779B97F4A7C15u;
+  uint64_t h = ((uint64_t)seed << 32 | seed) ^ ((uint64_t)l * k);
+  size_t i;
+  for (i = 0; i + 8 <= l; i += 8)
+    h = ((h ^ hash_word(str + i)) * k) ^ (h >> 29);
+  if (i < l)  /* the rest: the last 8 bytes, or all of a string under 8 */
+    h = (h ^ (l >= 8 ? hash_word(str + l - 8) : hash_tail(str, l))) * k;
+  h ^= h >> 32;
+  h *= 0xC4CEB9FE1A85EC53u;
+  return cast_uint(h ^ (h >> 29));
 }
 
 

@@ -25,37 +25,60 @@ const LINK: usize = 16;
 const BANDS: [(usize, usize); 4] = [(128, 8), (256, 16), (1024, 64), (SMALL_MAX, 256)];
 const CLASSES: usize = 128 / 8 + (256 - 128) / 16 + (1024 - 256) / 64 + (SMALL_MAX - 1024) / 256;
 
-fn class_of(size: usize) -> usize {
-    let mut first = 0;
-    let mut low = 0;
-    for (high, step) in BANDS {
+/// The size class of a small block (computed once, into [`CLASS_OF`]).
+const fn compute_class_of(size: usize) -> usize {
+    let (mut first, mut low, mut band) = (0, 0, 0);
+    while band < BANDS.len() {
+        let (high, step) = BANDS[band];
         if size <= high {
-            return first + (size.max(1) - low).div_ceil(step) - 1;
+            let size = if size == 0 { 1 } else { size };
+            return first + (size - low).div_ceil(step) - 1;
         }
         first += (high - low) / step;
         low = high;
+        band += 1;
     }
-    unreachable!("class_of is only asked about small sizes")
+    panic!("only small sizes have a class")
 }
 
-fn class_size(class: usize) -> usize {
-    let mut first = 0;
-    let mut low = 0;
-    for (high, step) in BANDS {
-        let n = (high - low) / step;
-        if class < first + n {
-            return low + (class - first + 1) * step;
-        }
-        first += n;
-        low = high;
+/// Class bounds are multiples of 8, so a size's class is its 8-byte group's.
+const CLASS_OF: [u8; SMALL_MAX / 8 + 1] = {
+    let mut table = [0u8; SMALL_MAX / 8 + 1];
+    let mut group = 0;
+    while group < table.len() {
+        table[group] = compute_class_of(group * 8) as u8;
+        group += 1;
     }
-    unreachable!("no such size class")
+    table
+};
+
+const CLASS_SIZE: [u16; CLASSES] = {
+    let mut table = [0u16; CLASSES];
+    let mut size = 1;
+    while size <= SMALL_MAX {
+        table[compute_class_of(size)] = size as u16;  // the last, largest, stays
+        size += 1;
+    }
+    table
+};
+
+#[inline]
+fn class_of(size: usize) -> usize {
+    CLASS_OF[size.div_ceil(8)] as usize
+}
+
+#[inline]
+fn class_size(class: usize) -> usize {
+    CLASS_SIZE[class] as usize
 }
 
 pub(crate) struct Heap {
     /// When non-zero, growing any block beyond this many bytes fails (see `limit_blocks`).
     /// (u32 with `chunk_bytes`: two words less in every process record.)
     block_cap: u32,
+    /// Blocks from the global allocator not yet freed (in the padding
+    /// after `block_cap`): only a heap with none can be dropped whole.
+    large: u32,
     free: [*mut u8; CLASSES],
     bump: *mut u8,
     end: *mut u8,
@@ -71,7 +94,7 @@ pub(crate) struct Heap {
 
 impl Heap {
     pub(crate) const fn new() -> Heap {
-        Heap { block_cap: 0, free: [null_mut(); CLASSES], bump: null_mut(), end: null_mut(), chunks: null_mut(), chunk_bytes: 0, first: null_mut() }
+        Heap { block_cap: 0, large: 0, free: [null_mut(); CLASSES], bump: null_mut(), end: null_mut(), chunks: null_mut(), chunk_bytes: 0, first: null_mut() }
     }
 
     /// Caps the size of any one block (0: no cap) and returns the previous cap.
@@ -96,6 +119,7 @@ impl Heap {
         self.chunk_bytes as usize - ((self.end as usize) - (self.bump as usize))
     }
 
+    #[inline]
     unsafe fn alloc_small(&mut self, class: usize) -> *mut u8 {
         let head = self.free[class];
         if !head.is_null() {
@@ -103,27 +127,50 @@ impl Heap {
             return head;
         }
         let size = class_size(class);
-        if (self.end as usize) - (self.bump as usize) < size {
-            let first = self.first.is_null();
-            let bytes = if first { FIRST_CHUNK } else { CHUNK.max(size + LINK) };
-            let chunk = mi_malloc(bytes) as *mut u8;
-            if chunk.is_null() {
-                return null_mut();
-            }
-            if first {
-                self.first = chunk;
-                self.bump = chunk;
-            } else {
-                *(chunk as *mut *mut u8) = self.chunks;
-                self.chunks = chunk;
-                self.bump = chunk.add(LINK);
-            }
-            self.chunk_bytes = self.chunk_bytes.saturating_add(bytes as u32);
-            self.end = chunk.add(bytes);
+        if (self.end as usize) - (self.bump as usize) < size && !self.add_chunk(size) {
+            return null_mut();
         }
         let p = self.bump;
         self.bump = p.add(size);
         p
+    }
+
+    /// Starts bumping through a new chunk with room for `size`; false when out of memory.
+    #[inline(never)]
+    unsafe fn add_chunk(&mut self, size: usize) -> bool {
+        let first = self.first.is_null();
+        let bytes = if first { FIRST_CHUNK } else { CHUNK.max(size + LINK) };
+        let chunk = mi_malloc(bytes) as *mut u8;
+        if chunk.is_null() {
+            return false;
+        }
+        if first {
+            self.first = chunk;
+            self.bump = chunk;
+        } else {
+            *(chunk as *mut *mut u8) = self.chunks;
+            self.chunks = chunk;
+            self.bump = chunk.add(LINK);
+        }
+        self.chunk_bytes = self.chunk_bytes.saturating_add(bytes as u32);
+        self.end = chunk.add(bytes);
+        true
+    }
+
+    #[inline]
+    unsafe fn alloc(&mut self, size: usize) -> *mut u8 {
+        if size <= SMALL_MAX {
+            return self.alloc_small(class_of(size));
+        }
+        let p = mi_malloc(size).cast::<u8>();
+        self.large += !p.is_null() as u32;
+        p
+    }
+
+    /// Whether every block lives in the heap's chunks, so that dropping the
+    /// heap frees them all.
+    pub(crate) fn holds_every_block(&self) -> bool {
+        self.large == 0
     }
 
     unsafe fn free_small(&mut self, p: *mut u8, class: usize) {
@@ -139,6 +186,7 @@ impl Heap {
                 self.free_small(ptr, class_of(osize));
             } else if !ptr.is_null() {
                 mi_free(ptr.cast());
+                self.large -= 1;
             }
             return null_mut();
         }
@@ -146,13 +194,13 @@ impl Heap {
             return null_mut();
         }
         if ptr.is_null() {
-            return if nsize <= SMALL_MAX { self.alloc_small(class_of(nsize)) } else { mi_malloc(nsize).cast() };
+            return self.alloc(nsize);
         }
         match (old_small, nsize <= SMALL_MAX) {
             (true, true) if class_of(osize) == class_of(nsize) => ptr,
             (false, false) => mi_realloc(ptr.cast(), nsize).cast(),
             _ => {
-                let new = if nsize <= SMALL_MAX { self.alloc_small(class_of(nsize)) } else { mi_malloc(nsize).cast() };
+                let new = self.alloc(nsize);
                 if !new.is_null() {
                     std::ptr::copy_nonoverlapping(ptr, new, osize.min(nsize));
                     self.realloc(ptr, osize, 0);
@@ -235,6 +283,7 @@ mod tests {
     #[test]
     fn classes_cover_every_small_size() {
         for size in 1..=SMALL_MAX {
+            assert_eq!(class_of(size), compute_class_of(size), "the table agrees for size {size}");
             let c = class_of(size);
             assert!(c < CLASSES && class_size(c) >= size, "size {size} class {c}");
             assert!(c == 0 || class_size(c - 1) < size, "size {size} not in the smallest class");

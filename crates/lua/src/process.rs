@@ -64,14 +64,7 @@ impl LuaProcess {
 impl Drop for LuaProcess {
     fn drop(&mut self) {
         if !self.L.is_null() {
-            // The heap's chunks all go at once after the close: freeing each
-            // small block first would be wasted work.
-            unsafe {
-                let mut heap = std::ptr::null_mut();
-                ffi::lua_getallocf(self.L, &mut heap);
-                ffi::lua_setallocf(self.L, crate::heap::lua_alloc_closing, heap);
-                ffi::lua_close(self.L)
-            };
+            unsafe { crate::state::close_state(self.L, &mut self.heap) };
             self.L = std::ptr::null_mut();
         }
     }

@@ -92,6 +92,23 @@ const GC_ALLOWANCE: usize = 8 << 10;
 
 extern "C" {
     fn synodic_gc_allowance(L: *mut ffi::lua_State, bytes: usize);
+    fn synodic_close_runs_code(L: *mut ffi::lua_State) -> c_int;
+}
+
+/// Ends a state made by [`new_state`] over `heap`, which the caller drops
+/// right after. When closing would run no code (no finalizers, no pending
+/// to-be-closed variables: `csrc/gc.c`) and every block is in the heap's
+/// chunks, dropping the heap is all a close would do; otherwise the state
+/// is closed, its small blocks left for the heap's drop.
+///
+/// # Safety
+/// `L` must not be used again.
+pub(crate) unsafe fn close_state(L: *mut ffi::lua_State, heap: &mut Heap) {
+    if heap.holds_every_block() && synodic_close_runs_code(L) == 0 {
+        return;
+    }
+    ffi::lua_setallocf(L, crate::heap::lua_alloc_closing, heap as *mut Heap as *mut std::ffi::c_void);
+    ffi::lua_close(L)
 }
 
 /// `__index` of the global table: installs a base function or opens a
