@@ -301,9 +301,14 @@ mod tests {
             assert_eq!(class_of(39), class_of(40));
             assert_eq!(a, b, "a freed block of the same class is reused");
             std::ptr::write_bytes(b, 9, 39);
+            assert!(h.holds_every_block());
             let big = h.realloc(b, 39, 4000);
             assert!((0..39).all(|i| *big.add(i) == 9), "contents survive growing past the small limit");
-            let small = h.realloc(big, 4000, 24);
+            assert!(!h.holds_every_block(), "a large block lives outside the chunks");
+            let big = h.realloc(big, 4000, 9000);
+            assert!(!h.holds_every_block(), "still one, moved");
+            let small = h.realloc(big, 9000, 24);
+            assert!(h.holds_every_block(), "shrunk back into a chunk");
             assert!((0..24).all(|i| *small.add(i) == 9), "and shrinking back");
             let full = h.realloc(null_mut(), 0, SMALL_MAX);
             std::ptr::write_bytes(full, 1, SMALL_MAX);
