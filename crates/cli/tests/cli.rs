@@ -2,12 +2,13 @@
 //! for bad input, process errors with pid and traceback, C modules, and every
 //! example under `examples/`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn synodic(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_synodic")).args(args).output().expect("run synodic")
-}
+use common::{synodic, text};
+
 
 fn run_source(name: &str, source: &str, extra: &[&str]) -> Output {
     let dir = std::env::temp_dir().join(format!("synodic-cli-{}-{name}", std::process::id()));
@@ -17,10 +18,6 @@ fn run_source(name: &str, source: &str, extra: &[&str]) -> Output {
     let mut args = vec!["run", path.to_str().unwrap()];
     args.extend_from_slice(extra);
     synodic(&args)
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 #[test]
@@ -150,22 +147,11 @@ fn a_c_module_loads_in_every_process() {
     assert!(text(&out.stdout).contains("c module ok"));
 }
 
-/// The Lua headers the embedded Lua was built from (vendored by lua-src).
+/// The headers of the Lua the binary embeds: the vendored sources.
 fn lua_include_dir() -> PathBuf {
-    let home = std::env::var("CARGO_HOME").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").unwrap()).join(".cargo"));
-    let registry = home.join("registry/src");
-    for index in std::fs::read_dir(&registry).unwrap() {
-        for krate in std::fs::read_dir(index.unwrap().path()).unwrap() {
-            let path = krate.unwrap().path();
-            if path.file_name().unwrap().to_string_lossy().starts_with("lua-src-") {
-                let dir = path.join("lua-5.4.8");
-                if dir.join("lua.h").exists() {
-                    return dir;
-                }
-            }
-        }
-    }
-    panic!("Lua headers not found under {}", registry.display())
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../vendor/lua-5.4.8");
+    assert!(dir.join("lua.h").exists(), "vendor/lua-5.4.8/lua.h is part of the tree");
+    dir
 }
 
 fn examples() -> Vec<PathBuf> {
@@ -263,13 +249,12 @@ fn halt_ends_the_run_with_its_status() {
 /// wrong cookie is refused and the program goes on.
 #[test]
 fn console_attaches_with_the_cookie_and_refuses_without() {
-    use std::io::{BufRead, BufReader, Write};
     let dir = std::env::temp_dir().join(format!("synodic-console-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let prog = dir.join("prog.lua");
     std::fs::write(&prog, "alua.spawn{'B'}\nalua.send('B', 'x = 42')\n").unwrap();
     let cookie = dir.join("cookie");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_synodic"))
+    let mut child = common::synodic_command()
         .args(["run", "--console", "127.0.0.1:0", "--cookie-file"])
         .arg(&cookie)
         .arg(&prog)
@@ -277,23 +262,16 @@ fn console_attaches_with_the_cookie_and_refuses_without() {
         .spawn()
         .unwrap();
     // The program says where its console listens.
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let _program = common::KillOnDrop(child);
+    let line = common::first_line_within(stderr, common::LIMIT, "the program with a console");
     let addr = line.split_whitespace().nth(3).expect("console address").to_string();
     assert!(line.starts_with("synodic: console on "), "{line}");
 
     let console = |cookie_file: &Path, input: &str| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_synodic"))
-            .args(["console", &addr, "--cookie-file"])
-            .arg(cookie_file)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        c.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
-        c.wait_with_output().unwrap()
+        let mut c = common::synodic_command();
+        c.args(["console", &addr, "--cookie-file"]).arg(cookie_file);
+        common::output_with_input(c, Some(input.as_bytes()), common::LIMIT, "synodic console")
     };
     let out = console(&cookie, "inspect('B', 'x')\nalua.send('B', 'x = x + 1')\ninspect('B', 'x')\n1 + 2\nerror('oops')\n");
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -309,6 +287,4 @@ fn console_attaches_with_the_cookie_and_refuses_without() {
     // The program went on: a rightful console still works.
     let out = console(&cookie, "inspect('B', 'x')\n");
     assert_eq!(text(&out.stdout), "43\n");
-    child.kill().unwrap();
-    let _ = child.wait();
 }

@@ -1,10 +1,19 @@
 //! Runs every Lua test script under `tests/lua/` with the `synodic` binary.
-//! A script passes when it ends normally (exit status 0); it checks its own
-//! behaviour with `assert`. A first line `-- synodic-args: ...` adds flags
-//! to `synodic run`.
+//! A script passes when it ends normally (exit status 0) and prints
+//! `<name> ok`; it checks its own behaviour with `assert`. A first line
+//! `-- synodic-args: ...` adds flags to `synodic run`. Every script has a time
+//! limit (a line `-- synodic-limit: SECONDS` among the first lines sets its
+//! own): one that hangs fails, named.
+
+mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::time::Duration;
+
+use common::{output_within, synodic_command};
+
+/// No script needs nearly this long; a run that takes it is a hang.
+const SCRIPT_LIMIT: Duration = Duration::from_secs(60);
 
 fn scripts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lua")
@@ -13,18 +22,12 @@ fn scripts_dir() -> PathBuf {
 fn run_script(name: &str) {
     let path = scripts_dir().join(format!("{name}.lua"));
     let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let flags: Vec<&str> = source
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("-- synodic-args:"))
-        .map(|a| a.split_whitespace().collect())
-        .unwrap_or_default();
-    let out = Command::new(env!("CARGO_BIN_EXE_synodic"))
-        .arg("run")
-        .args(&flags)
-        .arg(&path)
-        .output()
-        .expect("run synodic");
+    let header = |key: &str| source.lines().take(3).find_map(|l| l.strip_prefix(key)).map(str::trim);
+    let flags: Vec<&str> = header("-- synodic-args:").map(|a| a.split_whitespace().collect()).unwrap_or_default();
+    let limit = header("-- synodic-limit:").map_or(SCRIPT_LIMIT, |s| Duration::from_secs(s.parse().expect("synodic-limit: seconds")));
+    let mut cmd = synodic_command();
+    cmd.arg("run").args(&flags).arg(&path);
+    let out = output_within(cmd, limit, &format!("tests/lua/{name}.lua"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{name}.lua failed ({}):\n{stdout}\n{stderr}", out.status);
@@ -53,6 +56,7 @@ lua_tests!(
     spawn,
     send_receive,
     values,
+    values_deep,
     monitor,
     register,
     sleep,

@@ -213,6 +213,11 @@ fn is_identifier(s: &str) -> bool {
     chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// Stack slots one level of the encoder may push: a key and a value (or an
+/// upvalue), plus the reverse maps' lookups (`library_name` and the
+/// `reverse_map` it may build) made for the next value.
+const LEVEL_SLOTS: c_int = 12;
+
 struct Encoder {
     L: *mut ffi::lua_State,
     w: Writer,
@@ -266,10 +271,16 @@ impl Encoder {
         false
     }
 
-    fn enter(&mut self) -> Result<(), Failure> {
+    /// Enters a table or function: checks the depth, and makes room on the
+    /// stack for what one level pushes (a key, a value or an upvalue, and
+    /// the lookups of `module_name`), since every level adds to the stack.
+    unsafe fn enter(&mut self) -> Result<(), Failure> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err(Failure::too_deep());
+        }
+        if ffi::lua_checkstack(self.L, LEVEL_SLOTS) == 0 {
+            return Err(Failure::unsendable("value (not enough memory for the Lua stack)"));
         }
         Ok(())
     }
@@ -294,9 +305,6 @@ impl Encoder {
             return Ok(());
         }
         self.enter()?;
-        if ffi::lua_checkstack(L, 4) == 0 {
-            return Err(Failure::too_deep());
-        }
         let narr = ffi::lua_rawlen(L, idx) as i64;
         self.w.tag(Tag::Table);
         self.w.varint(narr as u64);

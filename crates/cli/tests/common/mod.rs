@@ -1,0 +1,84 @@
+//! What the end-to-end tests share: running the `synodic` binary with a time
+//! limit. A run that overruns is killed and the test fails with the name of
+//! what it ran, so a hang is a failure that says where it happened, never a
+//! suite that waits for ever.
+
+#![allow(dead_code)] // each test file uses its own part of this module
+
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// How long one run of the binary may take unless a test says otherwise.
+pub const LIMIT: Duration = Duration::from_secs(120);
+
+pub fn synodic_command() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_synodic"))
+}
+
+/// Runs `cmd` to its end, killing it after `limit`; `what` names the run in
+/// the failure message.
+pub fn output_within(cmd: Command, limit: Duration, what: &str) -> Output {
+    output_with_input(cmd, None, limit, what)
+}
+
+/// [`output_within`], with `input` written to the command's standard input.
+pub fn output_with_input(mut cmd: Command, input: Option<&[u8]>, limit: Duration, what: &str) -> Output {
+    let stdin = if input.is_some() { Stdio::piped() } else { Stdio::null() };
+    let mut child = cmd.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    let pid = child.id() as libc::pid_t;
+    let (tx, rx) = mpsc::channel();
+    let input = input.map(<[u8]>::to_vec);
+    let mut child_stdin = child.stdin.take();
+    std::thread::spawn(move || {
+        if let (Some(mut pipe), Some(bytes)) = (child_stdin.take(), input) {
+            use std::io::Write;
+            let _ = pipe.write_all(&bytes);
+        }
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap_or_else(|e| panic!("{what}: {e}")),
+        Err(_) => {
+            // SAFETY: the child has not been waited for, so its pid is still its own.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let out = rx.recv().ok().and_then(Result::ok);
+            let stderr = out.map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).unwrap_or_default();
+            panic!("{what}: timed out after {} s and was killed\n{stderr}", limit.as_secs());
+        }
+    }
+}
+
+/// `synodic ARGS...` within [`LIMIT`].
+pub fn synodic(args: &[&str]) -> Output {
+    let mut cmd = synodic_command();
+    cmd.args(args);
+    output_within(cmd, LIMIT, &format!("synodic {}", args.join(" ")))
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A child process that is killed when the guard goes, so a failing test
+/// leaves nothing running behind it.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The first line `reader` gives within `limit` (panics naming `what` otherwise).
+pub fn first_line_within(reader: impl std::io::Read + Send + 'static, limit: Duration, what: &str) -> String {
+    use std::io::BufRead;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(reader).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    rx.recv_timeout(limit).unwrap_or_else(|_| panic!("{what}: no line within {} s", limit.as_secs()))
+}
