@@ -29,7 +29,8 @@ fn main() {
     ours.include(&lua).warnings(true).warnings_into_errors(true).file(manifest.join("csrc/hot.c"))
         .file(manifest.join("csrc/peek.c"))
         .file(manifest.join("csrc/plain.c"))
-        .file(manifest.join("csrc/gc.c"));
+        .file(manifest.join("csrc/gc.c"))
+        .file(manifest.join("csrc/preempt.c"));
     lua_options(&mut ours);
     ours.compile("synodic_csrc");
     println!("cargo:rerun-if-changed=../../vendor/lua-5.4.8");

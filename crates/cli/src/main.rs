@@ -31,9 +31,9 @@ enum Command {
 
 #[derive(clap::Args)]
 struct RunArgs {
-    /// Worker threads that run processes (default: one per core).
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    workers: usize,
+    /// Worker threads that run processes (default: one per core; at most 1024).
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=synodic_core::MAX_WORKERS as i64))]
+    workers: u16,
     /// Where the console endpoint listens (default: a free port on 127.0.0.1,
     /// printed when standard error is a terminal).
     #[arg(long, value_name = "ADDR")]
@@ -80,8 +80,14 @@ fn usage_error(e: clap::Error) -> i32 {
 }
 
 fn run(args: RunArgs) -> i32 {
-    let config = Config { workers: args.workers, preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
-    let rt = Runtime::start(config);
+    let config = Config { workers: args.workers.into(), preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
+    let rt = match Runtime::start(config) {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("synodic: {e}");
+            return 1;
+        }
+    };
     if let Err(e) = open_console(&rt, &args) {
         eprintln!("synodic: {e:#}");
         return 1;

@@ -10,12 +10,20 @@ use std::process::{Command, Output};
 use common::{synodic, text};
 
 
+/// Runs `source` as a script with the arguments `extra`.
 fn run_source(name: &str, source: &str, extra: &[&str]) -> Output {
+    run_source_with(name, source, &[], extra)
+}
+
+/// Runs `source` as a script, with `flags` for `synodic run` and `extra` for the script.
+fn run_source_with(name: &str, source: &str, flags: &[&str], extra: &[&str]) -> Output {
     let dir = std::env::temp_dir().join(format!("synodic-cli-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{name}.lua"));
     std::fs::write(&path, source).unwrap();
-    let mut args = vec!["run", path.to_str().unwrap()];
+    let mut args = vec!["run"];
+    args.extend_from_slice(flags);
+    args.push(path.to_str().unwrap());
     args.extend_from_slice(extra);
     synodic(&args)
 }
@@ -287,4 +295,29 @@ fn console_attaches_with_the_cookie_and_refuses_without() {
     // The program went on: a rightful console still works.
     let out = console(&cookie, "inspect('B', 'x')\n");
     assert_eq!(text(&out.stdout), "43\n");
+}
+
+/// A process that holds its worker without yielding is named on stderr, once.
+#[test]
+fn a_stuck_process_is_named_once() {
+    let out = run_source_with(
+        "stuck_once",
+        r#"local s = require "synodic"
+           local me = s.self()
+           local p = s.spawn(function()
+             local t0 = s.clock()
+             string.gsub("x", "x", function() while s.clock() - t0 < 0.2 do end end)
+             s.send(me, "done")
+           end)
+           assert(s.receive() == "done")
+           print("pid", p)"#,
+        &["--workers", "1"],
+        &[],
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    let pid = stdout.trim().strip_prefix("pid\t").expect("the pid is printed");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("without yielding")).collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(warnings[0].starts_with(&format!("synodic: process {pid} has held worker thread")), "{stderr}");
 }

@@ -14,6 +14,8 @@ pub enum Error {
     TooManyProcesses,
     #[error("no such node '{0}'")]
     NoSuchNode(String),
+    #[error("cannot start the runtime: {0}")]
+    Start(String),
     #[error(transparent)]
     Wire(#[from] crate::wire::WireError),
 }

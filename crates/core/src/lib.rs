@@ -15,7 +15,8 @@
 //! | [`linda`] | `Spaces`, `Space`: tuple stores indexed by arity and first field, with waiters |
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
 //! | [`hash`] | `FastHasher`: hashing for the runtime's own keys |
-//! | `scheduler`, `table`, `mailbox`, `timer`, `names`, `preempt` | internal: worker pool, process slots, message queues, deadlines, name map, preemption watchdog |
+//! | `scheduler`, `monitor` | the worker pool and its watcher; `on_preempt_signal` for the preemption signal's handler, `MAX_WORKERS` |
+//! | `table`, `mailbox`, `timer`, `names` | internal: process slots, message queues, deadlines, name map |
 //! | `cache` | internal: the last-level cache's size, for warming |
 
 mod cache;
@@ -27,7 +28,7 @@ mod mailbox;
 mod message;
 mod names;
 pub mod pid;
-mod preempt;
+mod monitor;
 pub mod process;
 pub mod runtime;
 mod scheduler;
@@ -40,3 +41,4 @@ pub use pid::Pid;
 pub use message::{Message, Payload};
 pub use process::{Body, ExitReason, Process, Step};
 pub use runtime::{Config, RunEnd, Runtime};
+pub use scheduler::{on_preempt_signal, MAX_WORKERS};

@@ -25,18 +25,20 @@ use crate::channel::Channels;
 use crate::linda::Spaces;
 use crate::names::Names;
 use crate::process::{Body, ExitReason, Process, Step, QUEUED};
-use crate::scheduler::Scheduler;
+use crate::scheduler::{Scheduler, MAX_WORKERS};
 use crate::table::Table;
 use crate::timer::Timers;
 use crate::wire::Writer;
 use crate::{Error, Message, Pid};
 
 pub struct Config {
-    /// Worker threads; 0 means one per core.
+    /// Worker threads that run processes; 0 means one per core; at most
+    /// [`MAX_WORKERS`]. (Spare threads stand in for workers stuck in a
+    /// process that cannot yield; see `scheduler`.)
     pub workers: usize,
     pub node_name: String,
     /// The signal that makes a worker's running process yield (see
-    /// `preempt`); `None` runs without preemption.
+    /// `monitor`); `None` runs without preemption.
     pub preempt_signal: Option<i32>,
     /// How long a process may run before it is preempted.
     pub time_slice: Duration,
@@ -89,15 +91,15 @@ pub(crate) struct Shared {
 }
 
 impl Runtime {
-    /// Starts the worker threads and the timer thread.
-    pub fn start(config: Config) -> Runtime {
+    /// Starts the worker threads, the monitor and the timer thread.
+    pub fn start(config: Config) -> Result<Runtime, Error> {
         let workers = match config.workers {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n if n > MAX_WORKERS => return Err(Error::Start(format!("{n} workers asked for; at most {MAX_WORKERS}"))),
             n => n,
         };
-        let (scheduler, queues) = Scheduler::new(workers);
         let shared = Arc::new(Shared {
-            scheduler,
+            scheduler: Scheduler::new(workers),
             table: Table::new(0),
             names: Names::default(),
             channels: Channels::default(),
@@ -110,29 +112,30 @@ impl Runtime {
             threads: Mutex::new(Vec::new()),
         });
         let rt = Runtime { shared };
-        let mut threads = Vec::new();
-        for (i, queue) in queues.into_iter().enumerate() {
-            let rt = rt.clone();
-            let t = std::thread::Builder::new().name(format!("synodic-worker-{i}"));
-            threads.push(t.spawn(move || Scheduler::work(&rt, i, queue)).expect("spawn worker thread"));
+        for _ in 0..rt.scheduler().target {
+            rt.start_worker().map_err(|e| Error::Start(format!("worker thread: {e}")))?;
         }
-        if let Some(signal) = config.preempt_signal {
-            let watch_rt = rt.clone();
-            let slice = config.time_slice;
-            let t = std::thread::Builder::new().name("synodic-watchdog".into());
-            threads.push(
-                t.spawn(move || {
-                    let sched = watch_rt.scheduler();
-                    crate::preempt::watchdog(&sched.watches, signal, slice, || sched.is_stopping())
-                })
-                .expect("spawn watchdog thread"),
-            );
-        }
+        let (monitor_rt, signal, slice) = (rt.clone(), config.preempt_signal, config.time_slice);
+        rt.start_thread("synodic-monitor", move || crate::monitor::run(&monitor_rt, signal, slice)).map_err(|e| Error::Start(format!("monitor thread: {e}")))?;
         let timer_rt = rt.clone();
-        let t = std::thread::Builder::new().name("synodic-timers".into());
-        threads.push(t.spawn(move || timer_rt.shared.timers.run(|p| timer_rt.wake(p))).expect("spawn timer thread"));
-        *rt.shared.threads.lock() = threads;
-        rt
+        rt.start_thread("synodic-timers", move || timer_rt.shared.timers.run(|p| timer_rt.wake(p))).map_err(|e| Error::Start(format!("timer thread: {e}")))?;
+        Ok(rt)
+    }
+
+    /// Starts one more worker thread, counted as active (see `scheduler`).
+    pub(crate) fn start_worker(&self) -> std::io::Result<()> {
+        let sched = self.scheduler();
+        let index = sched.claim_slot().ok_or_else(|| std::io::Error::other("the pool has reached its thread limit"))?;
+        let rt = self.clone();
+        self.start_thread(&format!("synodic-worker-{index}"), move || Scheduler::work(&rt, index)).inspect_err(|_| {
+            sched.active.fetch_sub(1, AcqRel);
+        })
+    }
+
+    fn start_thread(&self, name: &str, body: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+        let handle = std::thread::Builder::new().name(name.into()).spawn(body)?;
+        self.shared.threads.lock().push(handle);
+        Ok(())
     }
 
     pub(crate) fn scheduler(&self) -> &Scheduler {
@@ -318,7 +321,7 @@ impl Runtime {
             Step::Preempted => {
                 unsafe { proc.put_body(body) };
                 proc.state.store(QUEUED, Release);
-                self.scheduler().schedule_back(proc);
+                self.scheduler().schedule_preempted(proc);
             }
             Step::Blocked => {
                 unsafe { proc.put_body(body) };

@@ -1,13 +1,25 @@
-//! The M:N scheduler: a fixed pool of worker threads that run processes. It
-//! decides only *where and when* a process runs; what happens when it runs is
-//! the runtime's business (`Shared::run_process`).
+//! The M:N scheduler: worker threads that run processes. It decides only
+//! *where and when* a process runs; what happens when it runs is the
+//! runtime's business (`Runtime::run_process`), and watching the workers
+//! (preemption, stuck workers) is the monitor's (`monitor`).
 //!
-//! Each worker owns a FIFO deque and a one-slot "next" cell. A process woken
-//! by the process running on this worker goes to the slot, so a message
-//! hand-off runs the receiver next, on a warm cache, without touching other
-//! threads (the pattern of Go's `runnext`). A streak limit stops two processes
-//! ping-ponging through the slot from starving the deque. Wake-ups from
-//! outside the pool (timers, the launching thread) go to a global injector.
+//! Each worker owns two FIFO deques and a one-slot "next" cell:
+//!
+//! - *next*: a process woken by the process running on this worker, so a
+//!   message hand-off runs the receiver next, on a warm cache, without
+//!   touching other threads (Go's `runnext`). A streak limit stops two
+//!   processes ping-ponging through it from starving the rest.
+//! - *woken*: processes that were woken (message, timer, channel, tuple) or
+//!   are new. They run before
+//! - *preempted*: processes that used up a time slice. So a woken process
+//!   waits behind at most the run in progress, not behind every process
+//!   that computes; and the preempted ones still get a turn at least once a
+//!   slice, however much woken work there is.
+//!
+//! Wake-ups from outside the pool (timers, I/O threads, a worker whose
+//! process is stuck) go to a global injector, which every worker looks at
+//! at least once per monitor tick. Other workers steal from a worker's
+//! deques when they run out of work.
 //!
 //! A worker that runs out of work:
 //!
@@ -21,90 +33,262 @@
 //! A spinner that finds work wakes a parked worker if work is left over, so
 //! that skipping the wake-up in step 1 never leaves work waiting behind a
 //! sleeping pool.
+//!
+//! **Stuck workers.** A process that cannot yield (a busy loop in a callback
+//! of a C function, a C function that blocks) holds its worker's thread. As
+//! Go does for a thread stuck in a system call, the monitor then declares
+//! the worker stuck and starts (or wakes) a spare thread to take its place;
+//! the stuck worker's deques are stolen from as usual, and its "next"
+//! process is moved out by the preemption signal's handler
+//! ([`on_preempt_signal`]) into a rescue cell others take from. When the
+//! stuck thread comes back from its process and there are enough workers
+//! without it, it hands its queues to the injector and becomes a spare
+//! itself, parked until the monitor needs it again.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use parking_lot::{Condvar, Mutex};
 
-use crate::preempt::WorkerWatch;
 use crate::process::Process;
 use crate::runtime::Runtime;
 
 /// How many times in a row the "next" slot may be preferred over the deque.
 const NEXT_STREAK: u32 = 64;
-/// Every this many runs a worker looks at the injector first (fairness to wake-ups from outside).
+/// Every this many runs a worker looks at the injector first, whatever the tick.
 const INJECTOR_EVERY: u32 = 61;
 /// How long a worker out of work looks for more before it parks. Measured on
 /// bench/ring's spawn-and-exit: a spawner made a parked peer sleep and wake
 /// for nearly every process it started.
 const SPIN: Duration = Duration::from_micros(30);
+/// Monitor ticks per time slice.
+pub(crate) const SLICE_TICKS: u64 = 4;
+/// Threads the pool may start beyond its workers, to stand in for stuck ones.
+const MAX_SPARES: usize = 256;
+/// The most worker threads a runtime runs processes on.
+pub const MAX_WORKERS: usize = 1024;
+
+type Deque = Worker<&'static Process>;
 
 pub(crate) struct Scheduler {
-    pub(crate) watches: Vec<WorkerWatch>,
     injector: Injector<&'static Process>,
-    stealers: Vec<Stealer<&'static Process>>,
+    slots: Box<[Slot]>,
+    /// Slots whose thread has started; they are taken in order.
+    started: AtomicUsize,
+    /// Worker threads neither stuck nor spare; the monitor keeps it at `target`.
+    pub(crate) active: AtomicUsize,
+    pub(crate) target: usize,
     idle: AtomicUsize,
     /// Workers out of work but still looking (see the module doc).
     spinning: AtomicUsize,
     park_lock: Mutex<()>,
     unpark: Condvar,
+    spares: Mutex<Spares>,
+    spare_wake: Condvar,
     stopping: AtomicBool,
+    /// Ticks of the monitor: the scheduler's coarse clock, read where a
+    /// clock call would cost too much.
+    pub(crate) epoch: AtomicU64,
+}
+
+#[derive(Default)]
+struct Spares {
+    /// Threads parked as spares.
+    parked: usize,
+    /// Of those, how many the monitor has asked to come back.
+    wanted: usize,
+}
+
+/// What other threads know of one worker thread.
+pub(crate) struct Slot {
+    pub(crate) watch: Watch,
+    woken: OnceLock<Stealer<&'static Process>>,
+    preempted: OnceLock<Stealer<&'static Process>>,
+    /// A "next" process moved out of a stuck worker, for others to take.
+    rescue: AtomicPtr<Process>,
+}
+
+/// A worker's current run, as the monitor sees it. Only the worker writes
+/// `started_at` and `running`, so plain stores do (no locked instruction on
+/// every run); the monitor only reads them.
+#[derive(Default)]
+pub(crate) struct Watch {
+    started_at: AtomicU64,
+    running: AtomicPtr<Process>,
+    /// Set by the monitor when the run has lasted too long; cleared by the worker.
+    pub(crate) stuck: AtomicBool,
+    thread: OnceLock<libc::pthread_t>,
+}
+
+impl Watch {
+    #[inline]
+    fn start_run(&self, epoch: u64, proc: &'static Process) {
+        self.started_at.store(epoch, Relaxed);
+        self.running.store(proc as *const Process as *mut Process, Release);
+    }
+
+    /// Ends a run; true when the monitor declared it stuck meanwhile.
+    #[inline]
+    fn end_run(&self) -> bool {
+        self.running.store(std::ptr::null_mut(), Relaxed);
+        self.stuck.load(Relaxed)
+    }
+
+    /// The process being run and for how many ticks, at monitor tick `epoch`.
+    pub(crate) fn current(&self, epoch: u64) -> Option<(&'static Process, u64)> {
+        let p = self.running.load(Acquire);
+        // SAFETY: slots live for the whole run (see `Table`).
+        let proc = unsafe { p.cast_const().as_ref() }?;
+        Some((proc, epoch.saturating_sub(self.started_at.load(Relaxed))))
+    }
+
+    /// Sends `signal` to the worker's thread.
+    pub(crate) fn signal(&self, signal: libc::c_int) {
+        if let Some(&t) = self.thread.get() {
+            // SAFETY: the thread is a worker of this runtime; workers outlive the monitor's loop.
+            unsafe { libc::pthread_kill(t, signal) };
+        }
+    }
 }
 
 struct Local {
-    queue: Worker<&'static Process>,
+    woken: Deque,
+    preempted: Deque,
     next: Cell<Option<&'static Process>>,
     streak: Cell<u32>,
     ticks: Cell<u32>,
+    /// The epoch at which the injector was last looked at.
+    injector_seen: Cell<u64>,
+    /// The epoch at which a process was last preempted here: a preempted
+    /// process gets a turn once a slice has passed since.
+    preempted_turn: Cell<u64>,
+    /// While a process runs (the preemption signal's handler acts only then)...
+    in_run: Cell<bool>,
+    /// ...and is not inside `schedule_with`, which moves `next`.
+    in_sched: Cell<bool>,
     scheduler: *const Scheduler,
+    slot: *const Slot,
 }
 
 thread_local! {
     static LOCAL: Cell<*const Local> = const { Cell::new(std::ptr::null()) };
 }
 
+/// Called by the handler of the preemption signal, on the signalled worker
+/// thread: if the worker was declared stuck, its "next" process moves to the
+/// rescue cell, where other threads find it. Async-signal-safe: it touches
+/// only this thread's cells and one atomic.
+pub fn on_preempt_signal() {
+    let local = LOCAL.with(|l| l.get());
+    // SAFETY: LOCAL points at the running worker's `Local` (or is null), and
+    // the handler runs on that worker's own thread.
+    let Some(local) = (unsafe { local.as_ref() }) else { return };
+    // SAFETY: a worker's slot lives as long as the scheduler.
+    let slot = unsafe { &*local.slot };
+    if !local.in_run.get() || local.in_sched.get() || !slot.watch.stuck.load(Relaxed) {
+        return;
+    }
+    if let Some(p) = local.next.take() {
+        let p = p as *const Process as *mut Process;
+        if slot.rescue.compare_exchange(std::ptr::null_mut(), p, AcqRel, Relaxed).is_err() {
+            // The cell is still full: try again at the next signal.
+            // SAFETY: as above, `p` came from this cell.
+            local.next.set(Some(unsafe { &*p }));
+        }
+    }
+}
+
 impl Scheduler {
-    /// A scheduler for `workers` threads, and the deques those threads will own.
-    pub(crate) fn new(workers: usize) -> (Scheduler, Vec<Worker<&'static Process>>) {
-        let queues: Vec<_> = (0..workers.max(1)).map(|_| Worker::new_fifo()).collect();
-        let sched = Scheduler {
-            watches: queues.iter().map(|_| WorkerWatch::default()).collect(),
+    /// A scheduler that keeps `workers` threads running processes.
+    pub(crate) fn new(workers: usize) -> Scheduler {
+        let target = workers.clamp(1, MAX_WORKERS);
+        Scheduler {
             injector: Injector::new(),
-            stealers: queues.iter().map(Worker::stealer).collect(),
+            slots: (0..target + MAX_SPARES)
+                .map(|_| Slot { watch: Watch::default(), woken: OnceLock::new(), preempted: OnceLock::new(), rescue: AtomicPtr::default() })
+                .collect(),
+            started: AtomicUsize::new(0),
+            active: AtomicUsize::new(0),
+            target,
             idle: AtomicUsize::new(0),
             spinning: AtomicUsize::new(0),
             park_lock: Mutex::new(()),
             unpark: Condvar::new(),
+            spares: Mutex::new(Spares::default()),
+            spare_wake: Condvar::new(),
             stopping: AtomicBool::new(false),
-        };
-        (sched, queues)
+            epoch: AtomicU64::new(0),
+        }
     }
 
-    /// Queues a runnable process: on the current worker's "next" slot when
-    /// called from a worker of this scheduler, else on the injector.
+    /// The slots of the threads started so far.
+    pub(crate) fn started_slots(&self) -> &[Slot] {
+        &self.slots[..self.started.load(Acquire).min(self.slots.len())]
+    }
+
+    /// Claims the slot for one more thread, counted as active; `None` when
+    /// the pool is at its limit.
+    pub(crate) fn claim_slot(&self) -> Option<usize> {
+        let index = self.started.fetch_add(1, AcqRel);
+        if index >= self.slots.len() {
+            self.started.fetch_sub(1, AcqRel);
+            return None;
+        }
+        self.active.fetch_add(1, AcqRel);
+        Some(index)
+    }
+
+    /// Queues a runnable process that was woken: on the current worker's
+    /// "next" slot when called from a worker of this scheduler, else on the injector.
     pub(crate) fn schedule(&self, proc: &'static Process) {
-        self.schedule_with(proc, true)
+        self.schedule_with(proc, Class::Next)
     }
 
-    /// Queues a process behind the others of this worker (after preemption).
+    /// Queues a new process, or one woken while it ran, behind the woken ones.
     pub(crate) fn schedule_back(&self, proc: &'static Process) {
-        self.schedule_with(proc, false)
+        self.schedule_with(proc, Class::Woken)
     }
 
-    fn schedule_with(&self, proc: &'static Process, as_next: bool) {
-        let local = LOCAL.with(|l| l.get());
+    /// Queues a process that used up its time slice.
+    pub(crate) fn schedule_preempted(&self, proc: &'static Process) {
+        self.schedule_with(proc, Class::Preempted)
+    }
+
+    fn schedule_with(&self, proc: &'static Process, class: Class) {
         // SAFETY: LOCAL points at the running worker's `Local`, which lives for the whole worker loop.
-        match unsafe { local.as_ref() } {
-            Some(local) if std::ptr::eq(local.scheduler, self) => {
-                let to_queue = if as_next { local.next.replace(Some(proc)) } else { Some(proc) };
-                if let Some(p) = to_queue {
-                    local.queue.push(p);
-                    self.wake_one();
+        match unsafe { self.local() } {
+            // SAFETY: the slot of a running worker.
+            Some(local) if !unsafe { &*local.slot }.watch.stuck.load(Relaxed) => {
+                match class {
+                    Class::Next => {
+                        local.in_sched.set(true);
+                        std::sync::atomic::compiler_fence(SeqCst);
+                        let displaced = local.next.replace(Some(proc));
+                        std::sync::atomic::compiler_fence(SeqCst);
+                        local.in_sched.set(false);
+                        if let Some(p) = displaced {
+                            local.woken.push(p);
+                            self.wake_one();
+                        }
+                    }
+                    Class::Woken => {
+                        local.woken.push(proc);
+                        self.wake_one();
+                    }
+                    Class::Preempted => {
+                        // A process just computed for a slice: woken ones
+                        // get the next one before the preempted queue's turn.
+                        local.preempted_turn.set(self.epoch.load(Relaxed));
+                        local.preempted.push(proc);
+                        self.wake_one();
+                    }
                 }
             }
+            // Outside the pool, or on a stuck worker, which will not look
+            // at its own queues for a while.
             _ => {
                 self.injector.push(proc);
                 self.wake_one();
@@ -112,7 +296,16 @@ impl Scheduler {
         }
     }
 
-    fn wake_one(&self) {
+    /// The current thread's worker state, if it is a worker of this scheduler.
+    ///
+    /// SAFETY: the result must not outlive the worker loop (it never does:
+    /// it is only used within one call).
+    unsafe fn local(&self) -> Option<&Local> {
+        let local = LOCAL.with(|l| l.get());
+        local.as_ref().filter(|l| std::ptr::eq(l.scheduler, self))
+    }
+
+    pub(crate) fn wake_one(&self) {
         // Pairs with the decrement of `spinning` and the increment of `idle`
         // in `spin` and `park`: either we see the spinning or parking worker,
         // or it sees the work we just pushed.
@@ -123,35 +316,73 @@ impl Scheduler {
         }
     }
 
+    /// Wakes a parked worker if work waits where only a looking worker
+    /// finds it (the monitor calls this every tick).
+    pub(crate) fn nudge(&self) {
+        if self.idle.load(SeqCst) > 0 && self.has_visible_work() {
+            self.wake_one();
+        }
+    }
+
     pub(crate) fn stop(&self) {
         self.stopping.store(true, SeqCst);
-        let _guard = self.park_lock.lock();
-        self.unpark.notify_all();
+        {
+            let _guard = self.park_lock.lock();
+            self.unpark.notify_all();
+        }
+        let _guard = self.spares.lock();
+        self.spare_wake.notify_all();
     }
 
     pub(crate) fn is_stopping(&self) -> bool {
         self.stopping.load(Relaxed)
     }
 
-    /// The body of one worker thread.
-    pub(crate) fn work(rt: &Runtime, index: usize, queue: Worker<&'static Process>) {
+    /// Brings one more thread to work in place of a stuck one: a parked
+    /// spare if there is one (true), else the caller must start a thread
+    /// (false). The caller has counted it in `active` already.
+    pub(crate) fn wake_spare(&self) -> bool {
+        let mut spares = self.spares.lock();
+        if spares.parked > spares.wanted {
+            spares.wanted += 1;
+            self.spare_wake.notify_one();
+            return true;
+        }
+        false
+    }
+
+    /// The body of one worker thread, on slot `index`.
+    pub(crate) fn work(rt: &Runtime, index: usize) {
         let sched = rt.scheduler();
-        let watch = &sched.watches[index];
-        watch.register_current_thread();
+        let slot = &sched.slots[index];
         let local = Local {
-            queue,
+            woken: Worker::new_fifo(),
+            preempted: Worker::new_fifo(),
             next: Cell::new(None),
             streak: Cell::new(0),
             ticks: Cell::new(0),
+            injector_seen: Cell::new(0),
+            preempted_turn: Cell::new(0),
+            in_run: Cell::new(false),
+            in_sched: Cell::new(false),
             scheduler: sched,
+            slot,
         };
+        let _ = slot.woken.set(local.woken.stealer());
+        let _ = slot.preempted.set(local.preempted.stealer());
+        // SAFETY: pthread_self has no preconditions.
+        let _ = slot.watch.thread.set(unsafe { libc::pthread_self() });
         LOCAL.with(|l| l.set(&local));
         while !sched.is_stopping() {
             match sched.find_work(&local).or_else(|| sched.spin(&local)) {
                 Some(proc) => {
-                    watch.start_run();
+                    slot.watch.start_run(sched.epoch.load(Relaxed), proc);
+                    local.in_run.set(true);
                     rt.run_process(proc);
-                    watch.end_run();
+                    local.in_run.set(false);
+                    if slot.watch.end_run() {
+                        sched.rejoin(&local);
+                    }
                 }
                 None => sched.park(),
             }
@@ -159,48 +390,83 @@ impl Scheduler {
         LOCAL.with(|l| l.set(std::ptr::null()));
     }
 
+    /// A worker back from a run the monitor declared stuck: it counts as
+    /// active again, unless a spare took its place; then it gives its queues
+    /// to the others and parks as a spare itself until it is wanted.
+    fn rejoin(&self, local: &Local) {
+        // SAFETY: the slot of this worker.
+        let slot = unsafe { &*local.slot };
+        slot.watch.stuck.store(false, Relaxed);
+        if self.active.fetch_add(1, AcqRel) < self.target {
+            return;
+        }
+        self.active.fetch_sub(1, AcqRel);
+        let mut handed = false;
+        for p in local.next.take().into_iter().chain(std::iter::from_fn(|| local.woken.pop())).chain(std::iter::from_fn(|| local.preempted.pop())) {
+            self.injector.push(p);
+            handed = true;
+        }
+        if handed {
+            self.wake_one();
+        }
+        let mut spares = self.spares.lock();
+        spares.parked += 1;
+        while spares.wanted == 0 && !self.is_stopping() {
+            self.spare_wake.wait(&mut spares);
+        }
+        spares.parked -= 1;
+        if spares.wanted > 0 {
+            spares.wanted -= 1;
+        }
+    }
+
     fn find_work(&self, local: &Local) -> Option<&'static Process> {
+        let epoch = self.epoch.load(Relaxed);
         let ticks = local.ticks.get().wrapping_add(1);
         local.ticks.set(ticks);
-        if ticks.is_multiple_of(INJECTOR_EVERY) {
+        // Wake-ups from outside (timers first of all) wait at most a tick
+        // plus the run in progress.
+        if epoch != local.injector_seen.get() || ticks.is_multiple_of(INJECTOR_EVERY) {
+            local.injector_seen.set(epoch);
             if let Some(p) = self.steal_injector(local) {
+                return Some(p);
+            }
+        }
+        // Processes that compute get a turn at least once a slice, however
+        // much woken work there is.
+        if epoch.wrapping_sub(local.preempted_turn.get()) >= SLICE_TICKS {
+            if let Some(p) = local.preempted.pop() {
                 return Some(p);
             }
         }
         if let Some(p) = local.next.take() {
             // Prefer the hand-off target, unless it has been preferred for
             // a while and others are waiting: then it goes to the back.
-            if local.streak.get() < NEXT_STREAK || local.queue.is_empty() {
+            if local.streak.get() < NEXT_STREAK || local.woken.is_empty() {
                 local.streak.set(local.streak.get() + 1);
                 return Some(p);
             }
-            local.queue.push(p);
+            local.woken.push(p);
         }
         local.streak.set(0);
-        local.queue.pop().or_else(|| self.steal_injector(local)).or_else(|| self.steal_peers(local))
+        if let Some(p) = local.woken.pop().or_else(|| self.steal_injector(local)) {
+            return Some(p);
+        }
+        local.preempted.pop().or_else(|| self.steal_peers(local))
     }
 
     fn steal_injector(&self, local: &Local) -> Option<&'static Process> {
-        loop {
-            match self.injector.steal_batch_and_pop(&local.queue) {
-                Steal::Success(p) => return Some(p),
-                Steal::Empty => return None,
-                Steal::Retry => continue,
-            }
-        }
+        retry(|| self.injector.steal_batch_and_pop(&local.woken))
     }
 
+    /// Takes work from other workers: woken processes first, then rescued
+    /// ones, then preempted ones.
     fn steal_peers(&self, local: &Local) -> Option<&'static Process> {
-        for s in &self.stealers {
-            loop {
-                match s.steal_batch_and_pop(&local.queue) {
-                    Steal::Success(p) => return Some(p),
-                    Steal::Empty => break,
-                    Steal::Retry => continue,
-                }
-            }
-        }
-        None
+        let slots = self.started_slots();
+        let woken = || slots.iter().filter_map(|s| s.woken.get()).find_map(|s| retry(|| s.steal_batch_and_pop(&local.woken)));
+        let rescued = || slots.iter().find_map(Slot::take_rescued);
+        let preempted = || slots.iter().filter_map(|s| s.preempted.get()).find_map(|s| retry(|| s.steal_batch_and_pop(&local.preempted)));
+        woken().or_else(rescued).or_else(preempted)
     }
 
     /// Step 1 of running out of work: looks for some for up to [`SPIN`].
@@ -226,7 +492,10 @@ impl Scheduler {
     }
 
     fn has_visible_work(&self) -> bool {
-        !self.injector.is_empty() || self.stealers.iter().any(|s| !s.is_empty())
+        !self.injector.is_empty()
+            || self.started_slots().iter().any(|s| {
+                s.woken.get().is_some_and(|q| !q.is_empty()) || s.preempted.get().is_some_and(|q| !q.is_empty()) || !s.rescue.load(Relaxed).is_null()
+            })
     }
 
     fn park(&self) {
@@ -237,5 +506,35 @@ impl Scheduler {
             self.unpark.wait(&mut guard);
         }
         self.idle.fetch_sub(1, SeqCst);
+    }
+}
+
+impl Slot {
+    fn take_rescued(&self) -> Option<&'static Process> {
+        if self.rescue.load(Relaxed).is_null() {
+            return None;
+        }
+        let p = self.rescue.swap(std::ptr::null_mut(), AcqRel);
+        // SAFETY: the cell holds processes of the table, whose slots live for the whole run.
+        unsafe { p.cast_const().as_ref() }
+    }
+}
+
+/// Where a runnable process goes (see the module doc).
+#[derive(Clone, Copy)]
+enum Class {
+    Next,
+    Woken,
+    Preempted,
+}
+
+/// Runs a steal until it does not ask to be retried.
+fn retry(mut steal: impl FnMut() -> Steal<&'static Process>) -> Option<&'static Process> {
+    loop {
+        match steal() {
+            Steal::Success(p) => return Some(p),
+            Steal::Empty => return None,
+            Steal::Retry => continue,
+        }
     }
 }

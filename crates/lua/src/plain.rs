@@ -106,7 +106,7 @@ mod tests {
             for round in 0..2000 {
                 ffi::lua_settop(L, 0);
                 let count = if round < PLAIN.len() { 1 } else { next() as usize % 9 };
-                let picks: Vec<&str> = (0..count).map(|i| if round < PLAIN.len() { PLAIN[round] } else { PLAIN[next() as usize % PLAIN.len()] }).collect();
+                let picks: Vec<&str> = (0..count).map(|_| if round < PLAIN.len() { PLAIN[round] } else { PLAIN[next() as usize % PLAIN.len()] }).collect();
                 let n = push(L, &picks.join(", "));
                 let general = encode_general(L, 1, n).expect("plain values encode");
                 match encode(L, 1, n) {

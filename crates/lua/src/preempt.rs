@@ -1,30 +1,57 @@
-//! Preemption of Lua code. The core's watchdog signals a worker whose
-//! process has overrun its time slice; the handler here arms a count hook on
-//! the Lua thread that worker is running, and the hook, at the next VM
-//! instruction, disarms itself and yields the process to the scheduler.
-//! Setting a hook from a signal handler on the running thread is the
-//! asynchronous use `lua_sethook` is made for (`lua.c` handles Ctrl-C so).
+//! Preemption of Lua code. The core's monitor signals a worker whose process
+//! has overrun its time slice; the handler here arms a count hook on the Lua
+//! thread that worker is running (`csrc/preempt.c`), and the hook, at the
+//! next VM instruction, puts the program's own hook back and yields the
+//! process to the scheduler. Setting a hook from a signal handler on the
+//! running thread is the asynchronous use `lua_sethook` is made for (`lua.c`
+//! handles Ctrl-C so).
 //!
 //! Until a slice is overrun no hook is set, so Lua code runs at full speed.
+//!
+//! The program's own debug hook survives: arming saves it (per worker
+//! thread: only the running Lua thread is ever armed), the preempting hook
+//! passes the program's events on to it, and firing or disarming restores
+//! it. Where the process cannot yield (inside a call from C that has no
+//! continuation) the hook just restores and returns; the monitor signals
+//! again a tick later.
+//!
+//! The handler touches only this thread's cells and the Lua thread's hook
+//! fields, so it is async-signal-safe.
 
 use std::cell::Cell;
+use std::ffi::c_int;
 use std::sync::Once;
 
 use mlua_sys as ffi;
 
 use crate::ctx::{ctx, Pending};
 
-/// The signal the watchdog sends (ignored by default, like Go's choice).
+/// The signal the monitor sends (ignored by default, like Go's choice).
 pub const SIGNAL: libc::c_int = libc::SIGURG;
 
-/// Instructions to wait before retrying where a yield is not possible.
-const RETRY: libc::c_int = 1000;
+/// A Lua thread's hook as the program set it (`SynodicHook` in `csrc/preempt.c`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Saved {
+    hook: Option<ffi::lua_Hook>,
+    mask: c_int,
+    count: c_int,
+}
+
+extern "C" {
+    fn synodic_hook_save(L: *mut ffi::lua_State, out: *mut Saved);
+    fn synodic_preempt_arm(L: *mut ffi::lua_State, preempt: Option<ffi::lua_Hook>, program_mask: c_int);
+    fn synodic_hook_restore(L: *mut ffi::lua_State, saved: *const Saved);
+}
 
 thread_local! {
     /// The Lua thread this worker is running (null between processes).
     static RUNNING: Cell<*mut ffi::lua_State> = const { Cell::new(std::ptr::null_mut()) };
-    /// Set by the signal handler when it arms the hook on `RUNNING`.
-    static ARMED: Cell<bool> = const { Cell::new(false) };
+    /// The armed thread and the hook it had, while the preempting hook is set.
+    static ARMED: Cell<Option<(*mut ffi::lua_State, Saved)>> = const { Cell::new(None) };
+    /// Set while the preempting hook restores a thread's hook, so that a
+    /// signal arriving then does not save the half-restored state.
+    static RESTORING: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Installs the signal handler (once per OS process) and returns its signal.
@@ -40,33 +67,104 @@ pub fn install() -> libc::c_int {
     SIGNAL
 }
 
-/// Marks `L` as the Lua thread now running on this worker; returns the previous one.
+/// Marks `L` as the Lua thread now running on this worker; returns the
+/// previous one, disarmed: only the running thread is ever armed.
 pub(crate) fn enter(L: *mut ffi::lua_State) -> *mut ffi::lua_State {
-    RUNNING.with(|r| r.replace(L))
+    let previous = RUNNING.with(|r| r.replace(L));
+    // After the switch, so that a signal arriving now arms `L`, not `previous`.
+    disarm(previous);
+    previous
 }
 
-/// Marks the end of a resume; true when a preemption hook was armed during
-/// it (the caller clears it, so a late signal cannot fire in the next resume).
-/// Asking this instead of `lua_gethook` spares a cold line of the state.
-pub(crate) fn leave() -> bool {
+/// Marks the end of a resume of `L`: no Lua thread runs here any more, and
+/// a preemption armed too late to fire is taken back, so it cannot fire in
+/// the next resume.
+pub(crate) fn leave(L: *mut ffi::lua_State) {
     RUNNING.with(|r| r.set(std::ptr::null_mut()));
-    ARMED.with(|a| a.replace(false))
+    disarm(L);
+}
+
+/// Puts `L`'s own hook back if `L` is armed (and still has the preempting
+/// hook: a program that set its own meanwhile keeps it).
+fn disarm(L: *mut ffi::lua_State) {
+    let Some((armed, saved)) = ARMED.with(|a| a.get()) else { return };
+    if armed != L || L.is_null() {
+        return;
+    }
+    restore(L, saved);
+}
+
+fn restore(L: *mut ffi::lua_State, saved: Saved) {
+    RESTORING.with(|r| r.set(true));
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    ARMED.with(|a| a.set(None));
+    // SAFETY: `L` is the thread this worker runs or just ran; only this thread touches its hook.
+    unsafe {
+        if is_preempt(ffi::lua_gethook(L)) {
+            synodic_hook_restore(L, &saved);
+        }
+    }
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
+    RESTORING.with(|r| r.set(false));
 }
 
 extern "C" fn on_signal(_sig: libc::c_int) {
+    synodic_core::on_preempt_signal();
     let L = RUNNING.with(|r| r.get());
-    if !L.is_null() {
-        ARMED.with(|a| a.set(true));
-        unsafe { ffi::lua_sethook(L, Some(preempt), ffi::LUA_MASKCOUNT, 1) };
-    }
-}
-
-unsafe extern "C-unwind" fn preempt(L: *mut ffi::lua_State, _ar: *mut ffi::lua_Debug) {
-    if ffi::lua_isyieldable(L) == 0 {
-        ffi::lua_sethook(L, Some(preempt), ffi::LUA_MASKCOUNT, RETRY);
+    if L.is_null() || RESTORING.with(|r| r.get()) {
         return;
     }
-    ffi::lua_sethook(L, None, 0, 0);
+    // SAFETY (all three blocks): `L` is the thread running on this worker;
+    // reading and storing its hook fields is what a signal handler may do.
+    let current = unsafe { ffi::lua_gethook(L) };
+    let saved = match ARMED.with(|a| a.get()) {
+        // Armed and not yet fired: arm again (the saved hook stays).
+        Some((armed, saved)) if armed == L && is_preempt(current) => saved,
+        // Another thread is armed: it cannot be, `enter` disarms it first.
+        Some((armed, _)) if armed != L => return,
+        // Not armed, or the program set its own hook since: save it.
+        _ => {
+            let mut saved = Saved { hook: None, mask: 0, count: 0 };
+            unsafe { synodic_hook_save(L, &mut saved) };
+            ARMED.with(|a| a.set(Some((L, saved))));
+            saved
+        }
+    };
+    unsafe { synodic_preempt_arm(L, Some(preempt), saved.mask & !ffi::LUA_MASKCOUNT) };
+}
+
+fn is_preempt(hook: Option<ffi::lua_Hook>) -> bool {
+    hook.is_some_and(|h| h as usize == preempt as ffi::lua_Hook as usize)
+}
+
+unsafe extern "C-unwind" fn preempt(L: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
+    let Some((armed, saved)) = ARMED.with(|a| a.get()).filter(|(armed, _)| *armed == L) else {
+        // Left over from an arming this thread no longer knows: remove it.
+        ffi::lua_sethook(L, None, 0, 0);
+        return;
+    };
+    let _ = armed;
+    match (*ar).event {
+        // With a line hook of the program's, preempt at its line event
+        // instead: after a yield in the count hook, Lua would call the line
+        // hook of the same instruction with the thread already suspended,
+        // and after the resume it would not call it again.
+        ffi::LUA_HOOKCOUNT if saved.mask & ffi::LUA_MASKLINE != 0 => return,
+        ffi::LUA_HOOKCOUNT => {}
+        event => {
+            // One of the program's own events, which the mask kept for it.
+            if let Some(hook) = saved.hook {
+                hook(L, ar);
+            }
+            if event != ffi::LUA_HOOKLINE {
+                return;
+            }
+        }
+    }
+    restore(L, saved);
+    if ffi::lua_isyieldable(L) == 0 {
+        return;
+    }
     ctx(L).pending = Pending::Preempt;
     ffi::lua_yield(L, 0);
 }

@@ -85,10 +85,7 @@ impl Body for LuaProcess {
             let mut nres = 0;
             crate::preempt::enter(L);
             let status = ffi::lua_resume(L, std::ptr::null_mut(), 0, &mut nres);
-            // A preemption signal that came too late must not fire in the next resume.
-            if crate::preempt::leave() {
-                ffi::lua_sethook(L, None, 0, 0);
-            }
+            crate::preempt::leave(L);
             match status {
                 ffi::LUA_YIELD => {
                     if nres > 0 {

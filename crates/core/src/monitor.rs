@@ -1,0 +1,107 @@
+//! The monitor: one thread that watches the workers, as Go's `sysmon` does.
+//! Running processes are never interrupted on a hot path; instead, once per
+//! tick (a quarter of a time slice) the monitor:
+//!
+//! 1. advances the scheduler's epoch, the coarse clock workers read to be
+//!    fair to outside wake-ups and to computing processes;
+//! 2. signals every worker whose run has lasted a time slice: the body
+//!    layer's handler for that signal makes the running process yield at its
+//!    next instruction (for Lua: a count hook). A run is signalled at the
+//!    fourth tick after the one it started in, so a slice lasts 1.5 to 2 ms
+//!    of a 2 ms setting (2 ms when processes take turns computing, since
+//!    each run then starts at a tick);
+//! 3. declares stuck a worker whose run has lasted [`STUCK_AFTER`] ticks (a
+//!    process that cannot yield, or a C function that blocks): it names the
+//!    process once on stderr, and brings a spare thread to work in its place
+//!    (see `scheduler`);
+//! 4. wakes a parked worker if work is waiting where only a looking worker
+//!    finds it.
+//!
+//! So preemption costs nothing until a process actually overruns its slice.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering::*;
+use std::time::{Duration, Instant};
+
+use crate::runtime::Runtime;
+use crate::scheduler::SLICE_TICKS;
+use crate::Pid;
+
+/// A run is preempted once it has lasted this many ticks.
+const PREEMPT_AFTER: u64 = SLICE_TICKS;
+/// A run is declared stuck once it has lasted this many ticks (10 ms with
+/// the default 2 ms slice): it did not yield to five preemption signals.
+const STUCK_AFTER: u64 = 5 * SLICE_TICKS;
+/// Stuck processes remembered, so each is named once.
+const WARNED_MAX: usize = 4096;
+
+/// The monitor thread's loop, until the runtime stops. `signal` is the
+/// preemption signal (`None`: no preemption, stuck workers are still
+/// replaced).
+pub(crate) fn run(rt: &Runtime, signal: Option<libc::c_int>, slice: Duration) {
+    let sched = rt.scheduler();
+    let tick = slice / SLICE_TICKS as u32;
+    let mut warned: HashSet<Pid> = HashSet::new();
+    // Ticks keep to a fixed schedule, not a sleep after each (which would
+    // add the wake-up's lateness every time), and the kernel is asked not
+    // to round the sleeps up (its default slack is 50 us, a tenth of a tick).
+    // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
+    let mut next_tick = Instant::now();
+    while !sched.is_stopping() {
+        next_tick += tick;
+        let now = Instant::now();
+        if next_tick > now {
+            std::thread::sleep(next_tick - now);
+        } else {
+            next_tick = now; // far behind (a stopped machine): start afresh
+        }
+        let epoch = sched.epoch.fetch_add(1, Relaxed) + 1;
+        for (index, slot) in sched.started_slots().iter().enumerate() {
+            let Some((proc, age)) = slot.watch.current(epoch) else { continue };
+            if age >= PREEMPT_AFTER {
+                if let Some(signal) = signal {
+                    slot.watch.signal(signal);
+                }
+            }
+            if age >= STUCK_AFTER && !slot.watch.stuck.swap(true, AcqRel) {
+                sched.active.fetch_sub(1, AcqRel);
+                let pid = proc.pid();
+                if warned.len() >= WARNED_MAX {
+                    warned.clear();
+                }
+                if warned.insert(pid) {
+                    eprintln!(
+                        "synodic: process {pid} has held worker thread {index} for {} ms without yielding (a call that cannot yield, or a C function that blocks); its other processes move to another thread",
+                        (tick * age as u32).as_millis()
+                    );
+                }
+            }
+        }
+        while sched.active.load(Acquire) < sched.target && !sched.is_stopping() {
+            if !replace_stuck(rt) {
+                break;
+            }
+        }
+        sched.nudge();
+    }
+}
+
+/// Brings one thread to work in place of a stuck one; false when the pool
+/// cannot grow any more.
+fn replace_stuck(rt: &Runtime) -> bool {
+    let sched = rt.scheduler();
+    sched.active.fetch_add(1, AcqRel);
+    if sched.wake_spare() {
+        return true;
+    }
+    sched.active.fetch_sub(1, AcqRel);
+    match rt.start_worker() {
+        Ok(()) => true,
+        Err(e) => {
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| eprintln!("synodic: cannot start a thread to stand in for a stuck worker: {e}"));
+            false
+        }
+    }
+}

@@ -1,0 +1,58 @@
+/*
+** preempt.c: arming and disarming the count hook that preempts a process.
+**
+** `lua_sethook` marks every Lua frame of the stack for tracing, so that a
+** line hook set now sees all of them. Preemption needs only the running
+** frame to stop: arming from the signal handler walked the whole stack
+** every time slice, and a process with a deep stack barely advanced. Here
+** only the innermost Lua frame is marked (a C function running above it
+** stops when it returns to that frame; Lua functions it calls start marked,
+** since the hook mask is set). Both functions only store fields, as
+** `lua_sethook` does, so they may run in a signal handler.
+**
+** The program's own hook is kept: the mask keeps its events (the preempting
+** hook passes them on), and disarming puts hook, mask and count back as
+** they were, without touching the frames' marks (those the program's hook
+** needs are still set).
+*/
+#include "lstate.h"
+#include "ldebug.h"
+
+#if LUA_VERSION_NUM != 504 || LUA_VERSION_RELEASE_NUM != 50408
+#error "csrc/ reads the internals of Lua 5.4.8 exactly; check it against this release before building"
+#endif
+
+/* A thread's hook as the program set it. Keep in step with `Saved` in src/preempt.rs. */
+typedef struct SynodicHook {
+  lua_Hook hook;
+  int mask;
+  int count;
+} SynodicHook;
+
+void synodic_hook_save(lua_State *L, SynodicHook *out) {
+  out->hook = L->hook;
+  out->mask = L->hookmask;
+  out->count = L->basehookcount;
+}
+
+/* Installs `preempt` to run at the next instruction, keeping the program's events in the mask. */
+void synodic_preempt_arm(lua_State *L, lua_Hook preempt, int program_mask) {
+  CallInfo *ci;
+  L->hook = preempt;
+  L->basehookcount = 1;
+  L->hookcount = 1;
+  L->hookmask = cast_byte(program_mask | LUA_MASKCOUNT);
+  for (ci = L->ci; ci != NULL; ci = ci->previous) {
+    if (isLua(ci)) {
+      ci->u.l.trap = 1;
+      break;
+    }
+  }
+}
+
+void synodic_hook_restore(lua_State *L, const SynodicHook *saved) {
+  L->hook = saved->hook;
+  L->basehookcount = saved->count;
+  L->hookcount = saved->count;
+  L->hookmask = cast_byte(saved->mask);
+}
