@@ -42,6 +42,8 @@ fn lua_options(build: &mut cc::Build) {
     build
         .define("LUA_USE_LINUX", None)
         .define("LUA_COMPAT_5_3", None)
+        // The vendored sources' hooks for Synodic (marked [Synodic]) are on.
+        .define("LUAI_SYNODIC", None)
         // Each Lua state is a process, a million of them must fit: the
         // per-state cache of C-string lookups (53x2 pointers) shrinks to one
         // entry, and the string table starts at 64 buckets instead of 128

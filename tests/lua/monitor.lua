@@ -20,13 +20,10 @@ assert(type(e) == "string" and e:find("kaboom"), e)
 local e2 = down_of(function() local x = nil; return x.field end)
 assert(e2:find("attempt to index"), e2)
 
--- An exit caught by pcall (it had to unwind) does not become the reason of
--- a later, unrelated error.
-local e3 = down_of(function()
-  pcall(table.sort, {1, 2}, function() s.exit("caught") return false end)
-  error("the real failure")
-end)
-assert(type(e3) == "string" and e3:find("the real failure"), tostring(e3))
+-- error(nil): the reason says so (a DOWN reason is never nil).
+assert(down_of(function() error(nil) end) == "(error object is a nil value)")
+local t = down_of(function() error({code = 3}) end)
+assert(type(t) == "table" and t.code == 3, "an error object that is a table is the reason")
 
 -- Code after exit does not run.
 local me = s.self()
@@ -39,11 +36,15 @@ assert(select("#", s.receive(0.05)) == 0, "nothing was sent after exit")
 -- A pid that has already ended gives its DOWN at once, with its reason
 -- while the runtime still remembers it.
 local gone = s.spawn(function() s.exit("finished early") end)
-while s.is_alive(gone) do s.sleep(0.001) end
 s.monitor(gone)
-local tag, who, why_gone = s.receive(1)
-assert(tag == "DOWN" and who == gone)
-assert(why_gone == "finished early" or why_gone == "noproc", tostring(why_gone))
+assert(select(3, s.receive()) == "finished early")
+s.monitor(gone) -- it has ended now
+local tag, who, why_gone = s.receive(0)
+assert(tag == "DOWN" and who == gone, "a dead pid's DOWN comes at once")
+assert(why_gone == "finished early", tostring(why_gone))
+-- A pid nobody remembers any more.
+s.monitor(s.spawn(function() end))
+s.receive()
 
 -- Several monitors of one process all hear of its end.
 local target = s.spawn(function() s.receive() end)

@@ -458,8 +458,22 @@ static int luaB_select (lua_State *L) {
 ** 'extra' values (where 'extra' is exactly the number of items to be
 ** ignored).
 */
+/*
+** [Synodic] Some errors must not be caught: that of a process that is
+** ending ('exit' called where it could not yield) or that went over its
+** memory limit. The embedder says which; 'pcall' and 'xpcall' raise them
+** again instead of returning them.
+*/
+#if defined(LUAI_SYNODIC)
+int synodic_uncatchable (lua_State *L, int status);
+#else
+#define synodic_uncatchable(L,status)	0
+#endif
+
 static int finishpcall (lua_State *L, int status, lua_KContext extra) {
   if (l_unlikely(status != LUA_OK && status != LUA_YIELD)) {  /* error? */
+    if (synodic_uncatchable(L, status))  /* [Synodic] */
+      return lua_error(L);  /* the error object is on top */
     lua_pushboolean(L, 0);  /* first result (false) */
     lua_pushvalue(L, -2);  /* error message */
     return 2;  /* return false, msg */

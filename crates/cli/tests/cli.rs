@@ -321,3 +321,16 @@ fn a_stuck_process_is_named_once() {
     assert_eq!(warnings.len(), 1, "{stderr}");
     assert!(warnings[0].starts_with(&format!("synodic: process {pid} has held worker thread")), "{stderr}");
 }
+
+/// The channels guide's example prints all ten jobs, every time: its main
+/// process waits for the workers before the run ends.
+#[test]
+fn the_channels_guide_example_prints_every_job() {
+    let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/channels.md")).unwrap();
+    let example = guide.split("```lua").map(|b| b.split("```").next().unwrap()).find(|b| b.contains("chan.new(\"jobs\")")).expect("the example");
+    for run in 0..20 {
+        let out = run_source("channels_guide", example, &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout).lines().count(), 10, "run {run} lost output:\n{}", text(&out.stdout));
+    }
+}

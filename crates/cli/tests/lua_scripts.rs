@@ -55,9 +55,11 @@ macro_rules! lua_tests {
 lua_tests!(
     spawn,
     send_receive,
+    receive_match,
     values,
     values_deep,
     monitor,
+    exit,
     register,
     sleep,
     preemption,
@@ -68,6 +70,7 @@ lua_tests!(
     many_processes,
     main_ends,
     channels,
+    blocking_withdrawn,
     coroutines,
     libraries,
     cjson,
@@ -79,5 +82,6 @@ lua_tests!(
     linda_rd_probe,
     linda_formals,
     linda_spaces,
+    linda_private_gc,
     buffer,
 );

@@ -9,10 +9,11 @@
 //! |---|---|
 //! | [`pid`] | `Pid`: node + serial in one tagged `u64` |
 //! | [`process`] | `Process`, `Body`, `Step`, `ExitReason` |
-//! | `message` | `Message`: encoded values, small ones inline |
+//! | `message` | `Message`: encoded values, small ones inline, with shared attachments |
 //! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main`, `halt` |
-//! | [`channel`] | `Channels`: named rendezvous with hand-offs |
-//! | [`linda`] | `Spaces`, `Space`: tuple stores indexed by arity and first field, with waiters |
+//! | [`waiting`] | `Waiter`, `Completion`, `Delivery`: what the stores queue and decide |
+//! | [`channel`] | `ChannelStore` (a state machine) and `Channels` (the node's, behind a lock): named rendezvous |
+//! | [`linda`] | `Store` (a state machine), `Space`, `Spaces`: tuple stores indexed by arity and first field, with waiters |
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
 //! | [`hash`] | `FastHasher`: hashing for the runtime's own keys |
 //! | `scheduler`, `monitor` | the worker pool and its watcher; `on_preempt_signal` for the preemption signal's handler, `MAX_WORKERS` |
@@ -34,11 +35,12 @@ pub mod runtime;
 mod scheduler;
 mod table;
 mod timer;
+pub mod waiting;
 pub mod wire;
 
 pub use error::Error;
 pub use pid::Pid;
-pub use message::{Message, Payload};
+pub use message::{Attachment, Message};
 pub use process::{Body, ExitReason, Process, Step};
 pub use runtime::{Config, RunEnd, Runtime};
 pub use scheduler::{on_preempt_signal, MAX_WORKERS};

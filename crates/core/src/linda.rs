@@ -1,8 +1,9 @@
-//! Tuple spaces (Linda): the store behind `synodic.linda`. A space is a
-//! state machine behind one lock; processes talk to it by calls that either
-//! complete at once or leave a waiter that a later `out` fills, so the same
-//! space can be owned by one node and reached by messages when spaces spread
-//! over a cluster.
+//! Tuple spaces (Linda): the store behind `synodic.linda`. [`Store`] is a
+//! state machine: calls either complete at once or queue a [`Waiter`] that a
+//! later `out` serves, and it returns its decisions as deliveries instead of
+//! touching processes, so the same store can be owned by one node and
+//! reached by messages when spaces spread over a cluster. [`Space`] is a
+//! store behind a lock, carrying out deliveries before the lock is released.
 //!
 //! Tuples are indexed like C-Linda's tuple classes: by arity, then by the
 //! first field when it is a plain value. A template whose first field is an
@@ -13,8 +14,12 @@
 //!
 //! 1. it offers the tuple to the blocked waiters, oldest first, skipping
 //!    those it cannot satisfy: a reader gets a copy and goes on waiting no
-//!    more; the first taker gets the tuple itself, and then it is gone;
+//!    more; a `where` waiter is told to look again; the first taker gets the
+//!    tuple itself, and then it is gone;
 //! 2. a tuple nobody took is stored, with a sequence number (its age).
+//!
+//! A waiter that can no longer wait withdraws (`cancel`), and learns whether
+//! it was still queued; if not, its delivery was made.
 //!
 //! Matching of `where` predicates is the caller's business (they are Lua
 //! functions): the store matches the other fields, hands out candidates, and
@@ -22,11 +27,11 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
-use crate::process::Process;
+use crate::waiting::{Completion, Delivery, Waiter};
 use crate::Message;
 
 /// A tuple field as the store sees it.
@@ -79,7 +84,8 @@ impl Field {
         }
     }
 
-    fn equals(&self, other: &Field) -> bool {
+    /// Lua's `==` between two plain values (integers and floats compare as numbers).
+    pub fn equals(&self, other: &Field) -> bool {
         match (self, other) {
             (Field::Bool(a), Field::Bool(b)) => a == b,
             (Field::Int(a), Field::Int(b)) => a == b,
@@ -188,12 +194,11 @@ impl Arity {
     }
 }
 
-/// What a blocked caller is waiting for, and where its tuple lands.
-pub struct Waiting {
-    proc: &'static Process,
+/// A blocked caller: who, what it waits for, and how.
+struct Waiting {
+    waiter: Waiter,
     template: Vec<Pattern>,
     mode: Mode,
-    slot: Mutex<Option<Tuple>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -206,90 +211,65 @@ pub enum Mode {
     Notify,
 }
 
-impl Waiting {
-    /// The tuple handed over, if any (for `Notify`, a copy of the arrival).
-    pub fn poll(&self) -> Option<Tuple> {
-        self.slot.lock().take()
-    }
-}
-
+/// One tuple space, as a state machine.
 #[derive(Default)]
-struct Store {
+pub struct Store {
     arities: HashMap<usize, Arity, Fast>,
-    waiters: VecDeque<Arc<Waiting>>,
+    waiters: VecDeque<Waiting>,
     next_seq: u64,
     len: usize,
 }
 
-#[derive(Default)]
-pub struct Space {
-    store: Mutex<Store>,
-}
-
-impl Space {
-    /// Adds a tuple (after offering it to blocked waiters).
-    pub fn out(&self, tuple: Tuple, wake: impl Fn(&'static Process)) {
-        let mut woken = Vec::new();
-        {
-            let mut st = self.store.lock();
-            let mut taken = false;
-            let mut i = 0;
-            while i < st.waiters.len() {
-                let w = &st.waiters[i];
-                if !matches(&w.template, &tuple) {
-                    i += 1;
-                    continue;
-                }
-                let w = st.waiters.remove(i).expect("index in range");
-                *w.slot.lock() = Some(tuple.clone());
-                woken.push(w.proc);
-                if w.mode == Mode::Take {
-                    taken = true;
-                    break;
+impl Store {
+    /// Adds a tuple: returns the deliveries to waiters it satisfied (steps 1 and 2).
+    pub fn out(&mut self, tuple: Tuple) -> Vec<Delivery> {
+        let mut delivered = Vec::new();
+        let mut i = 0;
+        while i < self.waiters.len() {
+            if !matches(&self.waiters[i].template, &tuple) {
+                i += 1;
+                continue;
+            }
+            let w = self.waiters.remove(i).expect("index in range");
+            match w.mode {
+                Mode::Notify => delivered.push((w.waiter, Completion::Notified)),
+                Mode::Read => delivered.push((w.waiter, Completion::Value(tuple.values.clone()))),
+                Mode::Take => {
+                    delivered.push((w.waiter, Completion::Value(tuple.values)));
+                    return delivered;
                 }
             }
-            if !taken {
-                let seq = st.next_seq;
-                st.next_seq += 1;
-                st.len += 1;
-                let arity = st.arities.entry(tuple.fields.len()).or_default();
-                arity.class_of(&tuple.fields[0]).push_back(Entry { seq, tuple });
-            }
         }
-        for p in woken {
-            wake(p);
-        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.len += 1;
+        let arity = self.arities.entry(tuple.fields.len()).or_default();
+        arity.class_of(&tuple.fields[0]).push_back(Entry { seq, tuple });
+        delivered
     }
 
-    /// The oldest match, removed when `take`.
-    pub fn find(&self, template: &[Pattern], take: bool) -> Option<Tuple> {
-        self.store.lock().find(template, take)
-    }
-
-    /// The oldest match now, or a waiter that a later `out` fills.
-    pub fn find_or_wait(&self, template: Vec<Pattern>, mode: Mode, proc: &'static Process) -> Result<Tuple, Arc<Waiting>> {
-        let mut st = self.store.lock();
+    /// The oldest match now, or the waiter queued for a later `out`
+    /// (`None`). A `Notify` waiter is always queued.
+    pub fn find_or_wait(&mut self, template: Vec<Pattern>, mode: Mode, waiter: Waiter) -> Option<Tuple> {
         if mode != Mode::Notify {
-            if let Some(t) = st.find(&template, mode == Mode::Take) {
-                return Ok(t);
+            if let Some(t) = self.find(&template, mode == Mode::Take) {
+                return Some(t);
             }
         }
-        let w = Arc::new(Waiting { proc, template, mode, slot: Mutex::new(None) });
-        st.waiters.push_back(w.clone());
-        Err(w)
+        self.waiters.push_back(Waiting { waiter, template, mode });
+        None
     }
 
-    /// Withdraws a waiter (after a timeout); returns what it had been handed meanwhile.
-    pub fn cancel(&self, w: &Arc<Waiting>) -> Option<Tuple> {
-        let mut st = self.store.lock();
-        st.waiters.retain(|x| !Arc::ptr_eq(x, w));
-        w.poll()
+    /// Withdraws a waiter: true when it was still queued.
+    pub fn cancel(&mut self, waiter: Waiter) -> bool {
+        let before = self.waiters.len();
+        self.waiters.retain(|w| w.waiter != waiter);
+        before != self.waiters.len()
     }
 
     /// Every match, oldest first, with its sequence number (for `where` templates).
     pub fn candidates(&self, template: &[Pattern]) -> Vec<(u64, Tuple)> {
-        let st = self.store.lock();
-        let mut found: Vec<(u64, Tuple)> = match st.arities.get(&template.len()) {
+        let mut found: Vec<(u64, Tuple)> = match self.arities.get(&template.len()) {
             None => Vec::new(),
             Some(a) => a.classes(template).flat_map(|(_, c)| c).filter(|e| matches(template, &e.tuple)).map(|e| (e.seq, e.tuple.clone())).collect(),
         };
@@ -298,29 +278,25 @@ impl Space {
     }
 
     /// Removes the tuple with this sequence number, if it is still there.
-    pub fn take_exact(&self, seq: u64, arity: usize) -> Option<Tuple> {
-        let mut guard = self.store.lock();
-        let st = &mut *guard;
-        let a = st.arities.get_mut(&arity)?;
+    pub fn take_exact(&mut self, seq: u64, arity: usize) -> Option<Tuple> {
+        let a = self.arities.get_mut(&arity)?;
         let taken = a.keyed.values_mut().chain(std::iter::once(&mut a.unkeyed)).find_map(|class| {
             let i = class.iter().position(|e| e.seq == seq)?;
             class.remove(i).map(|e| e.tuple)
         });
         a.prune();
-        st.len -= taken.is_some() as usize;
+        self.len -= taken.is_some() as usize;
         taken
     }
 
     pub fn count(&self, template: &[Pattern]) -> usize {
-        let st = self.store.lock();
-        st.arities.get(&template.len()).map_or(0, |a| a.classes(template).flat_map(|(_, c)| c).filter(|e| matches(template, &e.tuple)).count())
+        self.arities.get(&template.len()).map_or(0, |a| a.classes(template).flat_map(|(_, c)| c).filter(|e| matches(template, &e.tuple)).count())
     }
 
     /// Removes every match; oldest first.
-    pub fn take_all(&self, template: &[Pattern]) -> Vec<Tuple> {
-        let mut st = self.store.lock();
+    pub fn take_all(&mut self, template: &[Pattern]) -> Vec<Tuple> {
         let mut taken: Vec<Entry> = Vec::new();
-        if let Some(a) = st.arities.get_mut(&template.len()) {
+        if let Some(a) = self.arities.get_mut(&template.len()) {
             for class in a.keyed.values_mut().chain(std::iter::once(&mut a.unkeyed)) {
                 let (hit, keep): (VecDeque<Entry>, VecDeque<Entry>) = class.drain(..).partition(|e| matches(template, &e.tuple));
                 *class = keep;
@@ -328,30 +304,53 @@ impl Space {
             }
             a.prune();
         }
-        st.len -= taken.len();
+        self.len -= taken.len();
         taken.sort_by_key(|e| e.seq);
         taken.into_iter().map(|e| e.tuple).collect()
     }
 
     /// Empties the space (waiters stay).
-    pub fn clear(&self) {
-        let mut st = self.store.lock();
-        st.arities.clear();
-        st.len = 0;
+    pub fn clear(&mut self) {
+        self.arities.clear();
+        self.len = 0;
     }
 
     /// Tuples held.
     pub fn len(&self) -> usize {
-        self.store.lock().len
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
+    }
+}
+
+/// A space of the node: its store behind a lock. `with` runs an operation
+/// on the store, and `out` carries out its deliveries before the lock is
+/// released.
+#[derive(Default)]
+pub struct Space {
+    store: Mutex<Store>,
+}
+
+impl Space {
+    /// Runs `op` on the store.
+    pub fn with<R>(&self, op: impl FnOnce(&mut Store) -> R) -> R {
+        op(&mut self.store.lock())
+    }
+
+    /// `out`, carrying out its deliveries with `deliver`.
+    pub fn out(&self, tuple: Tuple, deliver: impl Fn(Delivery)) {
+        let mut store = self.store.lock();
+        for d in store.out(tuple) {
+            deliver(d);
+        }
     }
 }
 
 impl Store {
-    fn find(&mut self, template: &[Pattern], take: bool) -> Option<Tuple> {
+    /// The oldest match, removed when `take`.
+    pub fn find(&mut self, template: &[Pattern], take: bool) -> Option<Tuple> {
         let arity = self.arities.get_mut(&template.len())?;
         // The oldest match over the classes the template can match in.
         let mut best: Option<(u64, Option<Key>, usize)> = None;
@@ -375,35 +374,56 @@ impl Store {
     }
 }
 
-/// All spaces of a node: named ones and private ones, by id.
+/// All spaces of a node. Named spaces live as long as the node; a private
+/// space lives while something holds it (a handle in some process, a
+/// message or a tuple carrying one): the table knows it only weakly.
 #[derive(Default)]
 pub struct Spaces {
-    by_id: Mutex<HashMap<u64, Arc<Space>>>,
-    by_name: Mutex<HashMap<Box<[u8]>, u64>>,
+    named: Mutex<HashMap<Box<[u8]>, (u64, Arc<Space>)>>,
+    by_id: Mutex<ById>,
     next_id: AtomicU64,
 }
 
+#[derive(Default)]
+struct ById {
+    spaces: HashMap<u64, Weak<Space>, Fast>,
+    /// Entries at the last sweep of dead ones; the next comes at twice as many.
+    swept_at: usize,
+}
+
 impl Spaces {
-    /// The space with this name, created on first use.
-    pub fn open(&self, name: &[u8]) -> u64 {
-        let mut names = self.by_name.lock();
-        if let Some(&id) = names.get(name) {
-            return id;
+    /// The space with this name, created on first use, and its id.
+    pub fn open(&self, name: &[u8]) -> (u64, Arc<Space>) {
+        let mut named = self.named.lock();
+        if let Some((id, space)) = named.get(name) {
+            return (*id, space.clone());
         }
-        let id = self.create();
-        names.insert(name.into(), id);
-        id
+        let (id, space) = self.create();
+        named.insert(name.into(), (id, space.clone()));
+        (id, space)
     }
 
-    /// A fresh private space.
-    pub fn create(&self) -> u64 {
+    /// A fresh private space and its id.
+    pub fn create(&self) -> (u64, Arc<Space>) {
         let id = self.next_id.fetch_add(1, Relaxed) + 1;
-        self.by_id.lock().insert(id, Arc::new(Space::default()));
-        id
+        let space = Arc::new(Space::default());
+        let mut by_id = self.by_id.lock();
+        if by_id.spaces.len() >= 2 * by_id.swept_at.max(32) {
+            by_id.spaces.retain(|_, s| s.strong_count() > 0);
+            by_id.swept_at = by_id.spaces.len();
+        }
+        by_id.spaces.insert(id, Arc::downgrade(&space));
+        (id, space)
     }
 
+    /// The space with this id, if something still holds it.
     pub fn get(&self, id: u64) -> Option<Arc<Space>> {
-        self.by_id.lock().get(&id).cloned()
+        self.by_id.lock().spaces.get(&id).and_then(Weak::upgrade)
+    }
+
+    /// Spaces alive, named or held (a snapshot, for tests and tools).
+    pub fn live(&self) -> usize {
+        self.by_id.lock().spaces.values().filter(|s| s.strong_count() > 0).count()
     }
 }
 
@@ -421,10 +441,10 @@ mod tests {
 
     #[test]
     fn oldest_match_first_across_classes() {
-        let sp = Space::default();
-        sp.out(tuple(vec![s("b"), Field::Int(1)]), |_| {});
-        sp.out(tuple(vec![s("a"), Field::Int(2)]), |_| {});
-        sp.out(tuple(vec![s("a"), Field::Float(3.5)]), |_| {});
+        let mut sp = Store::default();
+        sp.out(tuple(vec![s("b"), Field::Int(1)]));
+        sp.out(tuple(vec![s("a"), Field::Int(2)]));
+        sp.out(tuple(vec![s("a"), Field::Float(3.5)]));
         let any_first = [Pattern::Formal(&[Kind::String]), Pattern::Any];
         assert!(matches!(sp.find(&any_first, true).unwrap().fields[1], Field::Int(1)), "the oldest of all classes");
         let int_second = [Pattern::Actual(s("a")), Pattern::Formal(&[Kind::Int])];
@@ -435,8 +455,8 @@ mod tests {
 
     #[test]
     fn numbers_match_across_int_and_float() {
-        let sp = Space::default();
-        sp.out(tuple(vec![Field::Float(1.0), s("x")]), |_| {});
+        let mut sp = Store::default();
+        sp.out(tuple(vec![Field::Float(1.0), s("x")]));
         assert!(sp.find(&[Pattern::Actual(Field::Int(1)), Pattern::Any], false).is_some());
         assert!(sp.find(&[Pattern::Formal(&[Kind::Int]), Pattern::Any], false).is_none(), "1.0 is a float");
         assert!(sp.find(&[Pattern::Actual(Field::Float(1.0)), Pattern::Never], false).is_none());
@@ -444,27 +464,76 @@ mod tests {
 
     #[test]
     fn distinct_first_fields_do_not_pile_up() {
-        let sp = Space::default();
+        let mut sp = Store::default();
         for i in 0..1000 {
-            sp.out(tuple(vec![Field::Int(i)]), |_| {});
+            sp.out(tuple(vec![Field::Int(i)]));
             assert!(sp.find(&[Pattern::Actual(Field::Int(i))], true).is_some());
         }
-        let st = sp.store.lock();
-        assert!(st.arities[&1].keyed.len() <= KEEP_EMPTY_CLASSES + 1);
+        assert!(sp.arities[&1].keyed.len() <= KEEP_EMPTY_CLASSES + 1);
     }
 
     #[test]
     fn take_all_is_oldest_first_and_clear_empties() {
-        let sp = Space::default();
+        let mut sp = Store::default();
         for i in 0..5 {
-            sp.out(tuple(vec![Field::Int(i % 2), Field::Int(i)]), |_| {});
+            sp.out(tuple(vec![Field::Int(i % 2), Field::Int(i)]));
         }
         let all = sp.take_all(&[Pattern::Any, Pattern::Any]);
         let order: Vec<i64> = all.iter().map(|t| if let Field::Int(i) = t.fields[1] { i } else { -1 }).collect();
         assert_eq!(order, vec![0, 1, 2, 3, 4]);
         assert!(sp.is_empty());
-        sp.out(tuple(vec![Field::Int(1)]), |_| {});
+        sp.out(tuple(vec![Field::Int(1)]));
         sp.clear();
         assert_eq!(sp.len(), 0);
+    }
+
+    fn waiter(n: u32) -> Waiter {
+        Waiter { pid: crate::Pid::new(0, n, 0), ticket: 1 }
+    }
+
+    #[test]
+    fn waiters_are_served_in_arrival_order_readers_before_the_taker() {
+        let mut sp = Store::default();
+        let int = [Pattern::Formal(&[Kind::Int])];
+        assert!(sp.find_or_wait(int.to_vec(), Mode::Read, waiter(1)).is_none());
+        assert!(sp.find_or_wait(int.to_vec(), Mode::Notify, waiter(2)).is_none());
+        assert!(sp.find_or_wait(int.to_vec(), Mode::Take, waiter(3)).is_none());
+        assert!(sp.find_or_wait(int.to_vec(), Mode::Take, waiter(4)).is_none());
+        let t = tuple(vec![Field::Int(5)]);
+        let delivered = sp.out(t.clone());
+        let who: Vec<(u32, bool)> = delivered.iter().map(|(w, c)| (w.pid.index(), matches!(c, Completion::Value(_)))).collect();
+        assert_eq!(who, vec![(1, true), (2, false), (3, true)], "a reader, a notice, then the first taker; the second taker waits");
+        assert!(sp.is_empty(), "the taker has it");
+        assert_eq!(sp.out(t).len(), 1, "the second taker is served by the next tuple");
+        assert!(sp.is_empty());
+    }
+
+    #[test]
+    fn a_cancelled_waiter_is_never_served_and_a_served_one_knows() {
+        let mut sp = Store::default();
+        let any = [Pattern::Any];
+        sp.find_or_wait(any.to_vec(), Mode::Take, waiter(1));
+        assert!(sp.cancel(waiter(1)), "it was queued");
+        assert!(sp.out(tuple(vec![Field::Int(1)])).is_empty(), "nobody waits any more: the tuple is stored");
+        assert_eq!(sp.len(), 1);
+        sp.find_or_wait([Pattern::Actual(Field::Int(2))].to_vec(), Mode::Take, waiter(2));
+        assert_eq!(sp.out(tuple(vec![Field::Int(2)])).len(), 1);
+        assert!(!sp.cancel(waiter(2)), "served: its tuple was delivered, nothing to give back");
+    }
+
+    #[test]
+    fn a_private_space_goes_when_nothing_holds_it() {
+        let spaces = Spaces::default();
+        let (named, _) = spaces.open(b"n");
+        let (id, space) = spaces.create();
+        assert!(spaces.get(id).is_some());
+        drop(space);
+        assert!(spaces.get(id).is_none(), "gone with its last holder");
+        assert!(spaces.get(named).is_some(), "a named space stays");
+        for _ in 0..10_000 {
+            drop(spaces.create());
+        }
+        assert!(spaces.by_id.lock().spaces.len() < 200, "dead entries are swept");
+        assert_eq!(spaces.live(), 1);
     }
 }

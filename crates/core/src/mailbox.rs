@@ -108,6 +108,45 @@ impl Mailbox {
         })
     }
 
+    /// Messages in the box.
+    pub(crate) fn len(&self) -> usize {
+        self.queued.load(Acquire) as usize
+    }
+
+    /// `f` of the message at `index` (0: the oldest), if there is one.
+    pub(crate) fn get<R>(&self, index: usize, f: impl FnOnce(&Message) -> R) -> Option<R> {
+        if index >= self.len() {
+            return None;
+        }
+        self.locked(|q| match index {
+            0 => q.next.as_ref().map(f),
+            i => q.later.get(i - 1).map(f),
+        })
+    }
+
+    /// Takes out the first message at `from` or later for which `pred`
+    /// holds; otherwise says how many messages there are.
+    pub(crate) fn take_first(&self, from: usize, mut pred: impl FnMut(&Message) -> bool) -> Result<Message, usize> {
+        if from >= self.len() {
+            return Err(self.len());
+        }
+        self.locked(|q| {
+            let count = q.next.is_some() as usize + q.later.len();
+            let found = (from..count).find(|&i| pred(if i == 0 { q.next.as_ref().expect("counted") } else { &q.later[i - 1] }));
+            let Some(i) = found else { return Err(count) };
+            let msg = if i == 0 {
+                let msg = q.next.take().expect("counted");
+                *q.next = q.later.pop_front();
+                msg
+            } else {
+                q.later.remove(i - 1).expect("counted")
+            };
+            *q.overflow = !q.later.is_empty();
+            self.queued.store(self.queued.load(Relaxed) - 1, Release);
+            Ok(msg)
+        })
+    }
+
     /// Drops every message and gives back the deque's memory, running
     /// `then` under the lock (the slot changes hands there).
     pub(crate) fn clear_with(&self, then: impl FnOnce()) {
@@ -150,6 +189,22 @@ mod tests {
         assert_eq!(m.pop(), Some(msg(3)));
         assert_eq!(m.pop(), Some(msg(4)));
         assert_eq!(m.pop(), None);
+    }
+
+    #[test]
+    fn a_message_is_taken_from_anywhere_and_the_rest_keep_their_order() {
+        let m = Mailbox::new();
+        for i in 0..6 {
+            m.push_if(msg(i), || true);
+        }
+        assert_eq!(m.get(3, |x| x.clone()), Some(msg(3)));
+        assert_eq!(m.take_first(0, |x| x[0] % 3 == 2), Ok(msg(2)), "the first match");
+        assert_eq!(m.take_first(3, |x| x[0] < 3), Err(5), "none at 3 or later: five messages");
+        assert_eq!(m.take_first(0, |x| x[0] == 0), Ok(msg(0)), "the inline one");
+        assert_eq!(m.len(), 4);
+        let rest: Vec<u8> = std::iter::from_fn(|| m.pop()).map(|x| x[0]).collect();
+        assert_eq!(rest, vec![1, 3, 4, 5]);
+        assert_eq!(m.take_first(0, |_| true), Err(0));
     }
 
     #[test]

@@ -1,15 +1,18 @@
 //! A message as it sits in a mailbox: the encoded bytes of its values
 //! (see [`crate::wire`]). Small messages — most of them — are stored inline,
 //! so sending one allocates nothing and the receiver reads it from the
-//! mailbox's own memory. A message may also carry attachments: payloads
-//! (buffers) shared with the sender instead of copied, which its bytes refer
-//! to by index.
+//! mailbox's own memory. A message may also carry attachments: objects
+//! shared with the sender instead of copied (a buffer's bytes, a tuple
+//! space), which its bytes refer to by index.
 
+use std::any::Any;
 use std::ops::Deref;
 use std::sync::Arc;
 
-/// A payload shared between processes of a node (a buffer's bytes).
-pub type Payload = Arc<Vec<u8>>;
+/// Something a message carries beside its bytes, shared rather than copied.
+/// What it is, the layer that made the message knows (and checks, with a
+/// downcast, when it reads one).
+pub type Attachment = Arc<dyn Any + Send + Sync>;
 
 const INLINE: usize = 30;
 
@@ -20,7 +23,7 @@ pub struct Message(Repr);
 enum Repr {
     Inline { len: u8, bytes: [u8; INLINE] },
     Heap(Box<[u8]>),
-    Attached(Box<(Box<[u8]>, Vec<Payload>)>),
+    Attached(Box<(Box<[u8]>, Vec<Attachment>)>),
 }
 
 impl Message {
@@ -37,19 +40,19 @@ impl Message {
         }
     }
 
+    /// A message whose bytes refer to `attachments` by index.
     #[inline]
-    /// A message whose bytes refer to `payloads` by index.
-    pub fn with_payloads(bytes: Vec<u8>, payloads: Vec<Payload>) -> Message {
-        if payloads.is_empty() {
+    pub fn with_attachments(bytes: Vec<u8>, attachments: Vec<Attachment>) -> Message {
+        if attachments.is_empty() {
             Message::from_vec(bytes)
         } else {
-            Message(Repr::Attached(Box::new((bytes.into_boxed_slice(), payloads))))
+            Message(Repr::Attached(Box::new((bytes.into_boxed_slice(), attachments))))
         }
     }
 
-    /// The attached payloads.
+    /// The attachments.
     #[inline]
-    pub fn payloads(&self) -> &[Payload] {
+    pub fn attachments(&self) -> &[Attachment] {
         match &self.0 {
             Repr::Attached(a) => &a.1,
             _ => &[],

@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::*
 use parking_lot::Mutex;
 
 use crate::mailbox::Mailbox;
+use crate::waiting::Completion;
 use crate::{Message, Pid, Runtime};
 
 pub(crate) const QUEUED: u8 = 0;
@@ -76,6 +77,8 @@ pub(crate) struct MoreLinks {
     pub names: Vec<Box<[u8]>>,
     /// How `last_pid` ended, when not normally.
     pub last_reason: Option<ExitReason>,
+    /// What a store gave the process for one of its waits (see `waiting`).
+    pub completion: Option<(u64, Completion)>,
 }
 
 impl Links {
@@ -185,6 +188,51 @@ impl Process {
     #[inline]
     pub fn pop_message(&self) -> Option<Message> {
         self.mailbox.pop()
+    }
+
+    /// Messages waiting in the mailbox.
+    pub fn mailbox_len(&self) -> usize {
+        self.mailbox.len()
+    }
+
+    /// A copy of the message at `index` in the mailbox (0 is the oldest).
+    /// Only the process itself takes messages out, so indices stay put
+    /// between its calls.
+    pub fn peek_message(&self, index: usize) -> Option<Message> {
+        self.mailbox.get(index, Message::clone)
+    }
+
+    /// The first message at `from` or later for which `pred` holds
+    /// (examined under the mailbox's lock: `pred` must not block), taken
+    /// out; or how many messages there are.
+    pub fn take_first_match(&self, from: usize, pred: impl FnMut(&Message) -> bool) -> Result<Message, usize> {
+        self.mailbox.take_first(from, pred)
+    }
+
+    /// Takes the message at `index` out of the mailbox.
+    pub fn take_message_at(&self, index: usize) -> Option<Message> {
+        self.mailbox.take_first(index, |_| true).ok()
+    }
+
+    /// Hands `completion` to the wait `ticket` of this slot's tenant, if
+    /// `pid` still names it; true when it did (the caller wakes it).
+    pub(crate) fn complete(&self, pid: Pid, ticket: u64, completion: Completion) -> bool {
+        let mut links = self.links.lock();
+        if links.exited || !self.is(pid) {
+            return false;
+        }
+        links.more().completion = Some((ticket, completion));
+        true
+    }
+
+    /// What a store gave the wait `ticket`, if anything yet.
+    pub fn take_completion(&self, ticket: u64) -> Option<Completion> {
+        let mut links = self.links.lock();
+        let more = links.more.as_mut()?;
+        match &more.completion {
+            Some((t, _)) if *t == ticket => more.completion.take().map(|(_, c)| c),
+            _ => None,
+        }
     }
 
     /// Delivers a message if `to` still names this slot's tenant.

@@ -28,6 +28,7 @@ use crate::process::{Body, ExitReason, Process, Step, QUEUED};
 use crate::scheduler::{Scheduler, MAX_WORKERS};
 use crate::table::Table;
 use crate::timer::Timers;
+use crate::waiting::Delivery;
 use crate::wire::Writer;
 use crate::{Error, Message, Pid};
 
@@ -230,6 +231,15 @@ impl Runtime {
     #[inline]
     fn peer_of(&self, proc: &Process) -> Option<&'static Process> {
         self.shared.table.slot(proc.peer()?)
+    }
+
+    /// Carries out a store's decision (see `waiting`): the waiter's process
+    /// gets the completion and is woken. A waiter that has ended gets nothing.
+    pub fn complete(&self, (waiter, completion): Delivery) {
+        let Some(slot) = self.shared.table.lookup(waiter.pid) else { return };
+        if slot.complete(waiter.pid, waiter.ticket, completion) {
+            self.wake(slot);
+        }
     }
 
     /// Wakes `proc` at `at` (it re-checks its own deadline then).

@@ -11,7 +11,7 @@
 use crate::Pid;
 
 /// First byte of every message; bump when the layout changes.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 /// Deepest nesting of tables and functions a message may carry.
 pub const MAX_DEPTH: usize = 200;
@@ -32,8 +32,8 @@ pub enum Tag {
     Globals = 10,
     Library = 11,
     SharedUpvalue = 12,
-    Space = 13,
-    Buffer = 14,
+    /// A userdata shared through the message's attachments.
+    Shared = 13,
 }
 
 impl Tag {
@@ -54,8 +54,7 @@ impl Tag {
             10 => Globals,
             11 => Library,
             12 => SharedUpvalue,
-            13 => Space,
-            14 => Buffer,
+            13 => Shared,
             _ => return None,
         })
     }

@@ -23,7 +23,7 @@
 
 /* Keep in step with `VERSION` and `Tag` in synodic-core's wire.rs, and with
 ** the pid tag in its pid.rs. */
-#define WIRE_VERSION 1
+#define WIRE_VERSION 2
 enum { TAG_NIL = 0, TAG_FALSE = 1, TAG_TRUE = 2, TAG_INT = 3, TAG_FLOAT = 4, TAG_STR = 5, TAG_PID = 9 };
 #define PID_TAG_BITS 0xF
 #define PID_TAG 0xD

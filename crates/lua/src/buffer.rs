@@ -14,9 +14,29 @@ use std::ffi::{c_int, CStr};
 use std::sync::Arc;
 
 use mlua_sys as ffi;
-use synodic_core::Payload;
+use synodic_core::Attachment;
 
+use crate::codec::Sendable;
 use crate::util::*;
+
+/// A buffer's bytes, shared between the buffers that view them.
+pub(crate) type Payload = Arc<Vec<u8>>;
+
+/// A buffer crosses as its bytes, shared (see `codec::Sendable`); the
+/// variant byte is its element kind.
+pub(crate) static SENDABLE: Sendable = Sendable { kind: 1, share, rebuild };
+
+unsafe fn share(L: *mut ffi::lua_State, idx: c_int) -> Option<(u8, Attachment)> {
+    let b = to_buffer(L, idx)?;
+    Some((b.kind as u8, b.payload.clone()))
+}
+
+unsafe fn rebuild(L: *mut ffi::lua_State, variant: u8, shared: &Attachment) -> Result<(), String> {
+    let kind = Kind::from_byte(variant).ok_or("unknown buffer kind")?;
+    let payload = shared.clone().downcast::<Vec<u8>>().map_err(|_| "not a buffer's bytes")?;
+    push(L, payload, kind);
+    Ok(())
+}
 
 const BUFFER: &CStr = c"synodic.buffer";
 

@@ -1,16 +1,30 @@
 //! The `synodic.chan` module: named rendezvous channels (SPEC §4, luaproc's
 //! semantics). The channel logic lives in `synodic_core::channel`; this file
 //! maps it to Lua: `true` on success, `nil, "exists"`, `nil, "no such
-//! channel"`, `nil, "deleted"`.
+//! channel"`, `nil, "deleted"`. A blocked send or receive waits as every
+//! blocking operation does (`wait`).
 
 use std::ffi::{c_int, CStr};
 
 use mlua_sys as ffi;
-use synodic_core::channel::{Handed, ReceiveOutcome, SendOutcome};
+use synodic_core::waiting::Completion;
 
 use crate::codec;
-use crate::ctx::{ctx, Pending};
+use crate::ctx::ctx;
 use crate::util::*;
+use crate::wait::{self, Poll};
+
+/// A send or receive queued on a channel.
+struct Queued(Box<[u8]>);
+
+impl wait::Queue for Queued {
+    unsafe fn withdraw(&self, L: *mut ffi::lua_State, waiter: synodic_core::waiting::Waiter) {
+        ctx(L).rt().channels().withdraw(&self.0, waiter);
+    }
+    fn as_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
 
 const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"new", new), (c"send", send), (c"receive", receive), (c"delete", delete)];
 
@@ -29,11 +43,6 @@ unsafe fn fail(L: *mut ffi::lua_State, why: &CStr) -> c_int {
     2
 }
 
-unsafe fn wake<'a>(L: *mut ffi::lua_State) -> impl Fn(&'static synodic_core::Process) + 'a {
-    let rt: &'a synodic_core::Runtime = ctx(L).rt();
-    move |p| rt.wake(p)
-}
-
 unsafe extern "C-unwind" fn new(L: *mut ffi::lua_State) -> c_int {
     let created = match name(L, "new") {
         Ok(n) => ctx(L).rt().channels().create(n),
@@ -46,7 +55,9 @@ unsafe extern "C-unwind" fn new(L: *mut ffi::lua_State) -> c_int {
     1
 }
 
+/// What an operation comes to.
 enum Next {
+    /// Done: this many results are on the stack.
     Done(c_int),
     Block,
     Fail(&'static CStr),
@@ -54,46 +65,27 @@ enum Next {
 
 unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<Next, String> {
     let n = name(L, "send")?;
-    let top = ffi::lua_gettop(L);
-    let msg = codec::encode(L, 2, top).map_err(|e| format!("send: {e}"))?;
-    let c = ctx(L);
-    match c.rt().channels().send(n, c.proc(), msg, wake(L)) {
-        Ok(SendOutcome::Delivered) => Ok(Next::Done(0)),
-        Ok(SendOutcome::Wait(h)) => {
-            c.handoff = Some(h);
-            Ok(Next::Block)
-        }
-        Err(_) => Ok(Next::Fail(c"no such channel")),
-    }
-}
-
-/// When the caller cannot yield, a fresh hand-off is withdrawn at once: the
-/// operation completes only if a partner already came.
-unsafe fn unless_unyieldable(L: *mut ffi::lua_State, next: Result<Next, String>) -> Result<Next, String> {
-    if !matches!(next, Ok(Next::Block)) || ffi::lua_isyieldable(L) != 0 {
-        return next;
-    }
-    let c = ctx(L);
-    let handed = match (c.handoff.take(), to_bytes(L, 1)) {
-        (Some(h), Some(name)) => c.rt().channels().withdraw(name, &h),
-        _ => Handed::Waiting,
-    };
-    match handed {
-        Handed::Done(Some(m)) => codec::decode(L, &m).map(Next::Done).map_err(|e| format!("chan.receive: {e}")),
-        Handed::Done(None) => Ok(Next::Done(0)),
-        Handed::Deleted => Ok(Next::Fail(c"deleted")),
-        Handed::Waiting => Err("chan: cannot block here (inside a call that cannot yield, such as a metamethod called from C)".into()),
-    }
-}
-
-/// Ends a `send`: `true` once taken, or blocks (again) until it is.
-unsafe fn finish_send(L: *mut ffi::lua_State, next: Result<Next, String>) -> c_int {
-    match next {
-        Ok(Next::Done(_)) => {
+    let msg = codec::encode(L, 2, ffi::lua_gettop(L)).map_err(|e| format!("send: {e}"))?;
+    let waiter = wait::begin(L, Box::new(Queued(n.into())));
+    let rt = ctx(L).rt();
+    Ok(match rt.channels().send(n, waiter, msg, |d| rt.complete(d)) {
+        Ok(true) => {
+            wait::end::<Queued>(L);
             ffi::lua_pushboolean(L, 1);
-            1
+            Next::Done(1)
         }
-        Ok(Next::Block) => yield_to_scheduler(L, Pending::Block, send_k, "chan.send"),
+        Ok(false) => Next::Block,
+        Err(_) => {
+            wait::end::<Queued>(L);
+            Next::Fail(c"no such channel")
+        }
+    })
+}
+
+unsafe fn finish(L: *mut ffi::lua_State, next: Result<Next, String>, k: unsafe extern "C-unwind" fn(*mut ffi::lua_State, c_int, ffi::lua_KContext) -> c_int, what: &str) -> c_int {
+    match next {
+        Ok(Next::Done(n)) => n,
+        Ok(Next::Block) => wait::block(L, k, what),
         Ok(Next::Fail(why)) => fail(L, why),
         Err(e) => raise(L, e),
     }
@@ -101,76 +93,67 @@ unsafe fn finish_send(L: *mut ffi::lua_State, next: Result<Next, String>) -> c_i
 
 unsafe extern "C-unwind" fn send(L: *mut ffi::lua_State) -> c_int {
     let next = send_inner(L);
-    let next = unless_unyieldable(L, next);
-    finish_send(L, next)
+    finish(L, next, send_k, "chan.send")
 }
 
-/// Looks at the pending hand-off: pushes a received message's values if any.
-unsafe fn poll_handoff(L: *mut ffi::lua_State) -> Result<Next, String> {
-    let c = ctx(L);
-    let handed = c.handoff.as_ref().map_or(Handed::Deleted, |h| h.poll());
-    match handed {
-        Handed::Waiting => Ok(Next::Block),
-        Handed::Deleted => {
-            c.handoff = None;
-            Ok(Next::Fail(c"deleted"))
-        }
-        Handed::Done(msg) => {
-            c.handoff = None;
-            match msg {
-                Some(m) => codec::decode(L, &m).map(Next::Done).map_err(|e| format!("chan.receive: {e}")),
-                None => Ok(Next::Done(0)),
-            }
-        }
+/// What a woken (or withdrawn) operation finds.
+unsafe fn polled(L: *mut ffi::lua_State) -> Result<Next, String> {
+    let polled = wait::poll(L);
+    if !matches!(polled, Poll::Waiting) {
+        wait::end::<Queued>(L);
     }
+    Ok(match polled {
+        Poll::Done(Completion::Value(m)) => Next::Done(codec::decode(L, &m).map_err(|e| format!("chan.receive: {e}"))?),
+        Poll::Done(Completion::Taken) => {
+            ffi::lua_pushboolean(L, 1);
+            Next::Done(1)
+        }
+        Poll::Done(Completion::Deleted | Completion::Notified) => Next::Fail(c"deleted"),
+        Poll::Withdrawn => return Err("chan: cannot block here (inside a call that cannot yield, such as a metamethod called from C)".into()),
+        Poll::Waiting => Next::Block,
+    })
 }
 
 unsafe extern "C-unwind" fn send_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
     ffi::lua_settop(L, 0);
-    let next = poll_handoff(L);
-    finish_send(L, next)
+    let next = polled(L);
+    finish(L, next, send_k, "chan.send")
 }
 
 unsafe fn receive_inner(L: *mut ffi::lua_State) -> Result<Next, String> {
     let n = name(L, "receive")?;
     let wait = ffi::lua_toboolean(L, 2) == 0;
-    let c = ctx(L);
-    let outcome = c.rt().channels().receive(n, c.proc(), wait, wake(L));
-    match outcome {
-        Ok(ReceiveOutcome::Got(msg)) => codec::decode(L, &msg).map(Next::Done).map_err(|e| format!("chan.receive: {e}")),
-        Ok(ReceiveOutcome::Empty) => Ok(Next::Done(0)),
-        Ok(ReceiveOutcome::Wait(h)) => {
-            c.handoff = Some(h);
-            Ok(Next::Block)
-        }
-        Err(_) => Ok(Next::Fail(c"no such channel")),
+    let waiter = wait::begin(L, Box::new(Queued(n.into())));
+    let rt = ctx(L).rt();
+    let got = rt.channels().receive(n, waiter, wait, |d| rt.complete(d));
+    if !matches!(got, Ok(None)) || !wait {
+        wait::end::<Queued>(L);
     }
-}
-
-unsafe fn finish_receive(L: *mut ffi::lua_State, next: Result<Next, String>) -> c_int {
-    match next {
-        Ok(Next::Done(n)) => n,
-        Ok(Next::Block) => yield_to_scheduler(L, Pending::Block, receive_k, "chan.receive"),
-        Ok(Next::Fail(why)) => fail(L, why),
-        Err(e) => raise(L, e),
-    }
+    Ok(match got {
+        Ok(Some(msg)) => Next::Done(codec::decode(L, &msg).map_err(|e| format!("chan.receive: {e}"))?),
+        Ok(None) if wait => Next::Block,
+        Ok(None) => Next::Done(0),
+        Err(_) => Next::Fail(c"no such channel"),
+    })
 }
 
 unsafe extern "C-unwind" fn receive(L: *mut ffi::lua_State) -> c_int {
     let next = receive_inner(L);
-    let next = unless_unyieldable(L, next);
-    finish_receive(L, next)
+    finish(L, next, receive_k, "chan.receive")
 }
 
 unsafe extern "C-unwind" fn receive_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
     ffi::lua_settop(L, 0);
-    let next = poll_handoff(L);
-    finish_receive(L, next)
+    let next = polled(L);
+    finish(L, next, receive_k, "chan.receive")
 }
 
 unsafe extern "C-unwind" fn delete(L: *mut ffi::lua_State) -> c_int {
     let result = match name(L, "delete") {
-        Ok(n) => ctx(L).rt().channels().delete(n, wake(L)),
+        Ok(n) => {
+            let rt = ctx(L).rt();
+            rt.channels().delete(n, |d| rt.complete(d))
+        }
         Err(e) => return raise(L, e),
     };
     match result {

@@ -8,8 +8,10 @@
 //! - The sender's global table, loaded modules and their C functions travel
 //!   by name and resolve to the receiver's own (`Globals`, `Library`).
 //! - Pids travel as their 64-bit value.
-//! - Anything else (threads, userdata, unknown C functions) is refused with
-//!   the path of the offending value, e.g. `(at [2].conn)`.
+//! - Userdata of the kinds listed in [`SENDABLE`] (buffers, tuple-space
+//!   handles) travel as attachments shared with the sender.
+//! - Anything else (threads, other userdata, unknown C functions) is refused
+//!   with the path of the offending value, e.g. `(at [2].conn)`.
 //!
 //! Decoding never raises a Lua error on junk: it returns `Error::Decode`
 //! and leaves the stack as it found it.
@@ -20,11 +22,27 @@ use std::ffi::{c_int, c_void, CStr};
 use mlua_sys as ffi;
 use synodic_core::wire::{Reader, Tag, Writer, MAX_DEPTH};
 use synodic_core::hash::FastBuild;
-use synodic_core::{Message, Payload, Pid};
+use synodic_core::{Attachment, Message, Pid};
 
 use crate::peek::{peek, Plain};
 use crate::util::{push_bytes, push_pid, to_bytes, type_name};
 use crate::Error;
+
+/// A kind of userdata that crosses between processes: what it shares (an
+/// attachment of the message) and how the receiver rebuilds it. A module
+/// with such a userdata declares one; [`SENDABLE`] lists them, so the codec
+/// knows none of their types.
+pub(crate) struct Sendable {
+    /// Its number on the wire (`docs/wire-format.md`, tag 13).
+    pub kind: u8,
+    /// The variant byte and the attachment of the userdata at `idx`, if it is of this kind.
+    pub share: unsafe fn(*mut ffi::lua_State, c_int) -> Option<(u8, Attachment)>,
+    /// Pushes a userdata of this kind for a received attachment.
+    pub rebuild: unsafe fn(*mut ffi::lua_State, u8, &Attachment) -> Result<(), String>,
+}
+
+/// Every userdata kind that crosses.
+const SENDABLE: [&Sendable; 2] = [&crate::buffer::SENDABLE, &crate::linda::SENDABLE];
 
 /// Registry key of the reverse map {module table = name} (built on demand).
 const MODULE_NAMES: &CStr = c"synodic.module_names";
@@ -55,7 +73,7 @@ pub(crate) unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: 
     // Taken, not borrowed: a finaliser run during encoding may encode too.
     let scratch = SCRATCH.with(|s| s.take());
     let w = Writer::message_into(scratch, count);
-    let mut enc = Encoder { L, w, ids: HashMap::default(), upvalues: HashMap::default(), payloads: Vec::new(), depth: 0 };
+    let mut enc = Encoder { L, w, ids: HashMap::default(), upvalues: HashMap::default(), attachments: Vec::new(), depth: 0 };
     let mut result = Ok(());
     for (n, idx) in (first..=last).enumerate() {
         if let Err(e) = enc.value(ffi::lua_absindex(L, idx)) {
@@ -68,7 +86,7 @@ pub(crate) unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: 
     }
     let bytes = enc.w.finish();
     match result {
-        Ok(()) if !enc.payloads.is_empty() => Ok(Message::with_payloads(bytes, enc.payloads)),
+        Ok(()) if !enc.attachments.is_empty() => Ok(Message::with_attachments(bytes, enc.attachments)),
         Ok(()) if bytes.len() > Message::INLINE => Ok(Message::from_vec(bytes)),
         Ok(()) => {
             let msg = Message::from_slice(&bytes);
@@ -103,7 +121,7 @@ fn write_plain(w: &mut Writer, v: Plain) -> bool {
 /// Pushes the values of a message; returns how many.
 #[inline]
 pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
-    if msg.payloads().is_empty() {
+    if msg.attachments().is_empty() {
         if let Some(n) = crate::plain::decode(L, msg) {
             return Ok(n);
         }
@@ -114,7 +132,7 @@ pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &Message) -> Result<c_i
 /// [`decode`] for messages the short path does not take (kept out of line, as `encode_general`).
 #[inline(never)]
 unsafe fn decode_general(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
-    decode_parts(L, msg, msg.payloads())
+    decode_parts(L, msg, msg.attachments())
 }
 
 /// Pushes a plain value whose tag was just read; `Ok(false)` for other tags.
@@ -132,11 +150,11 @@ unsafe fn read_plain(L: *mut ffi::lua_State, r: &mut Reader, tag: Tag) -> Result
     Ok(true)
 }
 
-/// Pushes the values encoded in `msg`, whose buffers are `payloads`.
-pub(crate) unsafe fn decode_parts(L: *mut ffi::lua_State, msg: &[u8], payloads: &[Payload]) -> Result<c_int, Error> {
+/// Pushes the values encoded in `msg`, whose attachments are `attachments`.
+pub(crate) unsafe fn decode_parts(L: *mut ffi::lua_State, msg: &[u8], attachments: &[Attachment]) -> Result<c_int, Error> {
     let base = ffi::lua_gettop(L);
     let mut refs = 0;
-    let result = decode_onto(L, msg, payloads, base, &mut refs);
+    let result = decode_onto(L, msg, attachments, base, &mut refs);
     if result.is_err() {
         ffi::lua_settop(L, base);
     } else if refs != 0 {
@@ -146,12 +164,12 @@ pub(crate) unsafe fn decode_parts(L: *mut ffi::lua_State, msg: &[u8], payloads: 
     result
 }
 
-unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], payloads: &[Payload], base: c_int, refs: &mut c_int) -> Result<c_int, Error> {
+unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], attachments: &[Attachment], base: c_int, refs: &mut c_int) -> Result<c_int, Error> {
     let (r, count) = Reader::message(msg)?;
     if ffi::lua_checkstack(L, count as c_int + 8) == 0 {
         return Err(Error::Decode(format!("too many values ({count})")));
     }
-    let mut dec = Decoder { L, r, payloads, base, refs: 0, next_ref: 0, depth: 0 };
+    let mut dec = Decoder { L, r, attachments, base, refs: 0, next_ref: 0, depth: 0 };
     let result = (|| -> Result<(), Error> {
         for _ in 0..count {
             dec.value()?;
@@ -223,7 +241,7 @@ struct Encoder {
     w: Writer,
     ids: HashMap<*const c_void, u32, FastBuild>,
     upvalues: HashMap<*mut c_void, (u32, u32), FastBuild>,
-    payloads: Vec<Payload>,
+    attachments: Vec<Attachment>,
     depth: usize,
 }
 
@@ -241,18 +259,15 @@ impl Encoder {
             ffi::LUA_TTABLE => self.table(idx)?,
             ffi::LUA_TFUNCTION => self.function(idx)?,
             ffi::LUA_TUSERDATA => {
-                if let Some(id) = crate::linda::to_space(L, idx) {
-                    self.w.tag(Tag::Space);
-                    self.w.varint(id);
-                } else if let Some(b) = crate::buffer::to_buffer(L, idx) {
-                    // The payload goes beside the bytes, shared, not copied.
-                    self.w.tag(Tag::Buffer);
-                    self.w.byte(b.kind as u8);
-                    self.w.varint(self.payloads.len() as u64);
-                    self.payloads.push(b.payload.clone());
-                } else {
+                let Some((kind, variant, shared)) = SENDABLE.iter().find_map(|s| (s.share)(L, idx).map(|(v, a)| (s.kind, v, a))) else {
                     return Err(Failure::unsendable(type_name(L, idx)));
-                }
+                };
+                // What it shares goes beside the bytes, not copied.
+                self.w.tag(Tag::Shared);
+                self.w.byte(kind);
+                self.w.byte(variant);
+                self.w.varint(self.attachments.len() as u64);
+                self.attachments.push(shared);
             }
             _ => return Err(Failure::unsendable(type_name(L, idx))),
         }
@@ -479,7 +494,7 @@ unsafe extern "C-unwind" fn loaded_newindex(L: *mut ffi::lua_State) -> c_int {
 struct Decoder<'a> {
     L: *mut ffi::lua_State,
     r: Reader<'a>,
-    payloads: &'a [Payload],
+    attachments: &'a [Attachment],
     /// Stack top when decoding started.
     base: c_int,
     /// Stack slot of the table {id = object}: 0 until a table or function
@@ -517,17 +532,13 @@ impl Decoder<'_> {
             Tag::Function => self.function()?,
             Tag::Library => self.library()?,
             Tag::SharedUpvalue => return Err(junk("shared upvalue outside a function")),
-            Tag::Space => {
-                let id = self.r.varint()?;
-                if !crate::linda::push_space(L, id) {
-                    return Err(junk(format!("no tuple space {id} on this node")));
-                }
-            }
-            Tag::Buffer => {
-                let kind = crate::buffer::Kind::from_byte(self.r.byte_value()?).ok_or_else(|| junk("unknown buffer kind"))?;
+            Tag::Shared => {
+                let kind = self.r.byte_value()?;
+                let variant = self.r.byte_value()?;
                 let index = self.r.varint()?;
-                let payload = self.payloads.get(index as usize).ok_or_else(|| junk("buffer without its payload"))?;
-                crate::buffer::push(L, payload.clone(), kind);
+                let sendable = SENDABLE.iter().find(|s| s.kind == kind).ok_or_else(|| junk(format!("unknown kind of shared value {kind}")))?;
+                let shared = self.attachments.get(index as usize).ok_or_else(|| junk("shared value without its attachment"))?;
+                (sendable.rebuild)(L, variant, shared).map_err(junk)?;
             }
         }
         Ok(())

@@ -1,9 +1,21 @@
-//! Scheduler-aware `coroutine.resume` and `coroutine.wrap`. A blocking call
-//! (or preemption) inside a Lua coroutine yields that coroutine, not the
-//! process. These replacements notice that the yield was meant for the
-//! scheduler (the context's `pending` is set) and pass it up: the enclosing
-//! thread yields too, and when the process is resumed the inner coroutine is
-//! resumed where it stopped. To Lua code the coroutine simply never yielded.
+//! The coroutine library, made aware of the scheduler. A blocking call (or
+//! preemption) inside a Lua coroutine yields that coroutine, not the
+//! process. The replaced `resume` and `wrap` notice that the yield was meant
+//! for the scheduler (the context's `pending` is set) and pass it up: the
+//! enclosing thread yields too, and when the process is resumed the inner
+//! coroutine is resumed where it stopped. To Lua code the coroutine simply
+//! never yielded.
+//!
+//! Where the enclosing thread cannot yield (a coroutine resumed from a call
+//! that cannot yield, such as a `table.sort` comparator), a preemption is
+//! skipped and a blocking operation is withdrawn (`wait::withdraw`): the
+//! coroutine is resumed at once and its operation completes with what was
+//! handed to it meanwhile, or fails with a "cannot block here" error raised
+//! inside the coroutine, where it blocked.
+//!
+//! Every process runs as a coroutine of the scheduler, but its main thread
+//! is not a coroutine to Lua code: `isyieldable` and `yield` are replaced so
+//! that, there, they behave as on the main thread of a plain Lua state.
 
 use std::ffi::c_int;
 
@@ -12,13 +24,19 @@ use mlua_sys as ffi;
 use crate::ctx::{ctx, Pending};
 use crate::util::raise;
 
-/// Opens the standard coroutine library with `resume` and `wrap` replaced.
+extern "C-unwind" {
+    // Lua 5.4.6 and later (mlua-sys declares it only for its own build of Lua).
+    fn lua_closethread(L: *mut ffi::lua_State, from: *mut ffi::lua_State) -> c_int;
+}
+
+/// Opens the standard coroutine library with `resume`, `wrap`, `yield` and
+/// `isyieldable` replaced.
 pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
     ffi::luaopen_coroutine(L);
-    ffi::lua_pushcfunction(L, resume);
-    ffi::lua_setfield(L, -2, c"resume".as_ptr());
-    ffi::lua_pushcfunction(L, wrap);
-    ffi::lua_setfield(L, -2, c"wrap".as_ptr());
+    for (name, f) in [(c"resume", resume as ffi::lua_CFunction), (c"wrap", wrap), (c"yield", yield_), (c"isyieldable", isyieldable)] {
+        ffi::lua_pushcfunction(L, f);
+        ffi::lua_setfield(L, -2, name.as_ptr());
+    }
     1
 }
 
@@ -44,21 +62,14 @@ unsafe fn drive(L: *mut ffi::lua_State, co: *mut ffi::lua_State, mut nargs: c_in
                     return Driven::PassUp;
                 }
                 let c = ctx(L);
-                let why = std::mem::replace(&mut c.pending, Pending::None);
-                if why == Pending::Preempt {
-                    nargs = 0;
-                    continue;
+                match std::mem::replace(&mut c.pending, Pending::None) {
+                    // Not now, then: go on.
+                    Pending::Preempt | Pending::None => {}
+                    // The process ends all the same, by unwinding `L`.
+                    Pending::Exit => crate::kernel::end_process_here(L),
+                    Pending::Block => crate::wait::withdraw(L),
                 }
-                // The coroutine cannot wait here: withdraw what it waits on, so
-                // nothing is handed to it later (a tuple already handed goes back).
-                if let Some(b) = c.linda.take().map(|b| *b) {
-                    let space = b.space();
-                    if let Some(t) = crate::linda::withdraw(b) {
-                        space.out(t, |p| c.rt().wake(p));
-                    }
-                }
-                ffi::lua_pushstring(L, c"cannot block inside a coroutine resumed from a call that cannot yield".as_ptr());
-                return Driven::Error;
+                nargs = 0;
             }
             ffi::LUA_OK | ffi::LUA_YIELD => {
                 if ffi::lua_checkstack(L, nres + 1) == 0 {
@@ -71,6 +82,10 @@ unsafe fn drive(L: *mut ffi::lua_State, co: *mut ffi::lua_State, mut nargs: c_in
             }
             _ => {
                 ffi::lua_xmove(co, L, 1);
+                // A process ending through the coroutine goes on ending.
+                if ctx(L).exit.is_some() {
+                    ffi::lua_error(L);
+                }
                 return Driven::Error;
             }
         }
@@ -142,11 +157,19 @@ unsafe extern "C-unwind" fn wrap(L: *mut ffi::lua_State) -> c_int {
     1
 }
 
-unsafe fn wrapped_results(L: *mut ffi::lua_State, driven: Driven) -> c_int {
+/// As `auxwrap` in `lcorolib.c`: an error closes the coroutine's pending
+/// to-be-closed variables (an error in a closing method replaces the
+/// original), gets position information if it is a string, and propagates.
+unsafe fn wrapped_results(L: *mut ffi::lua_State, co: *mut ffi::lua_State, driven: Driven) -> c_int {
     match driven {
         Driven::Values(n) => n,
         Driven::Error => {
-            if ffi::lua_type(L, -1) == ffi::LUA_TSTRING {
+            let mut status = ffi::lua_status(co);
+            if status != ffi::LUA_OK && status != ffi::LUA_YIELD {
+                status = lua_closethread(co, L);
+                ffi::lua_xmove(co, L, 1);
+            }
+            if status != ffi::LUA_ERRMEM && ffi::lua_type(L, -1) == ffi::LUA_TSTRING {
                 ffi::luaL_where(L, 1);
                 ffi::lua_rotate(L, -2, 1);
                 ffi::lua_concat(L, 2);
@@ -162,15 +185,41 @@ unsafe extern "C-unwind" fn wrapped(L: *mut ffi::lua_State) -> c_int {
     let nargs = ffi::lua_gettop(L);
     if let Err(msg) = start(L, co, nargs) {
         ffi::lua_pushstring(L, msg.as_ptr());
-        return wrapped_results(L, Driven::Error);
+        return wrapped_results(L, co, Driven::Error);
     }
     let driven = drive(L, co, nargs);
-    wrapped_results(L, driven)
+    wrapped_results(L, co, driven)
 }
 
 unsafe extern "C-unwind" fn wrapped_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
     let co = ffi::lua_tothread(L, ffi::lua_upvalueindex(1));
     ffi::lua_settop(L, 0);
     let driven = drive(L, co, 0);
-    wrapped_results(L, driven)
+    wrapped_results(L, co, driven)
+}
+
+/// Whether `co` is the main thread of its state: a process's main thread,
+/// which Lua code must see as the main thread of a plain state.
+unsafe fn is_main_thread(L: *mut ffi::lua_State, co: *mut ffi::lua_State) -> bool {
+    ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_MAINTHREAD);
+    let main = ffi::lua_tothread(L, -1);
+    ffi::lua_settop(L, -2);
+    main == co
+}
+
+unsafe extern "C-unwind" fn isyieldable(L: *mut ffi::lua_State) -> c_int {
+    let co = if ffi::lua_isnone(L, 1) != 0 { L } else { ffi::lua_tothread(L, 1) };
+    if co.is_null() {
+        return raise(L, format!("bad argument #1 to 'isyieldable' (coroutine expected, got {})", crate::util::type_name(L, 1)));
+    }
+    let yieldable = !is_main_thread(L, co) && ffi::lua_isyieldable(co) != 0;
+    ffi::lua_pushboolean(L, yieldable as c_int);
+    1
+}
+
+unsafe extern "C-unwind" fn yield_(L: *mut ffi::lua_State) -> c_int {
+    if is_main_thread(L, L) {
+        return raise(L, "attempt to yield from outside a coroutine".into());
+    }
+    ffi::lua_yield(L, ffi::lua_gettop(L))
 }

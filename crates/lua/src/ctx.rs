@@ -3,11 +3,9 @@
 //! resume, and what the process is yielding for. Coroutines inherit the
 //! extra-space pointer, so every thread of a process sees the same context.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use mlua_sys as ffi;
-use synodic_core::channel::Handoff;
 use synodic_core::{ExitReason, Message, Process, Runtime};
 
 /// Why the process is yielding to the scheduler (not to a Lua coroutine).
@@ -33,10 +31,14 @@ pub(crate) struct Ctx {
     proc: Option<&'static Process>,
     pub pending: Pending,
     pub deadline: Option<Instant>,
-    pub handoff: Option<Arc<Handoff>>,
-    /// A blocked tuple-space operation (boxed: most processes never have one,
-    /// and this struct's size decides an idle process's allocation class).
-    pub linda: Option<Box<crate::linda::Blocked>>,
+    /// The store wait in progress, if any (see `wait`).
+    pub blocked: Option<crate::wait::Blocked>,
+    /// The current wait was withdrawn (see `wait::withdraw`).
+    pub withdrawn: bool,
+    /// Store waits numbered so far (the last one's ticket).
+    pub tickets: u64,
+    /// A `receive_match` filter is running (it must not take messages).
+    pub in_filter: bool,
     /// Set by `exit` (boxed: every idle process pays for this field, few use it).
     pub exit: Option<Box<ExitReason>>,
     pub boot: Option<Boot>,
@@ -54,8 +56,10 @@ impl Ctx {
             proc: None,
             pending: Pending::None,
             deadline: None,
-            handoff: None,
-            linda: None,
+            blocked: None,
+            withdrawn: false,
+            tickets: 0,
+            in_filter: false,
             exit: None,
             boot: Some(boot),
             load_error: false,
@@ -74,13 +78,6 @@ impl Ctx {
     pub fn rt(&self) -> &Runtime {
         // SAFETY: set by `enter` to a reference that outlives the resume; native functions only run inside it.
         unsafe { &*self.rt }
-    }
-
-    /// The runtime, when the state belongs to a running process (not, for
-    /// instance, a state made for a test).
-    pub fn try_rt(&self) -> Option<&Runtime> {
-        // SAFETY: null, or set by `enter` as for `rt`.
-        unsafe { self.rt.as_ref() }
     }
 
     pub fn proc(&self) -> &'static Process {

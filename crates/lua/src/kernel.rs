@@ -8,10 +8,15 @@ use std::ffi::{c_int, CStr};
 use mlua_sys as ffi;
 use synodic_core::{ExitReason, Pid};
 
+use synodic_core::linda::Field;
+use synodic_core::wire::{Reader, Tag};
+
 use crate::codec;
 use crate::ctx::{ctx, Pending};
+use crate::peek::{peek, Plain};
 use crate::process::LuaProcess;
 use crate::util::*;
+use crate::wait;
 
 const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"spawn", spawn),
@@ -19,6 +24,7 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"self", self_pid),
     (c"send", send),
     (c"receive", receive),
+    (c"receive_match", receive_match),
     (c"sleep", sleep),
     (c"monitor", monitor),
     (c"register", register),
@@ -119,8 +125,27 @@ unsafe fn finish_receive(L: *mut ffi::lua_State, got: Result<c_int, String>) -> 
     }
 }
 
+/// Refuses to take messages out of the mailbox while a `receive_match`
+/// filter runs: it is walking the mailbox by position.
+unsafe fn not_in_filter(L: *mut ffi::lua_State, fname: &str) -> Result<(), String> {
+    match ctx(L).in_filter {
+        true => Err(format!("{fname}: cannot receive inside a receive_match filter")),
+        false => Ok(()),
+    }
+}
+
+/// Blocks on the mailbox (a message or the deadline wakes the process),
+/// continuing in `k` with `cursor` as its context.
+unsafe fn block_on_mailbox(L: *mut ffi::lua_State, k: unsafe extern "C-unwind" fn(*mut ffi::lua_State, c_int, ffi::lua_KContext) -> c_int, cursor: ffi::lua_KContext, what: &str) -> c_int {
+    if ffi::lua_isyieldable(L) == 0 {
+        return wait::cannot_block(L, what);
+    }
+    ctx(L).pending = Pending::Block;
+    ffi::lua_yieldk(L, 0, cursor, Some(k))
+}
+
 unsafe extern "C-unwind" fn receive(L: *mut ffi::lua_State) -> c_int {
-    let timeout = match opt_seconds(L, 1, "receive") {
+    let timeout = match opt_seconds(L, 1, "receive").and_then(|t| not_in_filter(L, "receive").map(|()| t)) {
         Ok(t) => t,
         Err(e) => return raise(L, e),
     };
@@ -131,17 +156,145 @@ unsafe extern "C-unwind" fn receive(L: *mut ffi::lua_State) -> c_int {
         return 0;
     }
     start_deadline(L, timeout);
-    yield_to_scheduler(L, Pending::Block, receive_k, "receive")
+    block_on_mailbox(L, receive_k, 0, "receive")
 }
 
 unsafe extern "C-unwind" fn receive_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
     if let Some(got) = take_message(L) {
         return finish_receive(L, got);
     }
+    if wait::take_withdrawn(L) {
+        return wait::cannot_block(L, "receive");
+    }
     if deadline_passed(L) {
         return 0;
     }
-    yield_to_scheduler(L, Pending::Block, receive_k, "receive")
+    block_on_mailbox(L, receive_k, 0, "receive")
+}
+
+/// How `receive_match` tells a message it wants (its argument 1).
+enum Filter {
+    /// The first value equals this one (Lua's `==` on plain values).
+    Value(Plain<'static>),
+    /// The filter function says so.
+    Function,
+}
+
+unsafe fn filter(L: *mut ffi::lua_State) -> Result<Filter, String> {
+    match peek(L, 1) {
+        Plain::Other if ffi::lua_type(L, 1) == ffi::LUA_TFUNCTION => Ok(Filter::Function),
+        Plain::Other => Err(format!("bad argument #1 to 'receive_match' (a plain value or a function expected, got {})", type_name(L, 1))),
+        // The string stays on the stack (argument 1) for the whole call.
+        v => Ok(Filter::Value(std::mem::transmute::<Plain<'_>, Plain<'static>>(v))),
+    }
+}
+
+/// Whether the first value of `msg` equals `want`.
+fn first_value_is(msg: &[u8], want: Plain) -> bool {
+    let Ok((mut r, count)) = Reader::message(msg) else { return false };
+    if count == 0 {
+        return false;
+    }
+    let Ok(tag) = r.tag() else { return false };
+    match (tag, want) {
+        (Tag::Nil, Plain::Nil) => true,
+        (Tag::False, Plain::Bool(b)) => !b,
+        (Tag::True, Plain::Bool(b)) => b,
+        (Tag::Str, Plain::Str(s)) => r.bytes().is_ok_and(|b| b == s),
+        (Tag::Pid, Plain::Light(p)) => r.pid().is_ok_and(|pid| pid.raw() == p as usize as u64),
+        (Tag::Int, want) => r.int().is_ok_and(|i| Field::Int(i).equals(&number(want))),
+        (Tag::Float, want) => r.float().is_ok_and(|f| Field::Float(f).equals(&number(want))),
+        _ => false,
+    }
+}
+
+/// A plain number as a tuple field, for Lua's `==` across integers and floats.
+fn number(v: Plain) -> Field {
+    match v {
+        Plain::Int(i) => Field::Int(i),
+        Plain::Float(f) => Field::Float(f),
+        _ => Field::Bool(false),
+    }
+}
+
+/// Looks at the messages from position `cursor` on. Pushes the values of
+/// the first that matches (taken out of the mailbox) and returns their
+/// count, or returns the position to look from next time.
+unsafe fn match_from(L: *mut ffi::lua_State, cursor: usize) -> Result<Result<c_int, usize>, String> {
+    let proc = ctx(L).proc();
+    match filter(L)? {
+        Filter::Value(want) => match proc.take_first_match(cursor, |m| first_value_is(m, want)) {
+            Ok(msg) => Ok(Ok(codec::decode(L, &msg).map_err(|e| format!("receive_match: {e}"))?)),
+            Err(count) => Ok(Err(count)),
+        },
+        Filter::Function => {
+            let mut at = cursor;
+            loop {
+                let Some(msg) = proc.peek_message(at) else { return Ok(Err(at)) };
+                let n = codec::decode(L, &msg).map_err(|e| format!("receive_match: {e}"))?;
+                drop(msg);
+                if call_filter(L, n)? {
+                    proc.take_message_at(at);
+                    return Ok(Ok(n));
+                }
+                ffi::lua_settop(L, -n - 1);
+                at += 1;
+            }
+        }
+    }
+}
+
+/// Calls the filter (argument 1) with the `n` values on top, which stay.
+unsafe fn call_filter(L: *mut ffi::lua_State, n: c_int) -> Result<bool, String> {
+    if ffi::lua_checkstack(L, n + 2) == 0 {
+        return Err("receive_match: too many values".into());
+    }
+    let first = ffi::lua_gettop(L) - n + 1;
+    ffi::lua_pushvalue(L, 1);
+    for i in first..first + n {
+        ffi::lua_pushvalue(L, i);
+    }
+    ctx(L).in_filter = true;
+    let status = ffi::lua_pcall(L, n, 1, 0);
+    ctx(L).in_filter = false;
+    if status != ffi::LUA_OK {
+        // The filter's error is the caller's (the message stays queued).
+        ffi::lua_error(L);
+    }
+    let yes = ffi::lua_toboolean(L, -1) != 0;
+    ffi::lua_settop(L, -2);
+    Ok(yes)
+}
+
+/// `receive_match(filter [, timeout])`: the oldest message the filter wants;
+/// the others stay queued in order. Each message is looked at once per
+/// call, however long it waits: the position reached is kept across yields
+/// (the continuation's context).
+unsafe extern "C-unwind" fn receive_match(L: *mut ffi::lua_State) -> c_int {
+    let timeout = match opt_seconds(L, 2, "receive_match").and_then(|t| not_in_filter(L, "receive_match").map(|()| t)) {
+        Ok(t) => t,
+        Err(e) => return raise(L, e),
+    };
+    ffi::lua_settop(L, 2);
+    start_deadline(L, timeout);
+    match_k(L, ffi::LUA_OK, 0)
+}
+
+unsafe extern "C-unwind" fn match_k(L: *mut ffi::lua_State, _status: c_int, cursor: ffi::lua_KContext) -> c_int {
+    let found = match_from(L, cursor as usize);
+    match found {
+        Ok(Ok(n)) => n,
+        Ok(Err(next)) => {
+            if wait::take_withdrawn(L) {
+                return wait::cannot_block(L, "receive_match");
+            }
+            if ctx(L).deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                return 0;
+            }
+            block_on_mailbox(L, match_k, next as ffi::lua_KContext, "receive_match")
+        }
+        Err(e) => raise(L, e),
+    }
 }
 
 unsafe extern "C-unwind" fn sleep(L: *mut ffi::lua_State) -> c_int {
@@ -155,14 +308,17 @@ unsafe extern "C-unwind" fn sleep(L: *mut ffi::lua_State) -> c_int {
         return yield_to_scheduler(L, Pending::Preempt, sleep_k, "sleep");
     }
     start_deadline(L, Some(timeout));
-    yield_to_scheduler(L, Pending::Block, sleep_k, "sleep")
+    block_on_mailbox(L, sleep_k, 0, "sleep")
 }
 
 unsafe extern "C-unwind" fn sleep_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
     if ctx(L).deadline.is_none() || deadline_passed(L) {
         return 0;
     }
-    yield_to_scheduler(L, Pending::Block, sleep_k, "sleep")
+    if wait::take_withdrawn(L) {
+        return wait::cannot_block(L, "sleep");
+    }
+    block_on_mailbox(L, sleep_k, 0, "sleep")
 }
 
 unsafe extern "C-unwind" fn monitor(L: *mut ffi::lua_State) -> c_int {
@@ -215,19 +371,40 @@ unsafe extern "C-unwind" fn exit(L: *mut ffi::lua_State) -> c_int {
     match reason {
         Ok(r) => {
             ctx(L).exit = Some(Box::new(r));
-            if ffi::lua_isyieldable(L) == 0 {
-                // Cannot yield from here: unwind with the exit sentinel instead.
-                ffi::lua_pushlightuserdata(L, exit_sentinel());
-                ffi::lua_error(L)
-            }
-            yield_to_scheduler(L, Pending::Exit, exit_k, "exit")
+            end_process(L, exit_k)
         }
         Err(e) => raise(L, e),
     }
 }
 
+/// Ends the calling process here, whose `exit` reason is set, by an error
+/// that no `pcall` keeps (for a caller that cannot yield).
+pub(crate) unsafe fn end_process_here(L: *mut ffi::lua_State) -> ! {
+    ffi::lua_pushlightuserdata(L, exit_sentinel());
+    ffi::lua_error(L);
+}
+
+/// Ends the calling process, whose `exit` reason is set: by yielding to the
+/// scheduler, or where that cannot be, by an error that no `pcall` keeps
+/// (see [`synodic_uncatchable`]).
+unsafe fn end_process(L: *mut ffi::lua_State, k: ffi::lua_KFunction) -> c_int {
+    if ffi::lua_isyieldable(L) == 0 {
+        end_process_here(L);
+    }
+    yield_to_scheduler(L, Pending::Exit, k, "exit")
+}
+
+/// Whether the error on top of `L`, being caught with `status` by `pcall`,
+/// `xpcall` or a coroutine's resume, must go on unwinding instead: the
+/// process is ending. Called by the vendored `lbaselib.c` ([Synodic]).
+#[no_mangle]
+pub unsafe extern "C-unwind" fn synodic_uncatchable(L: *mut ffi::lua_State, _status: c_int) -> c_int {
+    // Only states made for processes have a context.
+    (crate::heap::of_state(L).is_some() && ctx(L).exit.is_some()) as c_int
+}
+
 /// The error object of an `exit` that had to unwind (its address is unique).
-pub(crate) fn exit_sentinel() -> *mut std::ffi::c_void {
+fn exit_sentinel() -> *mut std::ffi::c_void {
     static SENTINEL: u8 = 0;
     &SENTINEL as *const u8 as *mut std::ffi::c_void
 }
@@ -265,7 +442,7 @@ unsafe extern "C-unwind" fn halt(L: *mut ffi::lua_State) -> c_int {
     ctx(L).rt().halt(status as i32);
     // The run is over: stop this process here rather than let it go on.
     ctx(L).exit = Some(Box::new(ExitReason::Normal));
-    yield_to_scheduler(L, Pending::Exit, exit_k, "halt")
+    end_process(L, exit_k)
 }
 
 /// The pid of the main process (the script `synodic run` started).

@@ -49,6 +49,7 @@ pub mod preempt;
 pub mod process;
 pub mod state;
 mod util;
+mod wait;
 
 pub use error::Error;
 pub use process::LuaProcess;

@@ -10,18 +10,24 @@
 //! sequence number, and if another process took it first, the next one is
 //! tried. A blocked `where` caller is woken by any tuple matching its other
 //! fields and looks again.
+//!
+//! A handle holds its space; handles in messages and tuples share it as an
+//! attachment, so a private space lives exactly as long as some handle to
+//! it does.
 
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::Arc;
 
 use mlua_sys as ffi;
-use synodic_core::linda::{Field, Kind, Mode, Pattern, Space, Tuple, Waiting};
-use synodic_core::Pid;
+use synodic_core::linda::{Field, Kind, Mode, Pattern, Space, Tuple};
+use synodic_core::waiting::{Completion, Waiter};
+use synodic_core::{Attachment, Pid};
 
-use crate::codec;
-use crate::ctx::{ctx, Pending};
+use crate::codec::{self, Sendable};
+use crate::ctx::ctx;
 use crate::peek::{peek, Plain};
 use crate::util::*;
+use crate::wait::{self, Poll};
 
 /// Registry name of the metatable of space handles.
 const SPACE: &CStr = c"synodic.space";
@@ -73,8 +79,8 @@ pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
         ffi::lua_rawsetp(L, -2, formal_key());
         ffi::lua_setfield(L, -2, name.as_ptr());
     }
-    let id = ctx(L).rt().spaces().open(b"default");
-    push_space(L, id);
+    let (id, space) = ctx(L).rt().spaces().open(b"default");
+    push_space(L, id, space);
     ffi::lua_setfield(L, -2, c"default".as_ptr());
     1
 }
@@ -86,9 +92,8 @@ struct Handle {
     space: Arc<Space>,
 }
 
-/// Pushes a handle to space `id`; false (nothing pushed) when there is no such space.
-pub(crate) unsafe fn push_space(L: *mut ffi::lua_State, id: u64) -> bool {
-    let Some(space) = ctx(L).try_rt().and_then(|rt| rt.spaces().get(id)) else { return false };
+/// Pushes a handle to `space`, whose id is `id`.
+pub(crate) unsafe fn push_space(L: *mut ffi::lua_State, id: u64, space: Arc<Space>) {
     (ffi::lua_newuserdatauv(L, std::mem::size_of::<Handle>(), 0) as *mut Handle).write(Handle { id, space });
     if ffi::luaL_newmetatable(L, SPACE.as_ptr()) != 0 {
         ffi::lua_pushcfunction(L, space_gc);
@@ -105,7 +110,26 @@ pub(crate) unsafe fn push_space(L: *mut ffi::lua_State, id: u64) -> bool {
         ffi::lua_setfield(L, -2, c"__tostring".as_ptr());
     }
     ffi::lua_setmetatable(L, -2);
-    true
+}
+
+/// A space handle crosses as its space, shared (see `codec::Sendable`).
+pub(crate) static SENDABLE: Sendable = Sendable { kind: 2, share: share_space, rebuild: rebuild_space };
+
+/// What travels: the id and the space itself.
+struct Shared {
+    id: u64,
+    space: Arc<Space>,
+}
+
+unsafe fn share_space(L: *mut ffi::lua_State, idx: c_int) -> Option<(u8, Attachment)> {
+    let h = handle(L, idx)?;
+    Some((0, Arc::new(Shared { id: h.id, space: h.space.clone() })))
+}
+
+unsafe fn rebuild_space(L: *mut ffi::lua_State, _variant: u8, shared: &Attachment) -> Result<(), String> {
+    let shared = shared.downcast_ref::<Shared>().ok_or("not a tuple space")?;
+    push_space(L, shared.id, shared.space.clone());
+    Ok(())
 }
 
 unsafe fn handle<'a>(L: *mut ffi::lua_State, idx: c_int) -> Option<&'a Handle> {
@@ -113,7 +137,7 @@ unsafe fn handle<'a>(L: *mut ffi::lua_State, idx: c_int) -> Option<&'a Handle> {
 }
 
 /// The space id of the handle at `idx`, if it is one.
-pub(crate) unsafe fn to_space(L: *mut ffi::lua_State, idx: c_int) -> Option<u64> {
+unsafe fn to_space(L: *mut ffi::lua_State, idx: c_int) -> Option<u64> {
     handle(L, idx).map(|h| h.id)
 }
 
@@ -143,14 +167,14 @@ unsafe extern "C-unwind" fn open_space(L: *mut ffi::lua_State) -> c_int {
     let Some(name) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
         return raise(L, format!("bad argument #1 to 'open' (space name expected, got {})", type_name(L, 1)));
     };
-    let id = ctx(L).rt().spaces().open(name);
-    push_space(L, id);
+    let (id, space) = ctx(L).rt().spaces().open(name);
+    push_space(L, id, space);
     1
 }
 
 unsafe extern "C-unwind" fn new_space(L: *mut ffi::lua_State) -> c_int {
-    let id = ctx(L).rt().spaces().create();
-    push_space(L, id);
+    let (id, space) = ctx(L).rt().spaces().create();
+    push_space(L, id, space);
     1
 }
 
@@ -257,7 +281,7 @@ unsafe fn holds(L: *mut ffi::lua_State, tuple: &Tuple, wheres: &[(usize, c_int)]
 
 /// The first candidate whose `where` predicates hold, taken (or read).
 unsafe fn find_where(L: *mut ffi::lua_State, space: &Space, patterns: &[Pattern], wheres: &[(usize, c_int)], take: bool) -> Result<Option<Tuple>, String> {
-    for (seq, tuple) in space.candidates(patterns) {
+    for (seq, tuple) in space.with(|st| st.candidates(patterns)) {
         if !holds(L, &tuple, wheres)? {
             continue;
         }
@@ -265,56 +289,64 @@ unsafe fn find_where(L: *mut ffi::lua_State, space: &Space, patterns: &[Pattern]
             return Ok(Some(tuple));
         }
         // Gone if another process took it meanwhile: try the next one.
-        if let Some(t) = space.take_exact(seq, patterns.len()) {
+        if let Some(t) = space.with(|st| st.take_exact(seq, patterns.len())) {
             return Ok(Some(t));
         }
     }
     Ok(None)
 }
 
-/// A blocked `take`/`rd`, kept across yields.
-pub(crate) struct Blocked {
+/// A `take`/`rd` that found nothing yet: what it looks for, kept across
+/// yields (the `where` predicates stay on the stack, as the arguments).
+struct Query {
     space: Arc<Space>,
     patterns: Vec<Pattern>,
     wheres: Wheres,
     take: bool,
-    waiting: Arc<Waiting>,
 }
 
-impl Blocked {
-    pub(crate) fn space(&self) -> Arc<Space> {
-        self.space.clone()
+impl wait::Queue for Query {
+    unsafe fn withdraw(&self, _L: *mut ffi::lua_State, waiter: Waiter) {
+        self.space.with(|st| st.cancel(waiter));
+    }
+    fn as_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
     }
 }
 
 enum Got {
     Tuple(Tuple),
-    Wait(Blocked),
+    /// A waiter is queued in the store (the query is the current wait's).
+    Wait,
 }
 
 /// One attempt: a tuple now, or a waiter left in the store.
-unsafe fn attempt(L: *mut ffi::lua_State, space: &Arc<Space>, patterns: Vec<Pattern>, wheres: Wheres, take: bool) -> Result<Got, String> {
-    let proc = ctx(L).proc();
+unsafe fn attempt(L: *mut ffi::lua_State, q: Box<Query>) -> Result<Got, String> {
+    let space = q.space.clone();
+    let (patterns, wheres, take) = (q.patterns.clone(), q.wheres.clone(), q.take);
     if wheres.is_empty() {
         let mode = if take { Mode::Take } else { Mode::Read };
-        return Ok(match space.find_or_wait(patterns.clone(), mode, proc) {
-            Ok(t) => Got::Tuple(t),
-            Err(waiting) => Got::Wait(Blocked { space: space.clone(), patterns, wheres, take, waiting }),
+        let waiter = wait::begin(L, q);
+        return Ok(match space.with(|st| st.find_or_wait(patterns, mode, waiter)) {
+            Some(t) => {
+                wait::end::<Query>(L);
+                Got::Tuple(t)
+            }
+            None => Got::Wait,
         });
     }
-    if let Some(t) = find_where(L, space, &patterns, &wheres, take)? {
+    if let Some(t) = find_where(L, &space, &patterns, &wheres, take)? {
         return Ok(Got::Tuple(t));
     }
     // Register interest, then look once more: a tuple may have come in between.
-    let waiting = match space.find_or_wait(patterns.clone(), Mode::Notify, proc) {
-        Ok(t) => return Ok(Got::Tuple(t)),
-        Err(w) => w,
-    };
-    if let Some(t) = find_where(L, space, &patterns, &wheres, take)? {
-        space.cancel(&waiting);
+    let waiter = wait::begin(L, q);
+    space.with(|st| st.find_or_wait(patterns.clone(), Mode::Notify, waiter));
+    if let Some(t) = find_where(L, &space, &patterns, &wheres, take)? {
+        space.with(|st| st.cancel(waiter));
+        wait::end::<Query>(L);
         return Ok(Got::Tuple(t));
     }
-    Ok(Got::Wait(Blocked { space: space.clone(), patterns, wheres, take, waiting }))
+    Ok(Got::Wait)
 }
 
 /// Returns the tuple's values, or blocks with `blocking_k` as continuation.
@@ -328,47 +360,53 @@ unsafe fn finish(L: *mut ffi::lua_State, got: Result<Got, String>) -> c_int {
                 Err(e) => raise(L, e),
             }
         }
-        Ok(Got::Wait(b)) if ffi::lua_isyieldable(L) == 0 => {
-            // Cannot block here: withdraw the waiter first, so nothing is
-            // handed to it later; keep a tuple that was handed meanwhile.
-            match withdraw(b) {
-                Some(t) => finish(L, Ok(Got::Tuple(t))),
-                None => raise(L, "linda: cannot block here (inside a call that cannot yield, such as a metamethod called from C)".into()),
-            }
+        Ok(Got::Wait) => wait::block(L, blocking_k, "linda"),
+        Err(e) => {
+            wait::end::<Query>(L);
+            raise(L, e)
         }
-        Ok(Got::Wait(b)) => {
-            ctx(L).linda = Some(Box::new(b));
-            yield_to_scheduler(L, Pending::Block, blocking_k, "linda")
-        }
-        Err(e) => raise(L, e),
     }
 }
 
-/// Takes a waiter out of its store; returns the tuple it was handed, if it
-/// was handed one (a `where` waiter's notice is not a tuple for it).
-pub(crate) fn withdraw(b: Blocked) -> Option<Tuple> {
-    let handed = b.space.cancel(&b.waiting);
-    handed.filter(|_| b.wheres.is_empty())
-}
-
 unsafe extern "C-unwind" fn blocking_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
-    let Some(b) = ctx(L).linda.take().map(|b| *b) else { return 0 };
-    let arrived = b.waiting.poll();
-    let got = match (arrived, b.wheres.is_empty()) {
-        // A plain waiter is handed its tuple.
-        (Some(t), true) => Ok(Got::Tuple(t)),
-        // A `where` waiter was told something arrived: look again.
-        (Some(_), false) => {
-            let Blocked { space, patterns, wheres, take, waiting } = b;
-            drop(waiting);
-            attempt(L, &space, patterns, wheres, take)
+    let expired = deadline_passed(L);
+    let polled = match wait::poll(L) {
+        // Withdraw, then look once more: a tuple handed meanwhile is kept.
+        Poll::Waiting if expired => wait::expire(L).map_or(Poll::Withdrawn, Poll::Done),
+        p => p,
+    };
+    let got = match polled {
+        // A plain waiter is handed its tuple's values.
+        Poll::Done(Completion::Value(values)) => {
+            wait::end::<Query>(L);
+            let pushed = codec::decode(L, &values).map_err(|e| format!("take: {e}"));
+            drop(values);
+            return match pushed {
+                Ok(n) => n,
+                Err(e) => raise(L, e),
+            };
         }
-        (None, _) if deadline_passed(L) => match withdraw(b) {
-            Some(t) => Ok(Got::Tuple(t)),
+        // A `where` waiter was told something arrived: look again.
+        Poll::Done(_) => match wait::end::<Query>(L) {
+            Some(q) => attempt(L, q),
             None => return 0,
         },
-        (None, _) => Ok(Got::Wait(b)),
+        Poll::Withdrawn => {
+            wait::end::<Query>(L);
+            return if expired { 0 } else { wait::cannot_block(L, "linda") };
+        }
+        Poll::Waiting => return wait::block(L, blocking_k, "linda"),
     };
+    // A `where` waiter that looked again after its deadline does not wait again.
+    if expired && matches!(got, Ok(Got::Wait)) {
+        return match wait::expire(L) {
+            Some(_) => blocking_k(L, ffi::LUA_OK, 0),
+            None => {
+                wait::end::<Query>(L);
+                0
+            }
+        };
+    }
     finish(L, got)
 }
 
@@ -383,14 +421,11 @@ unsafe fn blocking(L: *mut ffi::lua_State, take: bool, timed: bool, fname: &str)
     match prepared {
         Ok((space, timeout, patterns, wheres)) => {
             start_deadline(L, timeout);
-            let got = match attempt(L, space, patterns, wheres, take) {
-                // A zero timeout polls: no waiting, but keep a tuple handed meanwhile.
-                Ok(Got::Wait(b)) if timeout.is_some_and(|t| t.is_zero()) => match withdraw(b) {
-                    Some(t) => Ok(Got::Tuple(t)),
-                    None => return 0,
-                },
-                other => other,
-            };
+            let got = attempt(L, Box::new(Query { space: space.clone(), patterns, wheres, take }));
+            // A zero timeout polls: no waiting (but a tuple handed meanwhile is kept).
+            if matches!(got, Ok(Got::Wait)) && timeout.is_some_and(|t| t.is_zero()) {
+                return blocking_k(L, ffi::LUA_OK, 0);
+            }
             finish(L, got)
         }
         Err(e) => raise(L, e),
@@ -419,7 +454,7 @@ unsafe fn probe(L: *mut ffi::lua_State, take: bool, fname: &str) -> c_int {
         let space = space_of(L, fname)?;
         let (patterns, wheres) = template(L, 2, fname)?;
         if wheres.is_empty() {
-            Ok(space.find(&patterns, take))
+            Ok(space.with(|st| st.find(&patterns, take)))
         } else {
             find_where(L, space, &patterns, &wheres, take)
         }
@@ -449,7 +484,7 @@ unsafe extern "C-unwind" fn out(L: *mut ffi::lua_State) -> c_int {
         let fields = (2..=top).map(|i| field(L, i, i - 1, "out")).collect::<Result<Vec<_>, _>>()?;
         let values = codec::encode(L, 2, top).map_err(|e| format!("out: {e}"))?;
         let rt = ctx(L).rt();
-        space.out(Tuple { fields, values }, |p| rt.wake(p));
+        space.out(Tuple { fields, values }, |d| rt.complete(d));
         Ok(())
     })();
     match done {
@@ -463,10 +498,10 @@ unsafe extern "C-unwind" fn count(L: *mut ffi::lua_State) -> c_int {
         let space = space_of(L, "count")?;
         let (patterns, wheres) = template(L, 2, "count")?;
         if wheres.is_empty() {
-            return Ok(space.count(&patterns));
+            return Ok(space.with(|st| st.count(&patterns)));
         }
         let mut n = 0;
-        for (_, t) in space.candidates(&patterns) {
+        for (_, t) in space.with(|st| st.candidates(&patterns)) {
             n += holds(L, &t, &wheres)? as usize;
         }
         Ok(n)
@@ -485,7 +520,7 @@ unsafe extern "C-unwind" fn take_all(L: *mut ffi::lua_State) -> c_int {
         let space = space_of(L, "take_all")?;
         let (patterns, wheres) = template(L, 2, "take_all")?;
         if wheres.is_empty() {
-            let all = space.take_all(&patterns);
+            let all = space.with(|st| st.take_all(&patterns));
             return Ok((space, all));
         }
         let mut all = Vec::new();
@@ -496,7 +531,7 @@ unsafe extern "C-unwind" fn take_all(L: *mut ffi::lua_State) -> c_int {
                 Err(e) => {
                     // Nothing is lost: what was taken goes back.
                     for t in all {
-                        space.out(t, |p| ctx(L).rt().wake(p));
+                        space.out(t, |d| ctx(L).rt().complete(d));
                     }
                     return Err(e);
                 }
@@ -524,14 +559,14 @@ unsafe extern "C-unwind" fn take_all(L: *mut ffi::lua_State) -> c_int {
             }
             Err(e) => {
                 failed = Some(e);
-                space.out(t, |p| ctx(L).rt().wake(p));
+                space.out(t, |d| ctx(L).rt().complete(d));
                 break;
             }
         }
     }
     // After a failure the rest goes back too.
     for t in tuples {
-        space.out(t, |p| ctx(L).rt().wake(p));
+        space.out(t, |d| ctx(L).rt().complete(d));
     }
     match failed {
         Some(e) => raise(L, e),
@@ -542,7 +577,7 @@ unsafe extern "C-unwind" fn take_all(L: *mut ffi::lua_State) -> c_int {
 unsafe extern "C-unwind" fn clear(L: *mut ffi::lua_State) -> c_int {
     match space_of(L, "clear") {
         Ok(space) => {
-            space.clear();
+            space.with(|st| st.clear());
             0
         }
         Err(e) => raise(L, e),

@@ -103,12 +103,9 @@ impl Body for LuaProcess {
                     }
                 }
                 ffi::LUA_OK => Step::Exited(ExitReason::Normal),
-                // An `exit` that unwound ends the process with its reason;
-                // any other error is a failure (even if an earlier `exit`
-                // was caught by a pcall).
-                _ if ffi::lua_touserdata(L, -1) == crate::kernel::exit_sentinel() => {
-                    Step::Exited(self.ctx.exit.take().map_or(ExitReason::Normal, |r| *r))
-                }
+                // An `exit` that unwound ends the process with its reason
+                // (whatever error a closing method raised on the way).
+                _ if self.ctx.exit.is_some() => Step::Exited(self.ctx.exit.take().map_or(ExitReason::Normal, |r| *r)),
                 _ => Step::Exited(self.failure(me)),
             }
         }
@@ -129,6 +126,8 @@ impl LuaProcess {
         };
         let reason = match &text {
             Some(t) => ExitReason::Error(t.clone()),
+            // A nil error says so: a DOWN reason is never nil.
+            None if ffi::lua_isnil(L, err) != 0 => ExitReason::Error(String::new()),
             None => codec::encode(L, err, err).map(|m| ExitReason::Value(m.to_vec())).unwrap_or_else(|_| ExitReason::Error(String::new())),
         };
         let text = text.unwrap_or_else(|| format!("(error object is a {} value)", crate::util::type_name(L, err)));

@@ -10,7 +10,7 @@
 //!
 //! Preemption is not set up here: see [`crate::preempt`].
 
-use std::ffi::{c_int, CStr};
+use std::ffi::{c_char, c_int, c_void, CStr};
 
 use mlua_sys as ffi;
 
@@ -58,6 +58,7 @@ pub(crate) unsafe fn new_state(ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ff
     }
     ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
     ffi::lua_atpanic(L, panic_handler);
+    ffi::lua_setwarnf(L, Some(warn_off), L.cast());
     *(ffi::lua_getextraspace(L) as *mut *mut Ctx) = ctx;
     let templates = lazy::templates();
     // The global table: empty, filled on demand.
@@ -84,6 +85,45 @@ pub(crate) unsafe fn new_state(ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ff
     ffi::lua_gc(L, ffi::LUA_GCRESTART, 0);
     synodic_gc_allowance(L, GC_ALLOWANCE);
     Some(L)
+}
+
+/// `warn`, as `luaL_newstate` sets it up (and `lua` without `-W`): off until
+/// `warn("@on")`; then each warning is a line on stderr, "Lua warning: "
+/// and its pieces.
+unsafe extern "C-unwind" fn warn_off(ud: *mut c_void, msg: *const c_char, tocont: c_int) {
+    warn_control(ud, msg, tocont);
+}
+
+unsafe extern "C-unwind" fn warn_on(ud: *mut c_void, msg: *const c_char, tocont: c_int) {
+    if warn_control(ud, msg, tocont) {
+        return;
+    }
+    eprint!("Lua warning: ");
+    warn_more(ud, msg, tocont);
+}
+
+unsafe extern "C-unwind" fn warn_more(ud: *mut c_void, msg: *const c_char, tocont: c_int) {
+    let L = ud as *mut ffi::lua_State;
+    eprint!("{}", CStr::from_ptr(msg).to_string_lossy());
+    if tocont != 0 {
+        ffi::lua_setwarnf(L, Some(warn_more), ud);
+    } else {
+        eprintln!();
+        ffi::lua_setwarnf(L, Some(warn_on), ud);
+    }
+}
+
+/// Handles "@on" and "@off"; true for a control message.
+unsafe fn warn_control(ud: *mut c_void, msg: *const c_char, tocont: c_int) -> bool {
+    let text = CStr::from_ptr(msg).to_bytes();
+    let Some(control) = text.strip_prefix(b"@").filter(|_| tocont == 0) else { return false };
+    let L = ud as *mut ffi::lua_State;
+    match control {
+        b"off" => ffi::lua_setwarnf(L, Some(warn_off), ud),
+        b"on" => ffi::lua_setwarnf(L, Some(warn_on), ud),
+        _ => {}
+    }
+    true
 }
 
 /// What a new state may allocate before its collector's first step (see
