@@ -7,7 +7,8 @@
 //!
 //! | module | gives |
 //! |---|---|
-//! | [`pid`] | `Pid`: node + serial in one tagged `u64` |
+//! | [`pid`] | `Pid`: node alias, slot and generation in one tagged `u64` |
+//! | [`node`] | `NodeId` (name and incarnation), `Nodes`: the node table that pids' aliases index |
 //! | [`process`] | `Process`, `Body`, `Step`, `ExitReason` |
 //! | `message` | `Message`: encoded values, small ones inline, with shared attachments |
 //! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main`, `halt` |
@@ -28,6 +29,7 @@ pub mod linda;
 mod mailbox;
 mod message;
 mod names;
+pub mod node;
 pub mod pid;
 mod monitor;
 pub mod process;

@@ -1,8 +1,9 @@
-//! Process identifiers. A pid is one `u64` that names a process anywhere in a
-//! cluster: a node number, the index of the process's slot in that node's
-//! process table, and the slot's generation (bumped each time the slot is
-//! reused, so a stale pid never reaches a newer process), plus a fixed tag in
-//! the low bits. The tag lets the Lua layer carry pids as light userdata
+//! Process identifiers. A pid is one `u64` that names a process: the alias of
+//! its node in this node's node table (0: this node; see `node`), the index
+//! of the process's slot in that node's process table, and the slot's
+//! generation (bumped each time the slot is reused, and a slot is retired
+//! before its generations run out, so a pid never names a later process),
+//! plus a fixed tag in the low bits. The tag lets the Lua layer carry pids as light userdata
 //! (which compare by value and work as table keys) and still tell them apart
 //! from the aligned pointers other C libraries use as light userdata.
 

@@ -175,13 +175,30 @@ impl Process {
         Pid::new(self.node, self.index, generation)
     }
 
-    /// Ends the tenancy: later sends to its pid are dropped, queued messages freed.
-    pub(crate) fn vacate(&self) {
+    /// Ends the tenancy: later sends to its pid are dropped, queued messages
+    /// freed. Returns whether the slot may take a new tenant: a slot whose
+    /// generations are used up is retired for good, since its next pid would
+    /// equal its first (SPEC §2: a pid never names a later process). That
+    /// costs one slot per 2^24 processes that lived in it.
+    pub(crate) fn vacate(&self) -> bool {
         self.state.store(DEAD, Release);
+        let mut reusable = true;
         self.mailbox.clear_with(|| {
-            let next = (self.generation.load(Acquire) + 1) & Pid::GEN_MASK;
-            self.generation.store(next, Release);
+            let generation = self.generation.load(Acquire);
+            reusable = generation < Pid::GEN_MASK;
+            if reusable {
+                self.generation.store(generation + 1, Release);
+            }
         });
+        reusable
+    }
+
+    /// Moves the slot's generation on, as if it had had `generation` tenants
+    /// already (so tests reach the end of the generations without spawning
+    /// millions of processes).
+    #[cfg(test)]
+    pub(crate) fn age_to(&self, generation: u32) {
+        self.generation.store(generation, Release);
     }
 
     /// Takes the next message, if any.
@@ -397,6 +414,20 @@ mod tests {
     #[test]
     fn a_slot_is_three_cache_lines() {
         assert_eq!(std::mem::size_of::<Process>(), 192);
+    }
+
+    #[test]
+    fn a_slot_whose_generations_are_used_up_is_retired() {
+        let p = Process::vacant(0, 7);
+        p.age_to(Pid::GEN_MASK - 1);
+        let older = p.occupy(Box::new(Idle));
+        assert!(p.vacate(), "one generation left");
+        let last = p.occupy(Box::new(Idle));
+        assert_ne!(older, last);
+        assert_eq!(last.generation(), Pid::GEN_MASK);
+        assert!(!p.vacate(), "no generation left: the slot must not be reused");
+        assert!(!p.is(last) && !p.is(older), "and no pid of it names anything");
+        assert!(!p.deliver(last, Message::from_slice(&[1])), "nor takes a message");
     }
 
     #[test]

@@ -24,6 +24,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::channel::Channels;
 use crate::linda::Spaces;
 use crate::names::Names;
+use crate::node::{NodeId, Nodes};
 use crate::process::{Body, ExitReason, Process, Step, QUEUED};
 use crate::scheduler::{Scheduler, MAX_WORKERS};
 use crate::table::Table;
@@ -79,11 +80,11 @@ pub struct Runtime {
 pub(crate) struct Shared {
     pub(crate) scheduler: Scheduler,
     table: Table,
+    nodes: Nodes,
     names: Names,
     channels: Channels,
     spaces: Spaces,
     timers: Timers,
-    node_name: String,
     /// See [`Runtime::wakes_cold`].
     warm_above: usize,
     main: Mutex<MainWatch>,
@@ -101,12 +102,12 @@ impl Runtime {
         };
         let shared = Arc::new(Shared {
             scheduler: Scheduler::new(workers),
-            table: Table::new(0),
+            table: Table::new(),
+            nodes: Nodes::new(NodeId::fresh(&config.node_name)),
             names: Names::default(),
             channels: Channels::default(),
             spaces: Spaces::default(),
             timers: Timers::default(),
-            node_name: config.node_name.clone(),
             warm_above: warm_above(crate::cache::last_level_bytes(), config.process_bytes),
             main: Mutex::new(MainWatch::default()),
             main_ended: Condvar::new(),
@@ -143,8 +144,14 @@ impl Runtime {
         &self.shared.scheduler
     }
 
-    pub fn node_name(&self) -> &str {
-        &self.shared.node_name
+    /// This node's name.
+    pub fn node_name(&self) -> std::sync::Arc<str> {
+        self.shared.nodes.me().name
+    }
+
+    /// The node table (see `node`).
+    pub fn nodes(&self) -> &Nodes {
+        &self.shared.nodes
     }
 
     pub fn channels(&self) -> &Channels {
@@ -163,9 +170,25 @@ impl Runtime {
         Ok(pid)
     }
 
-    /// The slot of a live process.
+    /// Where `pid` lives: the one place where whatever addresses a process
+    /// (send, monitor, a store's delivery) branches off when the process is
+    /// on another node. Until nodes talk to each other (the cluster's
+    /// transport), a pid of another node reaches nothing.
+    #[inline]
+    fn route(&self, pid: Pid) -> Route {
+        match self.shared.table.lookup(pid) {
+            Some(slot) => Route::Here(slot),
+            None if pid.node() != 0 => Route::Elsewhere(pid.node()),
+            None => Route::Nowhere,
+        }
+    }
+
+    /// The slot of a live process of this node.
     fn live(&self, pid: Pid) -> Option<&'static Process> {
-        self.shared.table.lookup(pid).filter(|p| p.is(pid))
+        match self.route(pid) {
+            Route::Here(slot) => Some(slot).filter(|p| p.is(pid)),
+            _ => None,
+        }
     }
 
     pub fn is_alive(&self, pid: Pid) -> bool {
@@ -181,7 +204,7 @@ impl Runtime {
 
     /// Delivers a message; false when the destination is gone (the message is dropped).
     pub fn send(&self, to: Pid, msg: Message) -> bool {
-        let Some(slot) = self.shared.table.lookup(to) else { return false };
+        let Route::Here(slot) = self.route(to) else { return false };
         if self.wakes_cold() {
             // Its line would otherwise only be asked for after the mailbox
             // lock's atomic operations, one miss after another.
@@ -236,7 +259,7 @@ impl Runtime {
     /// Carries out a store's decision (see `waiting`): the waiter's process
     /// gets the completion and is woken. A waiter that has ended gets nothing.
     pub fn complete(&self, (waiter, completion): Delivery) {
-        let Some(slot) = self.shared.table.lookup(waiter.pid) else { return };
+        let Route::Here(slot) = self.route(waiter.pid) else { return };
         if slot.complete(waiter.pid, waiter.ticket, completion) {
             self.wake(slot);
         }
@@ -250,7 +273,7 @@ impl Runtime {
     /// `watcher` gets `"DOWN", target, reason` when `target` ends, at once if it already has.
     pub fn monitor(&self, watcher: Pid, target: Pid) {
         let mut reason = ExitReason::Value(noproc());
-        if let Some(slot) = self.shared.table.lookup(target) {
+        if let Route::Here(slot) = self.route(target) {
             let mut links = slot.links.lock();
             if !links.exited && slot.is(target) {
                 links.more().monitors.push(watcher);
@@ -358,7 +381,7 @@ impl Runtime {
             }
             more
         };
-        proc.vacate();
+        let reusable = proc.vacate();
         self.shared.names.release(pid, more.names);
         if !more.monitors.is_empty() {
             let down = down_message(pid, &reason);
@@ -366,13 +389,23 @@ impl Runtime {
                 self.send(watcher, down.clone());
             }
         }
-        self.shared.table.release(proc);
+        self.shared.table.release(proc, reusable);
         let mut main = self.shared.main.lock();
         if main.pid == Some(pid) && main.end.is_none() {
             main.end = Some(RunEnd::Exited(reason));
             self.shared.main_ended.notify_all();
         }
     }
+}
+
+/// Where a pid lives (see [`Runtime::route`]).
+enum Route {
+    Here(&'static Process),
+    /// On the node with this alias.
+    #[allow(dead_code)] // the cluster's transport will route there
+    Elsewhere(u16),
+    /// On this node, in no slot there is (a pid from junk, or made up).
+    Nowhere,
 }
 
 /// How many live processes of `process_bytes` each fit in half the

@@ -1,8 +1,9 @@
 //! The process table: slots for processes, found by index in two steps
 //! (chunk, slot) without hashing or locking. Slots are allocated in chunks
 //! that are never freed; a slot whose process ended goes on a free list and
-//! is reused with its generation bumped. Because slots live for the whole
-//! run, run queues, timers and channels hold plain `&'static Process`.
+//! is reused with its generation bumped, until its generations are used up
+//! (then it is retired: see `Process::vacate`). Because slots live for the
+//! whole run, run queues, timers and channels hold plain `&'static Process`.
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering::*};
 
@@ -29,7 +30,9 @@ struct Alloc {
 }
 
 impl Table {
-    pub(crate) fn new(node: u16) -> Table {
+    /// A table for the processes of this node (pids with node alias 0).
+    pub(crate) fn new() -> Table {
+        let node = 0;
         Table {
             node,
             chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
@@ -83,8 +86,12 @@ impl Table {
         self.slot(index)
     }
 
-    pub(crate) fn release(&self, proc: &'static Process) {
-        self.alloc.lock().free.push(proc.index());
+    /// Gives back the slot of an ended process; `reusable` is false for a
+    /// retired slot, which no process will hold again.
+    pub(crate) fn release(&self, proc: &'static Process, reusable: bool) {
+        if reusable {
+            self.alloc.lock().free.push(proc.index());
+        }
         self.occupied.fetch_sub(1, Relaxed);
     }
 
@@ -94,4 +101,21 @@ impl Table {
         self.occupied.load(Relaxed)
     }
 
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retired_slot_is_never_handed_out_again() {
+        let table = Table::new();
+        let a = table.acquire().unwrap();
+        table.release(a, true);
+        assert_eq!(table.acquire().unwrap().index(), a.index(), "a free slot is reused");
+        table.release(a, false);
+        let b = table.acquire().unwrap();
+        assert_ne!(b.index(), a.index(), "a retired one is not");
+        assert_eq!(table.occupied(), 1);
+    }
 }
