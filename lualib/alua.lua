@@ -63,9 +63,21 @@ local function check_code(code, fname)
   end
 end
 
+-- The main script becomes the agent "main" when it first uses this module
+-- (spawns, sends): from then on it keeps handling events after its chunk
+-- returns (SPEC §3). Merely loading the module (a traversal of the globals,
+-- a traceback) does not make it an agent.
+local function used()
+  if alua.id == "main" and alua._main_loop == nil then
+    if s.whereis("main") == nil then s.register("main", s.self()) end
+    alua._main_loop = loop
+  end
+end
+
 --- Starts n agents, or one agent per name in a list; returns their ids once
 --- every one of them can receive.
 function alua.spawn(what)
+  used()
   local names = {}
   if math.type(what) == "integer" and what >= 0 then
     for i = 1, what do names[i] = false end
@@ -91,6 +103,7 @@ end
 
 --- Sends code to run as one event in agent id.
 function alua.send(id, code)
+  used()
   check_code(code, "alua.send")
   if not s.whereis(id) then error(string.format("alua.send: no agent '%s'", tostring(id)), 2) end
   s.send(id, EVENT, code)
@@ -153,17 +166,11 @@ function alua._agent(name)
   loop()
 end
 
--- The main script's event loop, run by the runtime after its chunk returns.
-alua._main_loop = loop
-
 -- For other event loops built on this one (the console agent).
 alua._EVENT = EVENT
 alua._run = run
 
 -- Loaded in the main process: this is the agent "main".
-if s.self() == s.main() then
-  alua.id = "main"
-  if s.whereis("main") == nil then s.register("main", s.self()) end
-end
+if s.self() == s.main() then alua.id = "main" end
 
 return alua

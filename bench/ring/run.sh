@@ -2,6 +2,8 @@
 # bench/ring: Synodic against Erlang, side by side in one run.
 #   ring:  N processes in a ring pass a token M=100 times around
 #          (creation time, ns per send, peak RSS, RSS growth per process);
+#   ring, require variant: the same ring, each member doing
+#          `local s = require "synodic"` itself (bench/ring/ring_require.lua);
 #   spawn: N processes that each send one message back and end.
 # Prints a markdown table with Synodic ÷ Erlang for each figure (lower is
 # better for all of them): medians of --repeat runs (one run for N >= 1M).
@@ -44,6 +46,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 syn_ring() { measure "$synodic" run "$root/examples/ring.lua" "$1" "$M"; }
+syn_req() { measure "$synodic" run "$here/ring_require.lua" "$1" "$M"; }
 erl_ring() { measure erl +P 4000000 -noshell -pa "$work" -run ring main "$1" "$M"; }
 syn_spawn() { measure "$synodic" run "$here/spawn.lua" "$1"; }
 erl_spawn() { measure erl +P 4000000 -noshell -pa "$work" -run spawn main "$1"; }
@@ -73,6 +76,27 @@ for n in $sizes; do
   skb=$(awk -v r="$sr" -v b="$base_syn" -v n="$n" 'BEGIN { printf "%.2f", (r - b) / n }')
   ekb=$(awk -v r="$er" -v b="$base_erl" -v n="$n" 'BEGIN { printf "%.2f", (r - b) / n }')
   echo "| $n | $sc | $ec | $(ratio "$sc" "$ec") | $ss | $es | $(ratio "$ss" "$es") | $((sr / 1024)) | $((er / 1024)) | $skb | $ekb | $(ratio "$skb" "$ekb") |"
+done
+
+echo
+echo "| ring, members require synodic: N | Synodic ns/send | Erlang ns/send | ratio | Synodic KB/process | Erlang KB/process | ratio |"
+echo "|---|---|---|---|---|---|---|"
+for n in $sizes; do
+  [ "$n" -le 1000000 ] || continue
+  for sys in syn erl; do : > "$work/$sys.send"; : > "$work/$sys.rss"; done
+  for _ in $(seq "$(runs_for "$n")"); do
+    line=$(syn_req "$n" || echo "failed")
+    field "$line" ns_per_send >> "$work/syn.send"
+    field "$line" rss_kb >> "$work/syn.rss"
+    line=$(erl_ring "$n" || echo "failed")
+    field "$line" ns_per_send >> "$work/erl.send"
+    field "$line" rss_kb >> "$work/erl.rss"
+  done
+  ss=$(median < "$work/syn.send"); es=$(median < "$work/erl.send")
+  sr=$(median < "$work/syn.rss"); er=$(median < "$work/erl.rss")
+  skb=$(awk -v r="$sr" -v b="$base_syn" -v n="$n" 'BEGIN { printf "%.2f", (r - b) / n }')
+  ekb=$(awk -v r="$er" -v b="$base_erl" -v n="$n" 'BEGIN { printf "%.2f", (r - b) / n }')
+  echo "| $n | $ss | $es | $(ratio "$ss" "$es") | $skb | $ekb | $(ratio "$skb" "$ekb") |"
 done
 
 echo

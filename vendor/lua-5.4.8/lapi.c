@@ -736,6 +736,12 @@ LUA_API int lua_rawget (lua_State *L, int idx) {
   api_checknelems(L, 1);
   t = gettable(L, idx);
   val = luaH_get(t, s2v(L->top.p - 1));
+  /* [Synodic] a lazy entry is made in the key's place */
+  if (l_unlikely(isempty(val) && isLazy(t)) &&
+      synodic_lazy_get(L, t, s2v(L->top.p - 1), L->top.p - 1)) {
+    lua_unlock(L);
+    return ttype(s2v(L->top.p - 1));
+  }
   L->top.p--;  /* remove key */
   return finishrawget(L, val);
 }
@@ -1256,6 +1262,8 @@ LUA_API int lua_next (lua_State *L, int idx) {
   lua_lock(L);
   api_checknelems(L, 1);
   t = gettable(L, idx);
+  if (l_unlikely(isLazy(t)))  /* [Synodic] a traversal sees every entry */
+    synodic_lazy_fill(L, t);
   more = luaH_next(L, t, L->top.p - 1);
   if (more) {
     api_incr_top(L);

@@ -825,8 +825,11 @@ const TValue *luaH_get (Table *t, const TValue *key) {
 */
 void luaH_finishset (lua_State *L, Table *t, const TValue *key,
                                    const TValue *slot, TValue *value) {
-  if (isabstkey(slot))
+  if (isabstkey(slot)) {
+    if (l_unlikely(isLazy(t)))  /* [Synodic] the write replaces a lazy entry */
+      synodic_lazy_claim(L, t, key);
     luaH_newkey(L, t, key, value);
+  }
   else
     setobj2t(L, cast(TValue *, slot), value);
 }

@@ -300,6 +300,9 @@ void luaV_finishget (lua_State *L, const TValue *t, TValue *key, StkId val,
     }
     else {  /* 't' is a table */
       lua_assert(isempty(slot));
+      /* [Synodic] a lazy entry is the table's own, found before '__index' */
+      if (l_unlikely(isLazy(hvalue(t))) && synodic_lazy_get(L, hvalue(t), key, val))
+        return;
       tm = fasttm(L, hvalue(t)->metatable, TM_INDEX);  /* table's metamethod */
       if (tm == NULL) {  /* no metamethod? */
         setnilvalue(s2v(val));  /* result is nil */
@@ -338,7 +341,8 @@ void luaV_finishset (lua_State *L, const TValue *t, TValue *key,
       Table *h = hvalue(t);  /* save 't' table */
       lua_assert(isempty(slot));  /* slot must be empty */
       tm = fasttm(L, h->metatable, TM_NEWINDEX);  /* get metamethod */
-      if (tm == NULL) {  /* no metamethod? */
+      /* [Synodic] writing a lazy entry replaces it, without '__newindex' */
+      if (tm == NULL || (l_unlikely(isLazy(h)) && synodic_lazy_claim(L, h, key))) {
         sethvalue2s(L, L->top.p, h);  /* anchor 't' */
         L->top.p++;  /* assume EXTRA_STACK */
         luaH_finishset(L, h, key, slot, val);  /* set new value */

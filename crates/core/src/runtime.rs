@@ -87,6 +87,8 @@ pub(crate) struct Shared {
     timers: Timers,
     /// See [`Runtime::wakes_cold`].
     warm_above: usize,
+    /// When the node started: the origin of `synodic.clock` and of deadlines.
+    started: Instant,
     main: Mutex<MainWatch>,
     main_ended: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -109,6 +111,7 @@ impl Runtime {
             spaces: Spaces::default(),
             timers: Timers::default(),
             warm_above: warm_above(crate::cache::last_level_bytes(), config.process_bytes),
+            started: Instant::now(),
             main: Mutex::new(MainWatch::default()),
             main_ended: Condvar::new(),
             threads: Mutex::new(Vec::new()),
@@ -147,6 +150,16 @@ impl Runtime {
     /// This node's name.
     pub fn node_name(&self) -> std::sync::Arc<str> {
         self.shared.nodes.me().name
+    }
+
+    /// Time since the node started.
+    pub fn uptime(&self) -> Duration {
+        self.shared.started.elapsed()
+    }
+
+    /// The instant `uptime` after the node started.
+    pub fn at_uptime(&self, uptime: Duration) -> Instant {
+        self.shared.started + uptime
     }
 
     /// The node table (see `node`).

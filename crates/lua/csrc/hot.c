@@ -48,15 +48,34 @@ static void mark_lookup(Lines *l, Table *t, TString *key) {
   }
 }
 
+/* A table the blocked function holds, and the nodes a lookup of each of
+** its first `nk` short-string constants visits in it. */
+static void mark_table(Lines *l, const TValue *v, Proto *p, int nk) {
+  int k;
+  if (ttistable(v) && !isdummy(hvalue(v))) {
+    Table *t = hvalue(v);
+    mark(l, t, sizeof(Table));
+    for (k = 0; k < nk; k++) {
+      if (ttisshrstring(&p->k[k])) mark_lookup(l, t, tsvalue(&p->k[k]));
+    }
+  }
+}
+
+/* Registers of the blocked function looked at for tables (a module kept in
+** a local: `local s = require "synodic"`). */
+#define MAX_REGISTERS 8
+
 /* The Lua function that made the blocking call: frame, closure, prototype,
 ** code, constants, upvalues. Short-string constants are likely keys: their
-** strings (a lookup reads the hash) and, in each table an upvalue holds (a
-** module, _ENV), the nodes a lookup of them visits. */
-static void mark_lua_frame(Lines *l, lua_State *L, CallInfo *ci) {
+** strings (a lookup reads the hash) and, in each table an upvalue or one of
+** its first registers holds (a module, _ENV), the nodes a lookup of them
+** visits. `end` is where its live registers end (the called function). */
+static void mark_lua_frame(Lines *l, lua_State *L, CallInfo *ci, StkId end) {
   LClosure *cl = clLvalue(s2v(ci->func.p));
   Proto *p = cl->p;
   int i, k;
   int nk = p->sizek < 16 ? p->sizek : 16;
+  StkId r;
   mark(l, ci, sizeof(CallInfo));
   mark(l, ci->func.p, (size_t)((char *)L->top.p - (char *)ci->func.p));
   mark(l, cl, sizeLclosure(cl->nupvalues));
@@ -67,16 +86,11 @@ static void mark_lua_frame(Lines *l, lua_State *L, CallInfo *ci) {
     if (ttisshrstring(&p->k[k])) mark(l, tsvalue(&p->k[k]), sizeof(TString));
   }
   for (i = 0; i < cl->nupvalues; i++) {
-    const TValue *v = cl->upvals[i]->v.p;
     mark(l, cl->upvals[i], sizeof(UpVal));
-    if (ttistable(v) && !isdummy(hvalue(v))) {
-      Table *t = hvalue(v);
-      mark(l, t, sizeof(Table));
-      for (k = 0; k < nk; k++) {
-        if (ttisshrstring(&p->k[k])) mark_lookup(l, t, tsvalue(&p->k[k]));
-      }
-    }
+    mark_table(l, cl->upvals[i]->v.p, p, nk);
   }
+  for (r = ci->func.p + 1; r < end && r <= ci->func.p + MAX_REGISTERS; r++)
+    mark_table(l, s2v(r), p, nk);
 }
 
 /* Where the state stands: its frame, its stack and the code position of the
@@ -101,7 +115,7 @@ int synodic_hot_lines(lua_State *L, const void *base, uint64_t map[2], uintptr_t
   mark(&l, (char *)L - LUA_EXTRASPACE, sizeof(lua_State) + LUA_EXTRASPACE);
   mark(&l, ci, sizeof(CallInfo));
   if (ci->previous != NULL && ci->previous != &L->base_ci && isLua(ci->previous))
-    mark_lua_frame(&l, L, ci->previous);
+    mark_lua_frame(&l, L, ci->previous, ci->func.p);
   map[0] = l.map[0];
   map[1] = l.map[1];
   return 1;

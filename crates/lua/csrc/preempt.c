@@ -35,9 +35,13 @@ void synodic_hook_save(lua_State *L, SynodicHook *out) {
   out->count = L->basehookcount;
 }
 
-/* Installs `preempt` to run at the next instruction, keeping the program's events in the mask. */
-void synodic_preempt_arm(lua_State *L, lua_Hook preempt, int program_mask) {
+/* Installs `preempt` to run at the next instruction, keeping the program's
+** events in the mask; 0 (nothing done) while a hook runs: the program's hook
+** must see its own settings, and a hook cannot be preempted anyway. */
+int synodic_preempt_arm(lua_State *L, lua_Hook preempt, int program_mask) {
   CallInfo *ci;
+  if (!L->allowhook)
+    return 0;
   L->hook = preempt;
   L->basehookcount = 1;
   L->hookcount = 1;
@@ -48,6 +52,7 @@ void synodic_preempt_arm(lua_State *L, lua_Hook preempt, int program_mask) {
       break;
     }
   }
+  return 1;
 }
 
 void synodic_hook_restore(lua_State *L, const SynodicHook *saved) {
@@ -55,4 +60,20 @@ void synodic_hook_restore(lua_State *L, const SynodicHook *saved) {
   L->basehookcount = saved->count;
   L->hookcount = saved->count;
   L->hookmask = cast_byte(saved->mask);
+}
+
+/* A thread resumed after the preempting hook made it yield: Lua marked its
+** frame so that hooks are not called twice for the instruction it stopped
+** at, and clears the mark at the next line event. Without a line hook of
+** the program's, that may be much later, and the mark would then swallow
+** the first line event of a hook set meanwhile: it is cleared here. With
+** one, the program's hook has seen this instruction's line event already,
+** and the mark must stay. 1 when this was the thread the hook stopped. */
+int synodic_preempt_resumed(lua_State *L) {
+  CallInfo *ci = L->ci;
+  if (L->status != LUA_YIELD || !isLua(ci) || !(ci->callstatus & CIST_HOOKYIELD))
+    return 0;
+  if (!(L->hookmask & LUA_MASKLINE))
+    ci->callstatus &= ~CIST_HOOKYIELD;
+  return 1;
 }

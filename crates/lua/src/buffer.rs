@@ -79,7 +79,7 @@ pub(crate) struct Buffer {
     pub kind: Kind,
 }
 
-const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"new", new), (c"from", from), (c"fromtable", fromtable), (c"shares", shares)];
+pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"new", new), (c"from", from), (c"fromtable", fromtable), (c"shares", shares)];
 
 const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"get", get),
@@ -92,7 +92,7 @@ const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"totable", totable),
 ];
 
-crate::lazy::lazy_module!(FUNCTIONS);
+crate::lazy::lazy_module!(b"synodic.buffer");
 
 /// Pushes a buffer over `payload`.
 pub(crate) unsafe fn push(L: *mut ffi::lua_State, payload: Payload, kind: Kind) {

@@ -26,9 +26,9 @@ impl wait::Queue for Queued {
     }
 }
 
-const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"new", new), (c"send", send), (c"receive", receive), (c"delete", delete)];
+pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"new", new), (c"send", send), (c"receive", receive), (c"delete", delete)];
 
-crate::lazy::lazy_module!(FUNCTIONS);
+crate::lazy::lazy_module!(b"synodic.chan");
 
 unsafe fn name<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a [u8], String> {
     match ffi::lua_type(L, 1) {

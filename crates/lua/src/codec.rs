@@ -409,11 +409,21 @@ unsafe fn key_segment(L: *mut ffi::lua_State, key: c_int) -> Segment {
 
 /// The name under which the table at `idx` is a loaded module, if it is one.
 unsafe fn module_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
+    if let Some(module) = crate::lazy::module_of(L, ffi::lua_topointer(L, idx)) {
+        return Some(module.as_bytes().to_vec());
+    }
     library_name(L, idx, MODULE_NAMES, false)
 }
 
 /// `module\0field` for a C function that is a field of a loaded module.
 unsafe fn function_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
+    let plain = ffi::lua_getupvalue(L, idx, 1).is_null() || {
+        ffi::lua_settop(L, -2);
+        false
+    };
+    if let Some((module, field)) = ffi::lua_tocfunction(L, idx).filter(|_| plain).and_then(crate::lazy::function_name) {
+        return Some([module.as_bytes(), b"\0", field].concat());
+    }
     library_name(L, idx, FUNCTION_NAMES, true)
 }
 
@@ -427,8 +437,16 @@ unsafe fn library_name(L: *mut ffi::lua_State, idx: c_int, map: &CStr, functions
 }
 
 /// Pushes the reverse map stored under `key`, building it from the loaded
-/// modules if needed. Loading a new module drops both maps (see `loaded_newindex`).
+/// modules if needed (the library tables' own entries are known without it:
+/// see `lazy`). A module loaded since drops both maps (`ctx.modules_changed`).
+/// The walk leaves lazy tables' entries unmade.
 unsafe fn reverse_map(L: *mut ffi::lua_State, key: &CStr, functions: bool) {
+    if std::mem::take(&mut crate::ctx::ctx(L).modules_changed) {
+        for k in [MODULE_NAMES, FUNCTION_NAMES] {
+            ffi::lua_pushnil(L);
+            ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, k.as_ptr());
+        }
+    }
     if ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr()) == ffi::LUA_TTABLE {
         return;
     }
@@ -436,14 +454,13 @@ unsafe fn reverse_map(L: *mut ffi::lua_State, key: &CStr, functions: bool) {
     ffi::lua_createtable(L, 0, 16);
     ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
     let loaded = ffi::lua_gettop(L);
-    watch_loaded(L, loaded);
     ffi::lua_pushnil(L);
-    while ffi::lua_next(L, loaded) != 0 {
+    while crate::lazy::synodic_next_raw(L, loaded) != 0 {
         let (k, v) = (loaded + 1, loaded + 2);
         if ffi::lua_type(L, k) == ffi::LUA_TSTRING && ffi::lua_type(L, v) == ffi::LUA_TTABLE {
             if functions {
                 ffi::lua_pushnil(L);
-                while ffi::lua_next(L, v) != 0 {
+                while crate::lazy::synodic_next_raw(L, v) != 0 {
                     let (fk, fv) = (v + 1, v + 2);
                     if ffi::lua_iscfunction(L, fv) != 0 && ffi::lua_type(L, fk) == ffi::LUA_TSTRING {
                         ffi::lua_pushvalue(L, fv);
@@ -466,29 +483,6 @@ unsafe fn reverse_map(L: *mut ffi::lua_State, key: &CStr, functions: bool) {
     ffi::lua_settop(L, loaded - 1);
     ffi::lua_pushvalue(L, -1);
     ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr());
-}
-
-/// Gives the loaded-modules table a `__newindex` that drops the reverse maps,
-/// so a module loaded after they were built is found too.
-unsafe fn watch_loaded(L: *mut ffi::lua_State, loaded: c_int) {
-    if ffi::lua_getmetatable(L, loaded) != 0 {
-        ffi::lua_settop(L, -2);
-        return;
-    }
-    ffi::lua_createtable(L, 0, 1);
-    ffi::lua_pushcfunction(L, loaded_newindex);
-    ffi::lua_setfield(L, -2, c"__newindex".as_ptr());
-    ffi::lua_setmetatable(L, loaded);
-}
-
-unsafe extern "C-unwind" fn loaded_newindex(L: *mut ffi::lua_State) -> c_int {
-    ffi::lua_settop(L, 3);
-    ffi::lua_rawset(L, 1);
-    for key in [MODULE_NAMES, FUNCTION_NAMES] {
-        ffi::lua_pushnil(L);
-        ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr());
-    }
-    0
 }
 
 struct Decoder<'a> {

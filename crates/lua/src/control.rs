@@ -163,10 +163,10 @@ pub fn unescape(text: &str) -> String {
     out
 }
 
-const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"write", write)];
+pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"write", write)];
 
 // The native module `synodic.control`, used by console agents.
-crate::lazy::lazy_module!(FUNCTIONS);
+crate::lazy::lazy_module!(b"synodic.control");
 
 /// `write(conn, kind, text)`: sends one protocol line to a console; false when it is gone.
 unsafe extern "C-unwind" fn write(L: *mut ffi::lua_State) -> c_int {

@@ -29,16 +29,10 @@ extern "C-unwind" {
     fn lua_closethread(L: *mut ffi::lua_State, from: *mut ffi::lua_State) -> c_int;
 }
 
-/// Opens the standard coroutine library with `resume`, `wrap`, `yield` and
-/// `isyieldable` replaced.
-pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
-    ffi::luaopen_coroutine(L);
-    for (name, f) in [(c"resume", resume as ffi::lua_CFunction), (c"wrap", wrap), (c"yield", yield_), (c"isyieldable", isyieldable)] {
-        ffi::lua_pushcfunction(L, f);
-        ffi::lua_setfield(L, -2, name.as_ptr());
-    }
-    1
-}
+/// The functions of the standard coroutine library replaced here (the
+/// coroutine library's template takes them: see `lazy`).
+pub(crate) const REPLACED: &[(&std::ffi::CStr, ffi::lua_CFunction)] =
+    &[(c"resume", resume), (c"wrap", wrap), (c"yield", yield_), (c"isyieldable", isyieldable)];
 
 /// Outcome of driving a coroutine: results moved to `L` (count), or its error on top of `L`.
 enum Driven {

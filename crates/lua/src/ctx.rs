@@ -3,7 +3,6 @@
 //! resume, and what the process is yielding for. Coroutines inherit the
 //! extra-space pointer, so every thread of a process sees the same context.
 
-use std::time::Instant;
 
 use mlua_sys as ffi;
 use synodic_core::{ExitReason, Message, Process, Runtime};
@@ -20,8 +19,9 @@ pub(crate) enum Pending {
 pub(crate) enum Boot {
     /// A spawn message: the function and its arguments.
     Message(Message),
-    /// The main script and its command-line arguments.
-    Script { path: String, args: Vec<String> },
+    /// The main script and its command-line arguments (boxed: one process
+    /// of a run has them, and this enum's size is paid by every process).
+    Script(Box<(String, Vec<String>)>),
     /// `require(module).main(arg)`, for processes the runtime starts itself.
     Module { module: &'static str, arg: i64 },
 }
@@ -30,22 +30,31 @@ pub(crate) struct Ctx {
     rt: *const Runtime,
     proc: Option<&'static Process>,
     pub pending: Pending,
-    pub deadline: Option<Instant>,
+    /// When the blocking call in progress gives up: nanoseconds of the
+    /// node's uptime (one word where an `Instant` takes two: this struct's
+    /// size decides an idle process's allocation class).
+    pub deadline: Option<std::num::NonZeroU64>,
     /// The store wait in progress, if any (see `wait`).
     pub blocked: Option<crate::wait::Blocked>,
     /// The current wait was withdrawn (see `wait::withdraw`).
     pub withdrawn: bool,
     /// Store waits numbered so far (the last one's ticket).
-    pub tickets: u64,
+    pub tickets: u32,
     /// A `receive_match` filter is running (it must not take messages).
     pub in_filter: bool,
+    /// The preempting hook made a thread yield (see `preempt::enter`).
+    pub hook_yielded: bool,
     /// Set by `exit` (boxed: every idle process pays for this field, few use it).
     pub exit: Option<Box<ExitReason>>,
     pub boot: Option<Boot>,
     /// Set when the error that ends the process was a load error (reported without traceback).
     pub load_error: bool,
     pub pid_meta: bool,
-    /// Bytecode of the functions this process has sent (boxed, as `linda`).
+    /// The state's lazy tables (see `lazy`).
+    pub lazy: Vec<crate::lazy::LazyTable>,
+    /// A module was stored in `package.loaded` since the codec last looked.
+    pub modules_changed: bool,
+    /// Bytecode of the functions this process has sent (boxed: most processes send none).
     pub dumps: Option<Box<crate::dumps::Dumps>>,
 }
 
@@ -60,10 +69,13 @@ impl Ctx {
             withdrawn: false,
             tickets: 0,
             in_filter: false,
+            hook_yielded: false,
             exit: None,
             boot: Some(boot),
             load_error: false,
             pid_meta: false,
+            lazy: Vec::new(),
+            modules_changed: true,
             dumps: None,
         }
     }

@@ -18,7 +18,7 @@ use crate::process::LuaProcess;
 use crate::util::*;
 use crate::wait;
 
-const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
+pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"spawn", spawn),
     (c"spawn_on", spawn_on),
     (c"self", self_pid),
@@ -38,7 +38,7 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"main", main_pid),
 ];
 
-crate::lazy::lazy_module!(FUNCTIONS);
+crate::lazy::lazy_module!(b"synodic");
 
 /// Encodes `f, args...` from `first` and starts a process running it.
 unsafe fn spawn_from(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Result<Pid, String> {
@@ -288,7 +288,7 @@ unsafe extern "C-unwind" fn match_k(L: *mut ffi::lua_State, _status: c_int, curs
             if wait::take_withdrawn(L) {
                 return wait::cannot_block(L, "receive_match");
             }
-            if ctx(L).deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+            if deadline_passed(L) {
                 return 0;
             }
             block_on_mailbox(L, match_k, next as ffi::lua_KContext, "receive_match")
@@ -425,10 +425,10 @@ unsafe extern "C-unwind" fn nodes(L: *mut ffi::lua_State) -> c_int {
     1
 }
 
-/// Seconds on a monotonic clock (for measuring intervals).
+/// Seconds since the node started, on a monotonic clock: the same clock in
+/// every process of the node.
 unsafe extern "C-unwind" fn clock(L: *mut ffi::lua_State) -> c_int {
-    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
-    ffi::lua_pushnumber(L, EPOCH.get_or_init(std::time::Instant::now).elapsed().as_secs_f64());
+    ffi::lua_pushnumber(L, ctx(L).rt().uptime().as_secs_f64());
     1
 }
 

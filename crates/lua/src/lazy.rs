@@ -1,143 +1,477 @@
-//! Library tables filled on first use. A process that calls `s.send` and
-//! `s.receive` should not pay, in memory and start-up time, for every other
-//! function of every library it never touches. A lazy library table starts
-//! empty with an `__index` that finds the field in a static list, stores it
-//! in the table (so later reads are plain hits) and returns it.
+//! Lazy library tables. A process that calls `s.send` and `s.receive` must
+//! not pay, in memory and start-up time, for every function of every
+//! library it never touches (an idle process must stay under 8 KB), and no
+//! program may be able to tell (Lua 5.4.8's own test suite must pass).
 //!
-//! The standard libraries' functions are `static` in Lua's C sources, so
-//! their lists are read once per OS process from a template state.
+//! So the global table, `package.loaded`, the standard libraries and
+//! Synodic's native modules are *lazy tables* of the vendored Lua (see
+//! `ltable.h`, [Synodic]): a table with no metatable and no visible trick,
+//! whose missing entries are made the first time a read looks for them (raw
+//! or not), whose entries a write replaces unmade, and which makes every
+//! entry before a traversal (`next`, `pairs`). Which entries a table has is
+//! its [`Template`]; which of them a table has made or lost to a write, the
+//! process's context records (`made`, one bit per entry).
+//!
+//! The templates, all in one place, are read once per OS process: the
+//! standard libraries' entries from a template state that opens them
+//! (their functions are `static` in Lua's C sources), Synodic's from its
+//! modules' function lists.
 
-use std::ffi::{c_int, c_void, CStr, CString};
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
 
 use mlua_sys as ffi;
 
-use crate::util::to_bytes;
+use crate::ctx::ctx;
+use crate::util::{push_bytes, raise, to_bytes};
 
-/// The functions of one library, by name.
-pub struct Library {
-    fields: Vec<(CString, ffi::lua_CFunction)>,
+/// How an entry of a lazy table is made.
+pub(crate) enum Entry {
+    Function(ffi::lua_CFunction),
+    Integer(i64),
+    Number(f64),
+    Str(Box<[u8]>),
+    /// Pushes the value of the entry called `name` (it may do anything a C
+    /// function may: open a library, load a module).
+    Make(unsafe fn(*mut ffi::lua_State, name: &[u8]) -> Result<(), String>),
+    /// Made with every entry of the same opener: the opener runs into a
+    /// table of its own, and all those entries are copied from it (closures
+    /// that share state, fields that need the opener's set-up).
+    Opened(ffi::lua_CFunction),
 }
 
-impl Library {
-    pub fn from_static(fields: &[(&CStr, ffi::lua_CFunction)]) -> Library {
-        Library { fields: fields.iter().map(|(n, f)| ((*n).to_owned(), *f)).collect() }
+/// The entries of one lazy table, and the module it is (for the codec).
+pub(crate) struct Template {
+    pub module: &'static str,
+    entries: Vec<(Box<[u8]>, Entry)>,
+}
+
+impl Template {
+    fn new(module: &'static str) -> Template {
+        Template { module, entries: Vec::new() }
     }
 
-    /// Stores every function into the table at `idx`.
-    pub(crate) unsafe fn set_into(&self, L: *mut ffi::lua_State, idx: c_int) {
-        let t = ffi::lua_absindex(L, idx);
-        for (n, f) in &self.fields {
-            ffi::lua_pushcfunction(L, *f);
-            ffi::lua_setfield(L, t, n.as_ptr());
+    fn with(mut self, name: &[u8], entry: Entry) -> Template {
+        self.entries.retain(|(n, _)| &**n != name);
+        self.entries.push((name.into(), entry));
+        assert!(self.entries.len() <= 64, "a lazy table has at most 64 entries (one bit each)");
+        self
+    }
+
+    fn with_functions(self, functions: &[(&CStr, ffi::lua_CFunction)]) -> Template {
+        functions.iter().fold(self, |t, (name, f)| t.with(name.to_bytes(), Entry::Function(*f)))
+    }
+
+    fn position(&self, name: &[u8]) -> Option<usize> {
+        self.entries.iter().position(|(n, _)| &**n == name)
+    }
+
+    /// The functions of the template, with their names (for the codec).
+    pub(crate) fn functions(&self) -> impl Iterator<Item = (&[u8], ffi::lua_CFunction)> {
+        self.entries.iter().filter_map(|(n, e)| match e {
+            Entry::Function(f) => Some((&**n, *f)),
+            _ => None,
+        })
+    }
+}
+
+/// A lazy table of a process: its address, its template, and which of its
+/// entries are made (or were written over).
+pub(crate) struct LazyTable {
+    table: *const c_void,
+    template: u8,
+    made: u64,
+}
+
+/// The template of the global table (index 0 in `templates()`).
+const GLOBALS: u8 = 0;
+/// The template of `package.loaded` (index 1).
+const LOADED: u8 = 1;
+
+/// Every lazy table's template, built once per OS process.
+pub(crate) fn templates() -> &'static [Template] {
+    static T: OnceLock<Vec<Template>> = OnceLock::new();
+    T.get_or_init(|| unsafe { build_templates() })
+}
+
+/// The index of the template of module `name`.
+fn template_of(name: &[u8]) -> Option<u8> {
+    templates().iter().position(|t| t.module.as_bytes() == name).map(|i| i as u8)
+}
+
+/// The standard libraries of `package.loaded` (not `package`, which is
+/// made whole: its functions share the package table as an upvalue).
+const LIBRARIES: [(&str, ffi::lua_CFunction); 8] = [
+    ("string", ffi::luaopen_string),
+    ("table", ffi::luaopen_table),
+    ("math", ffi::luaopen_math),
+    ("utf8", ffi::luaopen_utf8),
+    ("os", ffi::luaopen_os),
+    ("io", ffi::luaopen_io),
+    ("coroutine", ffi::luaopen_coroutine),
+    ("debug", ffi::luaopen_debug),
+];
+
+unsafe fn build_templates() -> Vec<Template> {
+    let L = ffi::luaL_newstate();
+    assert!(!L.is_null(), "cannot create the template Lua state");
+    let mut globals = Template::new("_G");
+    for (name, entry) in entries_of(L, ffi::luaopen_base, false) {
+        if matches!(entry, Entry::Function(_)) {
+            globals = globals.with(&name, entry);
         }
     }
-
-    pub(crate) fn len(&self) -> usize {
-        self.fields.len()
+    globals = globals
+        .with(b"print", Entry::Function(crate::state::print))
+        .with(b"require", Entry::Function(crate::state::require))
+        .with(b"_G", Entry::Make(make_globals))
+        .with(b"_VERSION", Entry::Str((*b"Lua 5.4").into()))
+        .with(b"package", Entry::Make(make_loaded))
+        .with(b"alua", Entry::Make(make_module));
+    let mut loaded = Template::new("_LOADED").with(b"_G", Entry::Make(make_globals)).with(b"package", Entry::Make(make_package));
+    let mut all = Vec::new();
+    for (name, opener) in LIBRARIES {
+        globals = globals.with(name.as_bytes(), Entry::Make(make_loaded));
+        loaded = loaded.with(name.as_bytes(), Entry::Make(make_library));
+        let mut library = Template::new(name);
+        // The io functions find their files through registry entries that
+        // only the opener makes: io is made whole.
+        for (field, entry) in entries_of(L, opener, name == "io") {
+            library = library.with(&field, entry);
+        }
+        all.push(library);
     }
+    ffi::lua_close(L);
+    let mut templates = vec![globals, loaded];
+    templates.extend(all.into_iter().map(|t| match t.module {
+        // The scheduler-aware replacements.
+        "coroutine" => t.with_functions(crate::coroutine::REPLACED),
+        _ => t,
+    }));
+    for (module, functions) in native_libraries() {
+        templates.push(Template::new(module).with_functions(functions));
+    }
+    assert!(templates.len() <= u8::MAX as usize);
+    templates
+}
 
-    fn find(&self, name: &[u8]) -> Option<ffi::lua_CFunction> {
-        self.fields.iter().find(|(n, _)| n.to_bytes() == name).map(|(_, f)| *f)
+/// Synodic's native modules that are lazy tables, with their functions.
+fn native_libraries() -> [(&'static str, &'static [(&'static CStr, ffi::lua_CFunction)]); 4] {
+    [
+        ("synodic", crate::kernel::FUNCTIONS),
+        ("synodic.chan", crate::chan::FUNCTIONS),
+        ("synodic.buffer", crate::buffer::FUNCTIONS),
+        ("synodic.control", crate::control::FUNCTIONS),
+    ]
+}
+
+/// The entries a library opener makes, read from the template state: plain
+/// C functions as they are, constants by value, anything else (closures
+/// sharing state, userdata) made with the opener; with `whole`, every entry
+/// is made with the opener.
+unsafe fn entries_of(L: *mut ffi::lua_State, opener: ffi::lua_CFunction, whole: bool) -> Vec<(Vec<u8>, Entry)> {
+    ffi::lua_pushcfunction(L, opener);
+    ffi::lua_call(L, 0, 1);
+    let t = ffi::lua_gettop(L);
+    let mut entries = Vec::new();
+    ffi::lua_pushnil(L);
+    while ffi::lua_next(L, t) != 0 {
+        if ffi::lua_type(L, -2) == ffi::LUA_TSTRING {
+            let name = to_bytes(L, -2).unwrap_or_default().to_vec();
+            let entry = match ffi::lua_type(L, -1) {
+                _ if whole => Some(Entry::Opened(opener)),
+                ffi::LUA_TFUNCTION if ffi::lua_iscfunction(L, -1) != 0 && ffi::lua_getupvalue(L, -1, 1).is_null() => ffi::lua_tocfunction(L, -1).map(Entry::Function),
+                ffi::LUA_TNUMBER if ffi::lua_isinteger(L, -1) != 0 => Some(Entry::Integer(ffi::lua_tointegerx(L, -1, std::ptr::null_mut()))),
+                ffi::LUA_TNUMBER => Some(Entry::Number(ffi::lua_tonumberx(L, -1, std::ptr::null_mut()))),
+                ffi::LUA_TSTRING => Some(Entry::Str(to_bytes(L, -1).unwrap_or_default().into())),
+                _ => Some(Entry::Opened(opener)),
+            };
+            ffi::lua_settop(L, t + 2);
+            if let Some(e) = entry {
+                entries.push((name, e));
+            }
+        }
+        ffi::lua_settop(L, t + 1);
+    }
+    ffi::lua_settop(L, t - 1);
+    entries
+}
+
+// Makers of `Entry::Make` entries.
+
+unsafe fn make_globals(L: *mut ffi::lua_State, _name: &[u8]) -> Result<(), String> {
+    ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
+    Ok(())
+}
+
+/// A library global: the same table as `package.loaded[name]`.
+unsafe fn make_loaded(L: *mut ffi::lua_State, name: &[u8]) -> Result<(), String> {
+    ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
+    push_bytes(L, name);
+    ffi::lua_rawget(L, -2);
+    ffi::lua_rotate(L, -2, 1);
+    ffi::lua_settop(L, -2);
+    Ok(())
+}
+
+unsafe fn make_library(L: *mut ffi::lua_State, name: &[u8]) -> Result<(), String> {
+    let template = template_of(name).ok_or("no such library")?;
+    push_lazy(L, template);
+    Ok(())
+}
+
+unsafe fn make_package(L: *mut ffi::lua_State, _name: &[u8]) -> Result<(), String> {
+    ffi::lua_pushcfunction(L, crate::state::open_package);
+    ffi::lua_call(L, 0, 1);
+    Ok(())
+}
+
+unsafe fn make_module(L: *mut ffi::lua_State, name: &[u8]) -> Result<(), String> {
+    let module: &[u8] = if name == b"alua" { b"synodic.alua" } else { name };
+    crate::state::push_module(L, module)
+}
+
+/// Pushes a new, empty lazy table of `template`.
+pub(crate) unsafe fn push_lazy(L: *mut ffi::lua_State, template: u8) {
+    ffi::lua_createtable(L, 0, 0);
+    make_lazy(L, -1, template);
+}
+
+/// Makes the (empty) table at `idx` a lazy table of `template`.
+unsafe fn make_lazy(L: *mut ffi::lua_State, idx: c_int, template: u8) {
+    let idx = ffi::lua_absindex(L, idx);
+    let table = ffi::lua_topointer(L, idx);
+    let lazy = &mut ctx(L).lazy;
+    // A table of a collected one's address is a new table.
+    lazy.retain(|t| t.table != table);
+    lazy.push(LazyTable { table, template, made: 0 });
+    synodic_lazy_mark(L, idx, 1);
+}
+
+/// Pushes a new lazy table for the library or native module `name`;
+/// false (nothing pushed) when it has no template.
+pub(crate) unsafe fn push_library(L: *mut ffi::lua_State, name: &[u8]) -> bool {
+    match template_of(name) {
+        Some(t) => {
+            push_lazy(L, t);
+            true
+        }
+        None => false,
     }
 }
 
-/// Defines a native module's `open` function: a lazily filled table of the
-/// functions in `$funcs` (one list per module, built once per OS process).
+/// Makes the state's global table and `package.loaded` lazy, with the string
+/// library behind the string metatable (whose metamethods are made now: Lua
+/// looks them up raw). Called on a new state.
+pub(crate) unsafe fn set_up(L: *mut ffi::lua_State, string_meta: &[(Box<[u8]>, ffi::lua_CFunction)]) {
+    ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
+    make_lazy(L, -1, GLOBALS);
+    ffi::luaL_getsubtable(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
+    make_lazy(L, -1, LOADED);
+    ffi::lua_rotate(L, -2, 1);
+    ffi::lua_setfield(L, -2, c"_G".as_ptr());
+    push_library(L, b"string");
+    ffi::lua_pushvalue(L, -1);
+    ffi::lua_setfield(L, -3, c"string".as_ptr());
+    ffi::lua_createtable(L, 0, string_meta.len() as c_int + 1);
+    for (name, f) in string_meta {
+        ffi::lua_pushcfunction(L, *f);
+        ffi::lua_setfield(L, -2, name.as_ptr() as *const c_char);
+    }
+    ffi::lua_rotate(L, -2, 1);
+    ffi::lua_setfield(L, -2, c"__index".as_ptr());
+    push_bytes(L, b"");
+    ffi::lua_rotate(L, -2, 1);
+    ffi::lua_setmetatable(L, -2);
+    ffi::lua_settop(L, -3);
+}
+
+/// The string metatable's metamethods (arithmetic on strings), NUL-ended
+/// names, read once from a template state.
+pub(crate) fn string_metamethods() -> &'static [(Box<[u8]>, ffi::lua_CFunction)] {
+    static M: OnceLock<Vec<(Box<[u8]>, ffi::lua_CFunction)>> = OnceLock::new();
+    M.get_or_init(|| unsafe {
+        let L = ffi::luaL_newstate();
+        assert!(!L.is_null(), "cannot create the template Lua state");
+        ffi::luaL_requiref(L, c"string".as_ptr(), ffi::luaopen_string, 0);
+        push_bytes(L, b"");
+        ffi::lua_getmetatable(L, -1);
+        let all = entries_of_table(L, ffi::lua_gettop(L));
+        ffi::lua_close(L);
+        all.into_iter()
+            .filter(|(n, _)| n.as_slice() != b"__index")
+            .map(|(mut n, f)| {
+                n.push(0);
+                (n.into_boxed_slice(), f)
+            })
+            .collect()
+    })
+}
+
+/// The plain C functions under string keys of the table at `t`.
+unsafe fn entries_of_table(L: *mut ffi::lua_State, t: c_int) -> Vec<(Vec<u8>, ffi::lua_CFunction)> {
+    let mut found = Vec::new();
+    ffi::lua_pushnil(L);
+    while ffi::lua_next(L, t) != 0 {
+        if let (Some(f), Some(name)) = (ffi::lua_tocfunction(L, -1), (ffi::lua_type(L, -2) == ffi::LUA_TSTRING).then(|| to_bytes(L, -2)).flatten()) {
+            found.push((name.to_vec(), f));
+        }
+        ffi::lua_settop(L, -2);
+    }
+    found
+}
+
+/// The lazy table at `table`, if the state has one there.
+fn find(L: *mut ffi::lua_State, table: *const c_void) -> Option<&'static mut LazyTable> {
+    // SAFETY: only called with process states (lazy tables exist only there).
+    unsafe { ctx(L) }.lazy.iter_mut().find(|t| t.table == table)
+}
+
+/// The module and field of a plain C function of a lazy table's template
+/// (for the codec, which sends such functions by name).
+pub(crate) fn function_name(f: ffi::lua_CFunction) -> Option<(&'static str, &'static [u8])> {
+    static BY_ADDRESS: OnceLock<std::collections::HashMap<usize, (&'static str, &'static [u8])>> = OnceLock::new();
+    let map = BY_ADDRESS.get_or_init(|| {
+        let mut map = std::collections::HashMap::new();
+        for t in templates().iter().filter(|t| t.module != "_LOADED") {
+            for (name, f) in t.functions() {
+                map.entry(f as usize).or_insert((t.module, name));
+            }
+        }
+        map
+    });
+    map.get(&(f as usize)).copied()
+}
+
+/// The module whose lazy table is `table`, if it is one (for the codec).
+pub(crate) fn module_of(L: *mut ffi::lua_State, table: *const c_void) -> Option<&'static str> {
+    let t = find(L, table)?;
+    templates().get(t.template as usize).filter(|t| !t.module.starts_with('_')).map(|t| t.module)
+}
+
+/// Called by `csrc/lazy.c`: whether `key` is an entry of the lazy table
+/// `table` still to be made; with `claim`, it will not be made any more (it
+/// is being written).
+#[no_mangle]
+unsafe extern "C-unwind" fn synodic_lazy_entry(L: *mut ffi::lua_State, table: *const c_void, key: *const c_char, len: usize, claim: c_int) -> c_int {
+    let Some(t) = find(L, table) else { return 0 };
+    if t.template == LOADED && claim != 0 {
+        // A module is being stored: the codec's maps of modules are stale.
+        ctx(L).modules_changed = true;
+    }
+    let key = std::slice::from_raw_parts(key as *const u8, len);
+    let Some(i) = templates()[t.template as usize].position(key) else { return 0 };
+    let pending = t.made & (1 << i) == 0;
+    if claim != 0 {
+        t.made |= 1 << i;
+    }
+    pending as c_int
+}
+
+/// Called by `csrc/lazy.c`, as a C function, with a lazy table and one of
+/// its entries still to be made: makes it, stores it and returns it.
+#[no_mangle]
+unsafe extern "C-unwind" fn synodic_lazy_make(L: *mut ffi::lua_State) -> c_int {
+    let made = make(L, 1, 2);
+    match made {
+        Ok(()) => 1,
+        Err(e) => raise(L, e),
+    }
+}
+
+/// Makes the entry whose key is at `key` of the lazy table at `table`,
+/// stores it, and pushes it.
+unsafe fn make(L: *mut ffi::lua_State, table: c_int, key: c_int) -> Result<(), String> {
+    let Some(t) = find(L, ffi::lua_topointer(L, table)) else { return Ok(ffi::lua_pushnil(L)) };
+    let template = &templates()[t.template as usize];
+    let name = to_bytes(L, key).unwrap_or_default();
+    let Some(i) = template.position(name) else { return Ok(ffi::lua_pushnil(L)) };
+    if ffi::lua_checkstack(L, 8) == 0 {
+        return Err("not enough memory".into());
+    }
+    match &template.entries[i].1 {
+        Entry::Function(f) => ffi::lua_pushcfunction(L, *f),
+        Entry::Integer(n) => ffi::lua_pushinteger(L, *n),
+        Entry::Number(n) => ffi::lua_pushnumber(L, *n),
+        Entry::Str(s) => push_bytes(L, s),
+        Entry::Make(f) => f(L, name)?,
+        Entry::Opened(opener) => return make_opened(L, table, key, template, *opener),
+    }
+    ffi::lua_pushvalue(L, key);
+    ffi::lua_pushvalue(L, -2);
+    ffi::lua_rawset(L, table);
+    Ok(())
+}
+
+/// Runs `opener` and stores every entry of `template` made with it.
+unsafe fn make_opened(L: *mut ffi::lua_State, table: c_int, key: c_int, template: &Template, opener: ffi::lua_CFunction) -> Result<(), String> {
+    ffi::lua_pushcfunction(L, opener);
+    ffi::lua_call(L, 0, 1);
+    let opened = ffi::lua_gettop(L);
+    for (name, entry) in &template.entries {
+        if matches!(entry, Entry::Opened(o) if *o as usize == opener as usize) {
+            push_bytes(L, name);
+            ffi::lua_pushvalue(L, -1);
+            ffi::lua_rawget(L, opened);
+            // Only entries still to be made: one the program wrote over stays.
+            let table_ptr = ffi::lua_topointer(L, table);
+            if synodic_lazy_entry(L, table_ptr, name.as_ptr() as *const c_char, name.len(), 0) != 0 {
+                ffi::lua_rawset(L, table);
+            } else {
+                ffi::lua_settop(L, -3);
+            }
+        }
+    }
+    ffi::lua_settop(L, opened - 1);
+    ffi::lua_pushvalue(L, key);
+    ffi::lua_rawget(L, table);
+    Ok(())
+}
+
+/// Called by `csrc/lazy.c` before a traversal, as a C function, with a
+/// lazy table: makes every entry still to be made, then the table is an
+/// ordinary one.
+#[no_mangle]
+unsafe extern "C-unwind" fn synodic_lazy_make_all(L: *mut ffi::lua_State) -> c_int {
+    let made = (|| {
+        let Some(t) = find(L, ffi::lua_topointer(L, 1)) else { return Ok(()) };
+        let template = &templates()[t.template as usize];
+        for (i, (name, _)) in template.entries.iter().enumerate() {
+            let still = find(L, ffi::lua_topointer(L, 1)).is_some_and(|t| t.made & (1 << i) == 0);
+            if still {
+                push_bytes(L, name);
+                make(L, 1, ffi::lua_gettop(L))?;
+                ffi::lua_settop(L, 1);
+            }
+        }
+        Ok::<(), String>(())
+    })();
+    if let Err(e) = made {
+        return raise(L, e);
+    }
+    // `package.loaded` stays lazy, so that storing a module is still seen.
+    if find(L, ffi::lua_topointer(L, 1)).is_some_and(|t| t.template != LOADED) {
+        synodic_lazy_mark(L, 1, 0);
+    }
+    0
+}
+
+extern "C" {
+    fn synodic_lazy_mark(L: *mut ffi::lua_State, idx: c_int, lazy: c_int);
+    /// `lua_next` that leaves a lazy table's entries unmade.
+    pub(crate) fn synodic_next_raw(L: *mut ffi::lua_State, idx: c_int) -> c_int;
+}
+
+/// Defines a native module's `open` function: a lazy table of the module's
+/// template (see `native_libraries`).
 macro_rules! lazy_module {
-    ($funcs:expr) => {
+    ($name:expr) => {
         pub unsafe extern "C-unwind" fn open(L: *mut mlua_sys::lua_State) -> std::ffi::c_int {
-            static LIB: std::sync::OnceLock<$crate::lazy::Library> = std::sync::OnceLock::new();
-            $crate::lazy::push_lazy(L, LIB.get_or_init(|| $crate::lazy::Library::from_static($funcs)));
+            if !$crate::lazy::push_library(L, $name) {
+                mlua_sys::lua_createtable(L, 0, 0);
+            }
             1
         }
     };
 }
 pub(crate) use lazy_module;
-
-/// Standard-library functions read from a template state.
-pub(crate) struct Templates {
-    pub base: Library,
-    pub string: Library,
-    /// The string metatable's metamethods (arithmetic on strings), `__index` excluded.
-    pub string_meta: Library,
-}
-
-impl Templates {
-    pub(crate) fn string_meta_len(&self) -> usize {
-        self.string_meta.len()
-    }
-}
-
-pub(crate) fn templates() -> &'static Templates {
-    static T: OnceLock<Templates> = OnceLock::new();
-    T.get_or_init(|| unsafe { read_templates() })
-}
-
-unsafe fn read_templates() -> Templates {
-    let L = ffi::luaL_newstate();
-    assert!(!L.is_null(), "cannot create the template Lua state");
-    ffi::luaL_requiref(L, c"_G".as_ptr(), ffi::luaopen_base, 1);
-    let base = functions_of(L, -1);
-    ffi::luaL_requiref(L, c"string".as_ptr(), ffi::luaopen_string, 1);
-    let string = functions_of(L, -1);
-    push_bytes_str(L, "");
-    ffi::lua_getmetatable(L, -1);
-    let string_meta = functions_of(L, -1);
-    ffi::lua_close(L);
-    Templates { base, string, string_meta }
-}
-
-unsafe fn push_bytes_str(L: *mut ffi::lua_State, s: &str) {
-    ffi::lua_pushlstring(L, s.as_ptr().cast(), s.len());
-}
-
-/// The C functions without upvalues stored under string keys in the table at `idx`.
-unsafe fn functions_of(L: *mut ffi::lua_State, idx: c_int) -> Library {
-    let t = ffi::lua_absindex(L, idx);
-    let mut fields = Vec::new();
-    ffi::lua_pushnil(L);
-    while ffi::lua_next(L, t) != 0 {
-        let f = ffi::lua_tocfunction(L, -1);
-        let plain = ffi::lua_getupvalue(L, -1, 1).is_null();
-        if !plain {
-            ffi::lua_settop(L, -2);
-        }
-        if let (Some(f), true, Some(name)) = (f, plain, (ffi::lua_type(L, -2) == ffi::LUA_TSTRING).then(|| to_bytes(L, -2)).flatten()) {
-            if let Ok(name) = CString::new(name) {
-                fields.push((name, f));
-            }
-        }
-        ffi::lua_settop(L, -2);
-    }
-    Library { fields }
-}
-
-/// Pushes an empty table that fills itself from `lib`.
-pub(crate) unsafe fn push_lazy(L: *mut ffi::lua_State, lib: &'static Library) {
-    ffi::lua_createtable(L, 0, 0);
-    ffi::lua_createtable(L, 0, 1);
-    ffi::lua_pushlightuserdata(L, lib as *const Library as *mut c_void);
-    ffi::lua_pushcclosure(L, lazy_index, 1);
-    ffi::lua_setfield(L, -2, c"__index".as_ptr());
-    ffi::lua_setmetatable(L, -2);
-}
-
-unsafe extern "C-unwind" fn lazy_index(L: *mut ffi::lua_State) -> c_int {
-    let lib = &*(ffi::lua_touserdata(L, ffi::lua_upvalueindex(1)) as *const Library);
-    match to_bytes(L, 2).filter(|_| ffi::lua_type(L, 2) == ffi::LUA_TSTRING).and_then(|k| lib.find(k)) {
-        Some(f) => {
-            ffi::lua_pushcfunction(L, f);
-            ffi::lua_pushvalue(L, 2);
-            ffi::lua_pushvalue(L, -2);
-            ffi::lua_rawset(L, 1);
-            1
-        }
-        None => 0,
-    }
-}
-
-/// A base-library function by name, if there is one.
-pub(crate) fn base_function(name: &[u8]) -> Option<ffi::lua_CFunction> {
-    templates().base.find(name)
-}

@@ -17,11 +17,19 @@ const BUNDLED: &[(&CStr, &CStr, &str)] = &[
 
 /// Adds a loader for every bundled module to the `package.preload` table at `preload`.
 pub(crate) unsafe fn register_preloads(L: *mut ffi::lua_State, preload: c_int) {
-    for (i, (name, _, _)) in BUNDLED.iter().enumerate() {
-        ffi::lua_pushinteger(L, i as ffi::lua_Integer);
-        ffi::lua_pushcclosure(L, load_bundled, 1);
+    for (name, _, _) in BUNDLED {
+        push_loader(L, name.to_bytes());
         ffi::lua_setfield(L, preload, name.as_ptr());
     }
+}
+
+/// Pushes the loader of the bundled module `name`; false (nothing pushed)
+/// if there is none.
+pub(crate) unsafe fn push_loader(L: *mut ffi::lua_State, name: &[u8]) -> bool {
+    let Some(i) = BUNDLED.iter().position(|(n, _, _)| n.to_bytes() == name) else { return false };
+    ffi::lua_pushinteger(L, i as ffi::lua_Integer);
+    ffi::lua_pushcclosure(L, load_bundled, 1);
+    true
 }
 
 /// A `package.preload` loader: runs the bundled source, passing the module name.

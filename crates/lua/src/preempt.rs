@@ -40,8 +40,9 @@ struct Saved {
 
 extern "C" {
     fn synodic_hook_save(L: *mut ffi::lua_State, out: *mut Saved);
-    fn synodic_preempt_arm(L: *mut ffi::lua_State, preempt: Option<ffi::lua_Hook>, program_mask: c_int);
+    fn synodic_preempt_arm(L: *mut ffi::lua_State, preempt: Option<ffi::lua_Hook>, program_mask: c_int) -> c_int;
     fn synodic_hook_restore(L: *mut ffi::lua_State, saved: *const Saved);
+    fn synodic_preempt_resumed(L: *mut ffi::lua_State) -> c_int;
 }
 
 thread_local! {
@@ -67,9 +68,16 @@ pub fn install() -> libc::c_int {
     SIGNAL
 }
 
-/// Marks `L` as the Lua thread now running on this worker; returns the
-/// previous one, disarmed: only the running thread is ever armed.
+/// Marks `L` as the Lua thread now running on this worker, about to be
+/// resumed; returns the previous one, disarmed: only the running thread is
+/// ever armed.
 pub(crate) fn enter(L: *mut ffi::lua_State) -> *mut ffi::lua_State {
+    // SAFETY: `L` is a thread of the process this worker runs.
+    unsafe {
+        if !L.is_null() && ctx(L).hook_yielded && synodic_preempt_resumed(L) != 0 {
+            ctx(L).hook_yielded = false;
+        }
+    }
     let previous = RUNNING.with(|r| r.replace(L));
     // After the switch, so that a signal arriving now arms `L`, not `previous`.
     disarm(previous);
@@ -126,11 +134,12 @@ extern "C" fn on_signal(_sig: libc::c_int) {
         _ => {
             let mut saved = Saved { hook: None, mask: 0, count: 0 };
             unsafe { synodic_hook_save(L, &mut saved) };
-            ARMED.with(|a| a.set(Some((L, saved))));
             saved
         }
     };
-    unsafe { synodic_preempt_arm(L, Some(preempt), saved.mask & !ffi::LUA_MASKCOUNT) };
+    if unsafe { synodic_preempt_arm(L, Some(preempt), saved.mask & !ffi::LUA_MASKCOUNT) } != 0 {
+        ARMED.with(|a| a.set(Some((L, saved))));
+    }
 }
 
 fn is_preempt(hook: Option<ffi::lua_Hook>) -> bool {
@@ -152,19 +161,41 @@ unsafe extern "C-unwind" fn preempt(L: *mut ffi::lua_State, ar: *mut ffi::lua_De
         ffi::LUA_HOOKCOUNT if saved.mask & ffi::LUA_MASKLINE != 0 => return,
         ffi::LUA_HOOKCOUNT => {}
         event => {
-            // One of the program's own events, which the mask kept for it.
+            // One of the program's own events, which the mask kept for it:
+            // its hook runs with everything as it set it (debug.gethook
+            // inside it must see its own hook, mask and count).
+            restore(L, saved);
             if let Some(hook) = saved.hook {
                 hook(L, ar);
             }
-            if event != ffi::LUA_HOOKLINE {
-                return;
+            if event == ffi::LUA_HOOKLINE {
+                return preempt_now(L);
             }
+            // Armed again, unless the hook changed the hooks meanwhile.
+            if ARMED.with(|a| a.get()).is_none() && ffi::lua_gethook(L).map(|h| h as usize) == saved.hook.map(|h| h as usize) {
+                // (Inside the hook call that runs us: arm directly.)
+                rearm(L, saved);
+            }
+            return;
         }
     }
     restore(L, saved);
+    preempt_now(L)
+}
+
+/// Arms `L` again from inside a hook, where `synodic_preempt_arm` declines.
+unsafe fn rearm(L: *mut ffi::lua_State, saved: Saved) {
+    ARMED.with(|a| a.set(Some((L, saved))));
+    synodic_hook_restore(L, &Saved { hook: Some(preempt), mask: saved.mask | ffi::LUA_MASKCOUNT, count: 1 });
+}
+
+/// Yields the process to the scheduler from the hook, if it can yield here.
+unsafe fn preempt_now(L: *mut ffi::lua_State) {
     if ffi::lua_isyieldable(L) == 0 {
         return;
     }
-    ctx(L).pending = Pending::Preempt;
+    let c = ctx(L);
+    c.pending = Pending::Preempt;
+    c.hook_yielded = true;
     ffi::lua_yield(L, 0);
 }

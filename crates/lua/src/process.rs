@@ -48,7 +48,7 @@ impl LuaProcess {
 
     /// The main process: runs `path` with `args` as the `lua` command would.
     pub fn main_script(path: String, args: Vec<String>) -> Box<dyn Body> {
-        LuaProcess::booting(Boot::Script { path, args })
+        LuaProcess::booting(Boot::Script(Box::new((path, args))))
     }
 
     /// A process running `require(module).main(arg)`.
@@ -154,7 +154,10 @@ const MAIN_EVENTS: ffi::lua_KContext = 2;
 unsafe extern "C-unwind" fn boot(L: *mut ffi::lua_State) -> c_int {
     let (prepared, stage) = match ctx(L).boot.take() {
         Some(Boot::Message(msg)) => (prepare_spawned(L, msg), SPAWNED),
-        Some(Boot::Script { path, args }) => (prepare_script(L, path, args), MAIN_CHUNK),
+        Some(Boot::Script(script)) => {
+            let (path, args) = *script;
+            (prepare_script(L, path, args), MAIN_CHUNK)
+        }
         Some(Boot::Module { module, arg }) => (prepare_module(L, module, arg), SPAWNED),
         None => (Err("process started twice".into()), SPAWNED),
     };

@@ -1,12 +1,12 @@
 //! Creating the Lua state of a process, kept small while it is idle.
 //!
-//! Nothing is opened whole up front. The global table starts with `_G` and
-//! `_VERSION` only; base functions, `print` and the standard libraries (and
-//! `require`) appear the first time a global of that name is read, through an
-//! `__index` on the global table. The string library is a lazily filled
-//! table (see [`crate::lazy`]) behind the string metatable, so string methods
-//! and string arithmetic work from the start. `require` also finds the
-//! standard libraries and Synodic's modules through `package.preload`.
+//! Nothing is opened whole up front: the global table, `package.loaded`, the
+//! standard libraries and Synodic's modules are lazy tables (see
+//! [`crate::lazy`]), whose entries are made the first time they are used,
+//! in a way no program can observe. `require` is made cheap for what is
+//! built in: a standard library or one of Synodic's modules is made on the
+//! spot, and only other modules open the package library and search for
+//! them, as `require` does.
 //!
 //! Preemption is not set up here: see [`crate::preempt`].
 
@@ -21,19 +21,8 @@ use crate::util::{push_bytes, raise, to_bytes};
 
 type Opener = ffi::lua_CFunction;
 
-/// Libraries opened on first use: global name, opener.
-const LAZY: &[(&CStr, Opener)] = &[
-    (c"table", ffi::luaopen_table),
-    (c"math", ffi::luaopen_math),
-    (c"coroutine", crate::coroutine::open),
-    (c"utf8", ffi::luaopen_utf8),
-    (c"os", ffi::luaopen_os),
-    (c"io", ffi::luaopen_io),
-    (c"debug", ffi::luaopen_debug),
-    (c"package", open_package),
-];
-
-/// Modules `require` finds without a search: Synodic's own.
+/// Modules `require` finds without a search: Synodic's own native ones
+/// (the bundled Lua ones are in `lualib`).
 const NATIVE: &[(&CStr, Opener)] =
     &[
         (c"synodic", crate::kernel::open),
@@ -60,27 +49,7 @@ pub(crate) unsafe fn new_state(ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ff
     ffi::lua_atpanic(L, panic_handler);
     ffi::lua_setwarnf(L, Some(warn_off), L.cast());
     *(ffi::lua_getextraspace(L) as *mut *mut Ctx) = ctx;
-    let templates = lazy::templates();
-    // The global table: empty, filled on demand.
-    ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
-    ffi::lua_createtable(L, 0, 1);
-    ffi::lua_pushcfunction(L, lazy_global);
-    ffi::lua_setfield(L, -2, c"__index".as_ptr());
-    ffi::lua_setmetatable(L, -2);
-    ffi::luaL_getsubtable(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
-    ffi::lua_pushvalue(L, -2);
-    ffi::lua_setfield(L, -2, c"_G".as_ptr());
-    // The string library, filled on demand, behind the string metatable.
-    lazy::push_lazy(L, &templates.string);
-    ffi::lua_pushvalue(L, -1);
-    ffi::lua_setfield(L, -3, c"string".as_ptr());
-    ffi::lua_createtable(L, 0, templates.string_meta_len() as c_int + 1);
-    templates.string_meta.set_into(L, -1);
-    ffi::lua_rotate(L, -2, 1);
-    ffi::lua_setfield(L, -2, c"__index".as_ptr());
-    push_bytes(L, b"");
-    ffi::lua_rotate(L, -2, 1);
-    ffi::lua_setmetatable(L, -2);
+    lazy::set_up(L, lazy::string_metamethods());
     ffi::lua_settop(L, 0);
     ffi::lua_gc(L, ffi::LUA_GCRESTART, 0);
     synodic_gc_allowance(L, GC_ALLOWANCE);
@@ -151,94 +120,59 @@ pub(crate) unsafe fn close_state(L: *mut ffi::lua_State, heap: &mut Heap) {
     ffi::lua_close(L)
 }
 
-/// `__index` of the global table: installs a base function or opens a
-/// standard library on first use.
-unsafe extern "C-unwind" fn lazy_global(L: *mut ffi::lua_State) -> c_int {
-    if ffi::lua_type(L, 2) != ffi::LUA_TSTRING {
-        return 0;
+/// `require`, as the base library's global: a module already loaded (the
+/// standard libraries count as loaded, as in `lua`) or one of Synodic's is
+/// there at once; anything else goes to the package library's `require`,
+/// which searches for it.
+pub(crate) unsafe extern "C-unwind" fn require(L: *mut ffi::lua_State) -> c_int {
+    if ffi::lua_type(L, 1) != ffi::LUA_TSTRING && ffi::lua_type(L, 1) != ffi::LUA_TNUMBER {
+        return raise(L, format!("bad argument #1 to 'require' (string expected, got {})", crate::util::type_name(L, 1)));
     }
-    let Some(name) = to_bytes(L, 2) else { return 0 };
-    let base = if name == b"print" { Some(print as ffi::lua_CFunction) } else { lazy::base_function(name) };
-    if let Some(f) = base {
-        ffi::lua_pushcfunction(L, f);
-        ffi::lua_pushvalue(L, 2);
-        ffi::lua_pushvalue(L, -2);
-        ffi::lua_rawset(L, 1);
-        return 1;
-    }
-    if name == b"_G" || name == b"_VERSION" {
-        match name {
-            b"_G" => ffi::lua_pushvalue(L, 1),
-            _ => drop(ffi::lua_pushstring(L, c"Lua 5.4".as_ptr())),
-        }
-        ffi::lua_pushvalue(L, 2);
-        ffi::lua_pushvalue(L, -2);
-        ffi::lua_rawset(L, 1);
-        return 1;
-    }
-    if name == b"string" {
-        ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
-        ffi::lua_getfield(L, -1, c"string".as_ptr());
-        ffi::lua_pushvalue(L, 2);
-        ffi::lua_pushvalue(L, -2);
-        ffi::lua_rawset(L, 1);
-        return 1;
-    }
-    if name == b"alua" {
-        // The agents module, for the main script and every agent (SPEC §3).
-        push_module(L, b"synodic.alua").map_or_else(|e| raise(L, e), |()| 1);
-        return 1;
-    }
-    if name == b"require" {
-        open_lazy(L, c"package");
-        ffi::lua_settop(L, 2);
-        ffi::lua_rawget(L, 1);
-        return 1;
-    }
-    match LAZY.iter().find(|(n, _)| n.to_bytes() == name) {
-        Some((n, _)) => {
-            open_lazy(L, n);
-            1
-        }
-        None => 0,
-    }
-}
-
-/// Opens a lazily loaded library as a global and pushes it.
-unsafe fn open_lazy(L: *mut ffi::lua_State, name: &CStr) {
-    let (_, f) = LAZY.iter().find(|(n, _)| *n == name).expect("known lazy library");
-    ffi::luaL_requiref(L, name.as_ptr(), *f, 1);
-}
-
-/// Pushes the receiver's module `name`: already loaded, a library opened now,
-/// or the result of `require(name)`. Errors come back as text, never raised.
-pub(crate) unsafe fn push_module(L: *mut ffi::lua_State, name: &[u8]) -> Result<(), String> {
+    ffi::lua_settop(L, 1);
     ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
-    push_bytes(L, name);
-    ffi::lua_rawget(L, -2);
-    if ffi::lua_type(L, -1) == ffi::LUA_TTABLE {
-        ffi::lua_rotate(L, -2, 1);
-        ffi::lua_settop(L, -2);
-        return Ok(());
+    ffi::lua_pushvalue(L, 1);
+    if ffi::lua_gettable(L, 2) != ffi::LUA_TNIL && ffi::lua_toboolean(L, 3) != 0 {
+        return 1;
     }
-    ffi::lua_settop(L, -3);
+    ffi::lua_settop(L, 2);
+    let name = to_bytes(L, 1).unwrap_or_default();
+    if let Some((_, open)) = NATIVE.iter().find(|(n, _)| n.to_bytes() == name) {
+        ffi::lua_pushcfunction(L, *open);
+    } else if !crate::lualib::push_loader(L, name) {
+        // The package library's own `require` searches for it.
+        ffi::lua_getfield(L, 2, c"package".as_ptr());
+        ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, REQUIRE.as_ptr());
+        ffi::lua_pushvalue(L, 1);
+        ffi::lua_call(L, 1, 2);
+        return 2;
+    }
+    // As `require` loads from package.preload: loader(name, ":preload:").
+    ffi::lua_pushvalue(L, 1);
+    push_bytes(L, b":preload:");
+    ffi::lua_call(L, 2, 1);
+    if ffi::lua_isnil(L, -1) != 0 {
+        ffi::lua_settop(L, -2);
+        ffi::lua_pushboolean(L, 1);
+    }
+    ffi::lua_pushvalue(L, 1);
+    ffi::lua_pushvalue(L, -2);
+    ffi::lua_settable(L, 2);
+    push_bytes(L, b":preload:");
+    2
+}
+
+/// Registry key of the package library's `require` (its closure over the
+/// package table, which `require` above hands unknown modules to).
+const REQUIRE: &CStr = c"synodic.require";
+
+/// Pushes the receiver's module `name` (as `require(name)` would, loading it
+/// if needed). Errors come back as text, never raised.
+pub(crate) unsafe fn push_module(L: *mut ffi::lua_State, name: &[u8]) -> Result<(), String> {
     if name == b"_G" {
         ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
         return Ok(());
     }
-    if let Some((n, _)) = LAZY.iter().find(|(n, _)| n.to_bytes() == name) {
-        open_lazy(L, n);
-        return Ok(());
-    }
-    if let Some((n, f)) = NATIVE.iter().find(|(n, _)| n.to_bytes() == name) {
-        ffi::luaL_requiref(L, n.as_ptr(), *f, 0);
-        return Ok(());
-    }
-    // Anything else goes through `require`, protected: loading may fail.
-    ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
-    ffi::lua_getfield(L, -1, c"require".as_ptr());
-    ffi::lua_rotate(L, -2, 1);
-    ffi::lua_settop(L, -2);
+    ffi::lua_pushcfunction(L, require);
     push_bytes(L, name);
     if ffi::lua_pcall(L, 1, 1, 0) != ffi::LUA_OK {
         let msg = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
@@ -248,13 +182,18 @@ pub(crate) unsafe fn push_module(L: *mut ffi::lua_State, name: &[u8]) -> Result<
     Ok(())
 }
 
-/// Opens `package`, registers Synodic's modules and the standard libraries in
-/// `package.preload`, and adds Debian's module directories to the search paths.
-unsafe extern "C-unwind" fn open_package(L: *mut ffi::lua_State) -> c_int {
+/// Opens `package`, registers Synodic's modules in `package.preload`, and
+/// adds Debian's module directories to the search paths. (Its own opener
+/// also sets the global `require` to the package library's.)
+pub(crate) unsafe extern "C-unwind" fn open_package(L: *mut ffi::lua_State) -> c_int {
     ffi::luaopen_package(L);
     let package = ffi::lua_gettop(L);
+    ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
+    ffi::lua_getfield(L, -1, c"require".as_ptr());
+    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, REQUIRE.as_ptr());
+    ffi::lua_settop(L, package);
     ffi::lua_getfield(L, package, c"preload".as_ptr());
-    for (name, f) in NATIVE.iter().chain(LAZY.iter().filter(|(n, _)| *n != c"package")) {
+    for (name, f) in NATIVE {
         ffi::lua_pushcfunction(L, *f);
         ffi::lua_setfield(L, -2, name.as_ptr());
     }
@@ -284,7 +223,7 @@ extern "C" {
 }
 
 /// `print`, writing each line with one call so lines of concurrent processes never interleave.
-unsafe extern "C-unwind" fn print(L: *mut ffi::lua_State) -> c_int {
+pub(crate) unsafe extern "C-unwind" fn print(L: *mut ffi::lua_State) -> c_int {
     let n = ffi::lua_gettop(L);
     for i in 1..=n {
         ffi::luaL_tolstring(L, i, std::ptr::null_mut());

@@ -6,7 +6,7 @@
 //! everything that owns memory, and only then raises or yields.
 
 use std::ffi::{c_int, c_void, CStr};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mlua_sys as ffi;
 use synodic_core::Pid;
@@ -116,14 +116,15 @@ pub(crate) unsafe fn start_deadline(L: *mut ffi::lua_State, timeout: Option<Dura
     let c = ctx(L);
     c.deadline = None;
     if let Some(t) = timeout {
-        let at = Instant::now() + t;
-        c.deadline = Some(at);
-        c.rt().arm_timer(c.proc(), at);
+        let at = c.rt().uptime() + t;
+        c.deadline = std::num::NonZeroU64::new((at.as_nanos() as u64).max(1));
+        c.rt().arm_timer(c.proc(), c.rt().at_uptime(at));
     }
 }
 
 pub(crate) unsafe fn deadline_passed(L: *mut ffi::lua_State) -> bool {
-    ctx(L).deadline.is_some_and(|d| Instant::now() >= d)
+    let c = ctx(L);
+    c.deadline.is_some_and(|d| c.rt().uptime().as_nanos() as u64 >= d.get())
 }
 
 /// Yields the process to the scheduler; `k` runs when it is resumed.

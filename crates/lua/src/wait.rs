@@ -52,10 +52,10 @@ pub(crate) enum Poll {
 /// Step 2: a fresh waiter for a store wait on `on`, recorded in the context.
 pub(crate) unsafe fn begin(L: *mut ffi::lua_State, on: Box<dyn Queue>) -> Waiter {
     let c = ctx(L);
-    c.tickets += 1;
+    c.tickets = c.tickets.wrapping_add(1);
     c.withdrawn = false;
     c.blocked = Some(on);
-    Waiter { pid: c.proc().pid(), ticket: c.tickets }
+    Waiter { pid: c.proc().pid(), ticket: c.tickets.into() }
 }
 
 /// Ends the store wait in progress; gives back its queue if it is a `T`.
@@ -70,7 +70,7 @@ pub(crate) unsafe fn poll(L: *mut ffi::lua_State) -> Poll {
     if c.blocked.is_none() {
         return Poll::Withdrawn;
     }
-    if let Some(done) = c.proc().take_completion(c.tickets) {
+    if let Some(done) = c.proc().take_completion(c.tickets.into()) {
         return Poll::Done(done);
     }
     if c.withdrawn {
@@ -91,7 +91,7 @@ pub(crate) unsafe fn withdraw(L: *mut ffi::lua_State) {
     let c = ctx(L);
     c.withdrawn = true;
     if let Some(queue) = &c.blocked {
-        queue.withdraw(L, Waiter { pid: c.proc().pid(), ticket: c.tickets });
+        queue.withdraw(L, Waiter { pid: c.proc().pid(), ticket: c.tickets.into() });
     }
 }
 
