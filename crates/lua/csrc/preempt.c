@@ -36,11 +36,13 @@ void synodic_hook_save(lua_State *L, SynodicHook *out) {
 }
 
 /* Installs `preempt` to run at the next instruction, keeping the program's
-** events in the mask; 0 (nothing done) while a hook runs: the program's hook
-** must see its own settings, and a hook cannot be preempted anyway. */
+** events in the mask; 0 (nothing done) while a hook or a C function runs: the
+** program's hook must see its own settings, C functions (debug.gethook) must
+** see the program's hook, and neither can be preempted there anyway. (The
+** monitor signals again a tick later.) */
 int synodic_preempt_arm(lua_State *L, lua_Hook preempt, int program_mask) {
   CallInfo *ci;
-  if (!L->allowhook)
+  if (!L->allowhook || !isLua(L->ci))
     return 0;
   L->hook = preempt;
   L->basehookcount = 1;
@@ -68,12 +70,16 @@ void synodic_hook_restore(lua_State *L, const SynodicHook *saved) {
 ** the program's, that may be much later, and the mark would then swallow
 ** the first line event of a hook set meanwhile: it is cleared here. With
 ** one, the program's hook has seen this instruction's line event already,
-** and the mark must stay. 1 when this was the thread the hook stopped. */
+** and the mark must stay. Lua also set the count to 1 (to undo the count
+** event that fired): that was the preempting hook's count, and the
+** program's own count starts afresh. 1 when this was the thread the hook
+** stopped. */
 int synodic_preempt_resumed(lua_State *L) {
   CallInfo *ci = L->ci;
   if (L->status != LUA_YIELD || !isLua(ci) || !(ci->callstatus & CIST_HOOKYIELD))
     return 0;
   if (!(L->hookmask & LUA_MASKLINE))
     ci->callstatus &= ~CIST_HOOKYIELD;
+  L->hookcount = L->basehookcount;
   return 1;
 }

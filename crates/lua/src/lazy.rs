@@ -143,9 +143,11 @@ unsafe fn build_templates() -> Vec<Template> {
     }
     ffi::lua_close(L);
     let mut templates = vec![globals, loaded];
+    ORIGINALS.get_or_init(|| all.iter().flat_map(|t| t.functions().map(move |(n, f)| ((t.module, n.to_vec()), f))).collect());
     templates.extend(all.into_iter().map(|t| match t.module {
         // The scheduler-aware replacements.
         "coroutine" => t.with_functions(crate::coroutine::REPLACED),
+        "debug" => t.with_functions(&[(c"gethook", crate::preempt::gethook)]),
         _ => t,
     }));
     for (module, functions) in native_libraries() {
@@ -153,6 +155,17 @@ unsafe fn build_templates() -> Vec<Template> {
     }
     assert!(templates.len() <= u8::MAX as usize);
     templates
+}
+
+/// The standard libraries' own functions, before Synodic replaced some.
+#[allow(clippy::type_complexity)]
+static ORIGINALS: OnceLock<std::collections::HashMap<(&str, Vec<u8>), ffi::lua_CFunction>> = OnceLock::new();
+
+/// A standard library's own function `module.name`, even where a template
+/// has a replacement (which may call it).
+pub(crate) fn original(module: &str, name: &[u8]) -> Option<ffi::lua_CFunction> {
+    templates();
+    ORIGINALS.get()?.get(&(module, name.to_vec())).copied()
 }
 
 /// Synodic's native modules that are lazy tables, with their functions.

@@ -92,6 +92,17 @@ pub(crate) fn leave(L: *mut ffi::lua_State) {
     disarm(L);
 }
 
+/// `debug.gethook` (replacing the debug library's): disarms the thread it
+/// asks about first, so that a program always sees its own hook.
+pub(crate) unsafe extern "C-unwind" fn gethook(L: *mut ffi::lua_State) -> c_int {
+    let thread = if ffi::lua_type(L, 1) == ffi::LUA_TTHREAD { ffi::lua_tothread(L, 1) } else { L };
+    disarm(thread);
+    ffi::lua_pushcfunction(L, crate::lazy::original("debug", b"gethook").expect("the debug library has gethook"));
+    ffi::lua_rotate(L, 1, 1);
+    ffi::lua_call(L, ffi::lua_gettop(L) - 1, ffi::LUA_MULTRET);
+    ffi::lua_gettop(L)
+}
+
 /// Puts `L`'s own hook back if `L` is armed (and still has the preempting
 /// hook: a program that set its own meanwhile keeps it).
 fn disarm(L: *mut ffi::lua_State) {
