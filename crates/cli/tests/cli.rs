@@ -334,3 +334,18 @@ fn the_channels_guide_example_prints_every_job() {
         assert_eq!(text(&out.stdout).lines().count(), 10, "run {run} lost output:\n{}", text(&out.stdout));
     }
 }
+
+/// `warn` as in `lua`: off at first, then one line per warning on stderr.
+#[test]
+fn warnings_go_to_stderr_once_turned_on() {
+    let out = run_source(
+        "warn",
+        r#"warn("not shown") warn("@on") warn("two ", "pieces") warn("@off") warn("hidden")
+           require("synodic").spawn(function() warn("@on") warn("from a process") end)"#,
+        &[],
+    );
+    assert!(out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.starts_with("Lua warning: two pieces\n"), "{stderr}");
+    assert!(!stderr.contains("hidden") && !stderr.contains("not shown"), "{stderr}");
+}

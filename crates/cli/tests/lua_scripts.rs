@@ -73,6 +73,7 @@ lua_tests!(
     blocking_withdrawn,
     coroutines,
     libraries,
+    standard_lua,
     cjson,
     alua_spawn,
     alua_events,
