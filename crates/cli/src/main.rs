@@ -3,6 +3,7 @@
 //! its end into an exit status.
 
 mod console;
+mod signals;
 
 use std::path::PathBuf;
 
@@ -80,6 +81,7 @@ fn usage_error(e: clap::Error) -> i32 {
 }
 
 fn run(args: RunArgs) -> i32 {
+    signals::install();
     let config = Config { workers: args.workers.into(), preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
     let rt = match Runtime::start(config) {
         Ok(rt) => rt,

@@ -349,3 +349,57 @@ fn warnings_go_to_stderr_once_turned_on() {
     assert!(stderr.starts_with("Lua warning: two pieces\n"), "{stderr}");
     assert!(!stderr.contains("hidden") && !stderr.contains("not shown"), "{stderr}");
 }
+
+/// SIGTERM (and Ctrl-C's SIGINT) end the run, but what the program printed
+/// to a pipe is flushed first.
+#[test]
+fn a_terminated_run_keeps_its_output() {
+    use std::io::Read;
+    let dir = std::env::temp_dir().join(format!("synodic-term-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = dir.join("term.lua");
+    std::fs::write(&prog, "for i = 1, 5 do print('line', i) end\nio.stderr:write('ready\\n')\nrequire('synodic').sleep(60)\n").unwrap();
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let mut child = common::synodic_command()
+            .arg("run")
+            .arg(&prog)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let guard = common::KillOnDrop(child);
+        assert_eq!(common::first_line_within(stderr, common::LIMIT, "the program"), "ready\n");
+        // SAFETY: the child is alive (it is waiting in sleep) and not yet reaped.
+        unsafe { libc::kill(guard.0.id() as libc::pid_t, signal) };
+        let mut out = String::new();
+        std::io::BufReader::new(stdout).read_to_string(&mut out).unwrap();
+        assert_eq!(out.lines().count(), 5, "signal {signal}: {out:?}");
+    }
+}
+
+/// A program printing to a closed pipe ends, killed by SIGPIPE, as `lua` does.
+#[test]
+fn a_broken_pipe_ends_the_run() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = std::env::temp_dir().join(format!("synodic-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prog = dir.join("pipe.lua");
+    std::fs::write(&prog, "while true do print('y') end\n").unwrap();
+    let mut child = common::synodic_command().arg("run").arg(&prog).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    assert_eq!(common::first_line_within(stdout, common::LIMIT, "the printing program"), "y\n");
+    // The reader is gone now (first_line_within dropped it).
+    let pid = child.id() as libc::pid_t;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = rx.recv_timeout(common::LIMIT).unwrap_or_else(|_| {
+        // SAFETY: the child has not been reaped: it is still running.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        panic!("a program printing to a closed pipe went on")
+    });
+    let status = status.unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status}");
+}

@@ -1,0 +1,36 @@
+//! How `synodic run` meets signals, as the `lua` command does where it can.
+//!
+//! - SIGPIPE keeps its default action (Rust's runtime ignores it): a program
+//!   printing to a closed pipe ends, killed by the signal, as `lua` is.
+//!   Sockets are written with MSG_NOSIGNAL, so a peer that goes away never
+//!   kills the node.
+//! - SIGINT and SIGTERM end the run at once, but first flush what processes
+//!   printed to a pipe or a file (a buffered stdout), and say so on stderr.
+//!   They are taken by a thread of their own with `sigwait`, so nothing runs
+//!   in a signal handler. Exit status 128 + the signal, as a shell reports it.
+//!
+//! `install` must run before any other thread starts: threads inherit the
+//! signal mask that routes the two signals to the waiting thread.
+
+/// Sets the signal dispositions and starts the waiting thread.
+pub fn install() {
+    // SAFETY: plain libc calls on this thread's mask and the process's
+    // dispositions, before any other thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        let _ = std::thread::Builder::new().name("synodic-signals".into()).spawn(move || {
+            let mut sig = 0;
+            if libc::sigwait(&set, &mut sig) == 0 {
+                libc::fflush(std::ptr::null_mut());
+                let name = if sig == libc::SIGINT { "interrupted" } else { "terminated" };
+                eprintln!("synodic: {name}");
+                libc::_exit(128 + sig);
+            }
+        });
+    }
+}
