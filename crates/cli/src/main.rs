@@ -35,6 +35,11 @@ struct RunArgs {
     /// Worker threads that run processes (default: one per core; at most 1024).
     #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=synodic_core::MAX_WORKERS as i64))]
     workers: u16,
+    /// The memory limit of a process that sets none itself (bytes; K, M or G
+    /// for KiB, MiB, GiB): its Lua state and its queued messages. A process
+    /// over it ends alone, with reason "memory limit".
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_process_memory: Option<u64>,
     /// Where the console endpoint listens (default: a free port on 127.0.0.1,
     /// printed when standard error is a terminal).
     #[arg(long, value_name = "ADDR")]
@@ -82,7 +87,7 @@ fn usage_error(e: clap::Error) -> i32 {
 
 fn run(args: RunArgs) -> i32 {
     signals::install();
-    let config = Config { workers: args.workers.into(), preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
+    let config = Config { workers: args.workers.into(), max_process_memory: args.max_process_memory, preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
     let rt = match Runtime::start(config) {
         Ok(rt) => rt,
         Err(e) => {
@@ -123,6 +128,24 @@ fn open_console(rt: &Runtime, args: &RunArgs) -> anyhow::Result<()> {
         Err(e) if explicit => Err(e),
         Err(_) => Ok(()),
     }
+}
+
+/// A size in bytes: digits, then K, M or G (binary multiples) if wanted.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let (digits, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len()));
+    let shift = match unit {
+        "" | "B" => 0,
+        "K" | "KB" | "KiB" => 10,
+        "M" | "MB" | "MiB" => 20,
+        "G" | "GB" | "GiB" => 30,
+        _ => return Err(format!("'{text}' is not a size (bytes, or a number with K, M or G)")),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("'{text}' is not a size (bytes, or a number with K, M or G)"))
 }
 
 /// Ends the OS process at once: other processes may still be running, so no

@@ -403,3 +403,24 @@ fn a_broken_pipe_ends_the_run() {
     let status = status.unwrap();
     assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status}");
 }
+
+/// `--max-process-memory` is every process's memory limit unless it sets one.
+#[test]
+fn a_node_wide_memory_limit() {
+    let out = run_source_with(
+        "node_limit",
+        r#"local s = require "synodic"
+           local p = s.spawn(function() local t = {} for i = 1, 1e7 do t[i] = {i} end end)
+           s.monitor(p)
+           print(select(3, s.receive()))
+           local q = s.spawn_opt({max_memory = 64 << 20}, function() local t = {} for i = 1, 1e5 do t[i] = {i} end s.send(s.main(), #t) end)
+           print(s.receive())"#,
+        &["--max-process-memory", "4M"],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "memory limit\n100000\n", "{}", text(&out.stderr));
+    let out = synodic(&["run", "--max-process-memory", "lots", "x.lua"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("'lots' is not a size"), "{}", text(&out.stderr));
+}

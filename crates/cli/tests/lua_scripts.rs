@@ -60,6 +60,7 @@ lua_tests!(
     values_deep,
     monitor,
     exit,
+    memory_limit,
     register,
     sleep,
     preemption,

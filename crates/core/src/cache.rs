@@ -1,7 +1,9 @@
-//! What the runtime knows of the machine's memory caches: the size of the
+//! What the runtime knows of the machine's memory: the size of the
 //! last-level cache, which decides from how many live processes on a woken
-//! process has likely left the caches (see `Runtime::wakes_cold`). Read from
-//! Linux's sysfs; elsewhere, or if it cannot be read, a common size is assumed.
+//! process has likely left the caches (see `Runtime::wakes_cold`), read from
+//! Linux's sysfs (elsewhere, or if it cannot be read, a common size is
+//! assumed); and its physical memory, the bound on any one block a program
+//! may ask for ([`largest_block`]).
 
 /// Assumed when the size cannot be read.
 const USUAL_LAST_LEVEL: usize = 8 << 20;
@@ -17,6 +19,23 @@ pub(crate) fn last_level_bytes() -> usize {
         })
         .max()
         .map_or(USUAL_LAST_LEVEL, |(_, bytes)| bytes)
+}
+
+/// The largest single block of memory a program may ask for (a buffer, a
+/// string, a message): the machine's physical memory. The allocator
+/// reserves address space lazily, so a larger request could succeed and then
+/// bring the machine down as it is filled; refused, it fails as an error.
+pub fn largest_block() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let (pages, size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+        if pages > 0 && size > 0 {
+            (pages as usize).saturating_mul(size as usize)
+        } else {
+            usize::MAX
+        }
+    })
 }
 
 /// `"32768K"`, `"2M"`, `"512"` as bytes.

@@ -19,9 +19,9 @@
 //! | [`hash`] | `FastHasher`: hashing for the runtime's own keys |
 //! | `scheduler`, `monitor` | the worker pool and its watcher; `on_preempt_signal` for the preemption signal's handler, `MAX_WORKERS` |
 //! | `table`, `mailbox`, `timer`, `names` | internal: process slots, message queues, deadlines, name map |
-//! | `cache` | internal: the last-level cache's size, for warming |
+//! | [`cache`] | the last-level cache's size (for warming), `largest_block` (the bound on what a program may allocate at once) |
 
-mod cache;
+pub mod cache;
 pub mod channel;
 mod error;
 pub mod hash;
@@ -44,5 +44,5 @@ pub use error::Error;
 pub use pid::Pid;
 pub use message::{Attachment, Message};
 pub use process::{Body, ExitReason, Process, Step};
-pub use runtime::{Config, RunEnd, Runtime};
+pub use runtime::{Config, RunEnd, Runtime, Spawn, MEMORY_LIMIT};
 pub use scheduler::{on_preempt_signal, MAX_WORKERS};

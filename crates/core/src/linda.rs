@@ -34,13 +34,17 @@ use parking_lot::Mutex;
 use crate::waiting::{Completion, Delivery, Waiter};
 use crate::Message;
 
+/// A string field's bytes: shared, so that indexing a tuple by its first
+/// field copies no string.
+pub type Text = Arc<Box<[u8]>>;
+
 /// A tuple field as the store sees it.
 #[derive(Clone, Debug)]
 pub enum Field {
     Bool(bool),
     Int(i64),
     Float(f64),
-    Str(Box<[u8]>),
+    Str(Text),
     Pid(u64),
     /// A value that never equals an actual: tables, functions, buffers...
     Opaque(Kind),
@@ -133,7 +137,7 @@ enum Key {
     Bool(bool),
     Int(i64),
     Float(u64),
-    Str(Box<[u8]>),
+    Str(Text),
     Pid(u64),
 }
 
@@ -436,7 +440,7 @@ mod tests {
     }
 
     fn s(x: &str) -> Field {
-        Field::Str(x.as_bytes().into())
+        Field::Str(Arc::new(x.as_bytes().into()))
     }
 
     #[test]

@@ -11,16 +11,16 @@
 
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 
 use parking_lot::lock_api::RawMutex as _;
 use parking_lot::RawMutex;
 
 use crate::Message;
 
-/// 72 bytes: the lock, the flag and the count share the first word, the
-/// inline message takes the next 32, the deque the last 32 (in the slot's
-/// second line).
+/// 80 bytes: the lock, the flag and the count share the first word, the
+/// inline message takes the next 32, the deque and the bytes it holds the
+/// last 40 (in the slot's second line, touched only when messages queue up).
 #[repr(C)]
 pub(crate) struct Mailbox {
     lock: RawMutex,
@@ -32,6 +32,9 @@ pub(crate) struct Mailbox {
     queued: AtomicU32,
     next: UnsafeCell<Option<Message>>,
     later: UnsafeCell<VecDeque<Message>>,
+    /// Bytes of the messages in `later`; written under the lock, read
+    /// without it (a process's memory limit counts them).
+    later_bytes: AtomicU64,
 }
 
 /// The fields behind the lock, while it is held.
@@ -53,6 +56,7 @@ impl Mailbox {
             queued: AtomicU32::new(0),
             next: UnsafeCell::new(None),
             later: UnsafeCell::new(VecDeque::new()),
+            later_bytes: AtomicU64::new(0),
         }
     }
 
@@ -72,22 +76,46 @@ impl Mailbox {
         f(unsafe { Queue { overflow: &mut *self.overflow.get(), next: &mut *self.next.get(), later: &mut *self.later.get() } })
     }
 
-    /// Appends `msg` if `accept()` (checked under the lock) allows it.
+    /// Appends `msg` if `accept()` (checked under the lock) allows it and,
+    /// when `limit` is given, the messages in the box would then take at
+    /// most that many bytes; false when refused, or when there is no memory
+    /// for the queue to grow.
     #[inline]
-    pub(crate) fn push_if(&self, msg: Message, accept: impl FnOnce() -> bool) -> bool {
+    pub(crate) fn push_if(&self, msg: Message, limit: Option<u64>, accept: impl FnOnce() -> bool) -> bool {
         self.locked(|q| {
             if !accept() {
                 return false;
             }
+            if let Some(limit) = limit {
+                let held = q.next.as_ref().map_or(0, Message::size) as u64 + self.later_bytes.load(Relaxed);
+                if held + msg.size() as u64 > limit {
+                    return false;
+                }
+            }
             if q.next.is_none() {
                 *q.next = Some(msg);
             } else {
+                if q.later.try_reserve(1).is_err() {
+                    return false;
+                }
+                self.later_bytes.store(self.later_bytes.load(Relaxed) + msg.size() as u64, Relaxed);
                 q.later.push_back(msg);
                 *q.overflow = true;
             }
             self.queued.store(self.queued.load(Relaxed) + 1, Release);
             true
         })
+    }
+
+    /// Bytes of the messages queued behind the oldest (read without the lock).
+    pub(crate) fn queued_bytes(&self) -> u64 {
+        self.later_bytes.load(Relaxed)
+    }
+
+    /// `msg` leaves the deque (under the lock).
+    #[inline]
+    fn left_later(&self, msg: &Message) {
+        self.later_bytes.store(self.later_bytes.load(Relaxed).saturating_sub(msg.size() as u64), Relaxed);
     }
 
     /// Takes the oldest message. An empty box is seen without the lock: a
@@ -101,6 +129,9 @@ impl Mailbox {
             let msg = q.next.take()?;
             if *q.overflow {
                 *q.next = q.later.pop_front();
+                if let Some(m) = q.next.as_ref() {
+                    self.left_later(m);
+                }
                 *q.overflow = !q.later.is_empty();
             }
             self.queued.store(self.queued.load(Relaxed) - 1, Release);
@@ -137,9 +168,14 @@ impl Mailbox {
             let msg = if i == 0 {
                 let msg = q.next.take().expect("counted");
                 *q.next = q.later.pop_front();
+                if let Some(m) = q.next.as_ref() {
+                    self.left_later(m);
+                }
                 msg
             } else {
-                q.later.remove(i - 1).expect("counted")
+                let msg = q.later.remove(i - 1).expect("counted");
+                self.left_later(&msg);
+                msg
             };
             *q.overflow = !q.later.is_empty();
             self.queued.store(self.queued.load(Relaxed) - 1, Release);
@@ -153,6 +189,7 @@ impl Mailbox {
         let dropped = self.locked(|q| {
             then();
             *q.overflow = false;
+            self.later_bytes.store(0, Relaxed);
             self.queued.store(0, Release);
             (q.next.take(), std::mem::take(q.later))
         });
@@ -173,19 +210,19 @@ mod tests {
         let m = Mailbox::new();
         for round in 0..3u8 {
             for i in 0..5 {
-                assert!(m.push_if(msg(round * 10 + i), || true));
+                assert!(m.push_if(msg(round * 10 + i), None, || true));
             }
             for i in 0..5 {
                 assert_eq!(m.pop(), Some(msg(round * 10 + i)));
             }
             assert_eq!(m.pop(), None);
         }
-        assert!(m.push_if(msg(1), || true));
+        assert!(m.push_if(msg(1), None, || true));
         assert_eq!(m.pop(), Some(msg(1)), "inline alone");
-        assert!(m.push_if(msg(2), || true));
-        assert!(m.push_if(msg(3), || true));
+        assert!(m.push_if(msg(2), None, || true));
+        assert!(m.push_if(msg(3), None, || true));
         assert_eq!(m.pop(), Some(msg(2)));
-        assert!(m.push_if(msg(4), || true), "arrives while one waits in the deque");
+        assert!(m.push_if(msg(4), None, || true), "arrives while one waits in the deque");
         assert_eq!(m.pop(), Some(msg(3)));
         assert_eq!(m.pop(), Some(msg(4)));
         assert_eq!(m.pop(), None);
@@ -195,7 +232,7 @@ mod tests {
     fn a_message_is_taken_from_anywhere_and_the_rest_keep_their_order() {
         let m = Mailbox::new();
         for i in 0..6 {
-            m.push_if(msg(i), || true);
+            m.push_if(msg(i), None, || true);
         }
         assert_eq!(m.get(3, |x| x.clone()), Some(msg(3)));
         assert_eq!(m.take_first(0, |x| x[0] % 3 == 2), Ok(msg(2)), "the first match");
@@ -208,18 +245,32 @@ mod tests {
     }
 
     #[test]
+    fn a_limit_counts_every_queued_byte() {
+        let m = Mailbox::new();
+        let big = |n: usize| Message::from_vec(vec![0; n]);
+        assert!(m.push_if(big(100), Some(250), || true));
+        assert!(m.push_if(big(100), Some(250), || true));
+        assert!(!m.push_if(big(100), Some(250), || true), "300 bytes would not fit in 250");
+        assert!(m.push_if(big(40), Some(250), || true));
+        assert_eq!(m.queued_bytes(), 140, "behind the oldest");
+        m.pop();
+        assert_eq!(m.queued_bytes(), 40);
+        assert!(m.push_if(big(100), Some(250), || true), "room again");
+    }
+
+    #[test]
     fn refused_and_cleared_messages_are_gone() {
         let m = Mailbox::new();
-        assert!(!m.push_if(msg(1), || false));
+        assert!(!m.push_if(msg(1), None, || false));
         assert_eq!(m.pop(), None);
         for i in 0..4 {
-            m.push_if(msg(i), || true);
+            m.push_if(msg(i), None, || true);
         }
         let mut ran = false;
         m.clear_with(|| ran = true);
         assert!(ran);
         assert_eq!(m.pop(), None);
-        m.push_if(msg(9), || true);
+        m.push_if(msg(9), None, || true);
         assert_eq!(m.pop(), Some(msg(9)));
     }
 }

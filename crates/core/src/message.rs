@@ -50,6 +50,13 @@ impl Message {
         }
     }
 
+    /// Bytes it takes, for memory limits: its encoded bytes and those of
+    /// what it carries (attachments count as the size of their bytes when
+    /// they are byte buffers, or as a word).
+    pub fn size(&self) -> usize {
+        self.len() + self.attachments().iter().map(|a| a.downcast_ref::<Vec<u8>>().map_or(8, Vec::len)).sum::<usize>()
+    }
+
     /// The attachments.
     #[inline]
     pub fn attachments(&self) -> &[Attachment] {

@@ -8,6 +8,7 @@
 //! from the aligned pointers other C libraries use as light userdata.
 
 use std::fmt;
+use std::num::NonZeroU64;
 
 const TAG_BITS: u32 = 4;
 const TAG: u64 = 0xD;
@@ -18,8 +19,9 @@ const NODE_SHIFT: u32 = TAG_BITS;
 const INDEX_SHIFT: u32 = NODE_SHIFT + NODE_BITS;
 const GEN_SHIFT: u32 = INDEX_SHIFT + INDEX_BITS;
 
+/// Never zero (the tag is not), so an `Option<Pid>` is one word.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Pid(u64);
+pub struct Pid(NonZeroU64);
 
 impl Pid {
     /// Processes a node can hold at once.
@@ -30,28 +32,31 @@ impl Pid {
     pub fn new(node: u16, index: u32, generation: u32) -> Pid {
         debug_assert!(node <= Self::MAX_NODE && index <= Self::MAX_INDEX);
         let g = (generation & Self::GEN_MASK) as u64;
-        Pid(g << GEN_SHIFT | (index as u64) << INDEX_SHIFT | (node as u64) << NODE_SHIFT | TAG)
+        Pid(NonZeroU64::new(g << GEN_SHIFT | (index as u64) << INDEX_SHIFT | (node as u64) << NODE_SHIFT | TAG).expect("the tag is not zero"))
     }
 
     /// Rebuilds a pid from its raw form; `None` when the bits are not a pid.
     pub fn from_raw(raw: u64) -> Option<Pid> {
-        (raw & ((1 << TAG_BITS) - 1) == TAG).then_some(Pid(raw))
+        if raw & ((1 << TAG_BITS) - 1) != TAG {
+            return None;
+        }
+        NonZeroU64::new(raw).map(Pid)
     }
 
     pub fn raw(self) -> u64 {
-        self.0
+        self.0.get()
     }
 
     pub fn node(self) -> u16 {
-        ((self.0 >> NODE_SHIFT) & ((1 << NODE_BITS) - 1)) as u16
+        ((self.raw() >> NODE_SHIFT) & ((1 << NODE_BITS) - 1)) as u16
     }
 
     pub fn index(self) -> u32 {
-        ((self.0 >> INDEX_SHIFT) & ((1 << INDEX_BITS) - 1)) as u32
+        ((self.raw() >> INDEX_SHIFT) & ((1 << INDEX_BITS) - 1)) as u32
     }
 
     pub fn generation(self) -> u32 {
-        (self.0 >> GEN_SHIFT) as u32
+        (self.raw() >> GEN_SHIFT) as u32
     }
 }
 

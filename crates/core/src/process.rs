@@ -99,6 +99,8 @@ impl Links {
 #[repr(C, align(64))]
 pub struct Process {
     pub(crate) state: AtomicU8,
+    /// [`LIMITED`] and [`OVER_LIMIT`].
+    flags: AtomicU8,
     node: u16,
     /// Changed only under the mailbox lock (see `vacate`).
     generation: AtomicU32,
@@ -115,6 +117,24 @@ pub struct Process {
     /// The slot index + 1 of the process this one last sent to (0: none);
     /// see [`Process::note_peer`].
     peer: AtomicU32,
+    /// When [`LIMITED`]: the bytes its mailbox may hold (its memory limit
+    /// less what its body takes; see [`Process::set_mailbox_allowance`]).
+    allowance: AtomicU64,
+}
+
+/// Bit of a process's flags: it has a memory limit, which its queued
+/// messages count against.
+const LIMITED: u8 = 1;
+/// Bit of a process's flags: it went over its memory limit and must end.
+const OVER_LIMIT: u8 = 2;
+
+/// Why a message was not delivered.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// The process has ended (or the queue could not grow).
+    Gone,
+    /// Its queued messages would go over its memory limit.
+    OverLimit,
 }
 
 /// The span of memory [`Process::set_hot_lines`] describes: 128 lines.
@@ -140,6 +160,8 @@ impl Process {
             hot_base: AtomicUsize::new(0),
             hot_map: [AtomicU64::new(0), AtomicU64::new(0)],
             peer: AtomicU32::new(0),
+            flags: AtomicU8::new(0),
+            allowance: AtomicU64::new(0),
         }
     }
 
@@ -163,10 +185,13 @@ impl Process {
         before == pid.generation() && alive && self.generation.load(Acquire) == before
     }
 
-    /// Installs a new process in a vacant slot (from `Table::acquire`).
-    pub(crate) fn occupy(&self, body: Box<dyn Body>) -> Pid {
+    /// Installs a new process in a vacant slot (from `Table::acquire`),
+    /// with a memory limit in bytes if it has one.
+    pub(crate) fn occupy(&self, body: Box<dyn Body>, max_memory: Option<u64>) -> Pid {
         // SAFETY: a vacant slot is reachable by no worker; stale wakers see DEAD and back off.
         unsafe { *self.body.get() = Some(body) };
+        self.allowance.store(max_memory.unwrap_or(0), Relaxed);
+        self.flags.store(if max_memory.is_some() { LIMITED } else { 0 }, Relaxed);
         *self.links.lock() = Links::default();
         self.hot_base.store(0, Relaxed);
         self.peer.store(0, Relaxed);
@@ -252,10 +277,50 @@ impl Process {
         }
     }
 
-    /// Delivers a message if `to` still names this slot's tenant.
+    /// Delivers a message if `to` still names this slot's tenant, and its
+    /// memory limit (if it has one) has room for it.
     #[inline]
-    pub(crate) fn deliver(&self, to: Pid, msg: Message) -> bool {
-        self.mailbox.push_if(msg, || self.generation.load(Acquire) == to.generation() && self.state.load(Acquire) != DEAD)
+    pub(crate) fn deliver(&self, to: Pid, msg: Message) -> Result<(), Refused> {
+        let limit = (self.flags.load(Relaxed) & LIMITED != 0).then(|| self.allowance.load(Relaxed));
+        let mut alive = false;
+        if self.mailbox.push_if(msg, limit, || {
+            alive = self.generation.load(Acquire) == to.generation() && self.state.load(Acquire) != DEAD;
+            alive
+        }) {
+            return Ok(());
+        }
+        Err(if alive && limit.is_some() { Refused::OverLimit } else { Refused::Gone })
+    }
+
+    /// The process's body takes `body_bytes` of its memory limit `limit`:
+    /// the rest is what its mailbox may hold.
+    pub fn set_mailbox_allowance(&self, limit: u64, body_bytes: u64) {
+        self.allowance.store(limit.saturating_sub(body_bytes), Relaxed);
+    }
+
+    /// Bytes of the messages waiting behind the oldest in the mailbox (a
+    /// body checking its memory limit counts them).
+    pub fn queued_bytes(&self) -> u64 {
+        self.mailbox.queued_bytes()
+    }
+
+    /// Marks the process as over its memory limit: it ends when it is next
+    /// scheduled, whatever it is doing (the caller wakes it).
+    pub(crate) fn end_over_limit(&self) {
+        self.flags.fetch_or(OVER_LIMIT, Relaxed);
+    }
+
+    /// For the running process's body: it went over its memory limit
+    /// outside what the core counts (memory its body holds); it ends when
+    /// it next yields, with reason "memory limit".
+    pub fn exceed_memory_limit(&self) {
+        self.end_over_limit();
+    }
+
+    /// Whether the process must end, over its memory limit.
+    #[inline]
+    pub(crate) fn is_over_limit(&self) -> bool {
+        self.flags.load(Relaxed) & OVER_LIMIT != 0
     }
 
     /// Marks the process as having something to look at. Returns true when
@@ -420,14 +485,14 @@ mod tests {
     fn a_slot_whose_generations_are_used_up_is_retired() {
         let p = Process::vacant(0, 7);
         p.age_to(Pid::GEN_MASK - 1);
-        let older = p.occupy(Box::new(Idle));
+        let older = p.occupy(Box::new(Idle), None);
         assert!(p.vacate(), "one generation left");
-        let last = p.occupy(Box::new(Idle));
+        let last = p.occupy(Box::new(Idle), None);
         assert_ne!(older, last);
         assert_eq!(last.generation(), Pid::GEN_MASK);
         assert!(!p.vacate(), "no generation left: the slot must not be reused");
         assert!(!p.is(last) && !p.is(older), "and no pid of it names anything");
-        assert!(!p.deliver(last, Message::from_slice(&[1])), "nor takes a message");
+        assert!(p.deliver(last, Message::from_slice(&[1])).is_err(), "nor takes a message");
     }
 
     #[test]
@@ -442,7 +507,7 @@ mod tests {
         let base = ((line.as_ptr() as usize + 63) & !63) as *const u8;
         p.set_hot_lines(base, [0b101, 1 << 63]);
         p.prefetch_hot_lines(); // a hint: nothing to observe but that it does not fault
-        p.occupy(Box::new(Idle));
+        p.occupy(Box::new(Idle), None);
         assert_eq!(p.peer(), None, "a new tenant starts without hints");
         assert_eq!(p.hot_base.load(Relaxed), 0);
     }

@@ -25,7 +25,7 @@ use crate::channel::Channels;
 use crate::linda::Spaces;
 use crate::names::Names;
 use crate::node::{NodeId, Nodes};
-use crate::process::{Body, ExitReason, Process, Step, QUEUED};
+use crate::process::{Body, ExitReason, Process, Refused, Step, QUEUED};
 use crate::scheduler::{Scheduler, MAX_WORKERS};
 use crate::table::Table;
 use crate::timer::Timers;
@@ -49,11 +49,13 @@ pub struct Config {
     /// many live processes on wakers warm the processes they wake (see
     /// [`Runtime::wakes_cold`]).
     pub process_bytes: usize,
+    /// The memory limit of a process started without one, in bytes.
+    pub max_process_memory: Option<u64>,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { workers: 0, node_name: "local".into(), preempt_signal: None, time_slice: Duration::from_millis(2), process_bytes: 8 << 10 }
+        Config { workers: 0, node_name: "local".into(), preempt_signal: None, time_slice: Duration::from_millis(2), process_bytes: 8 << 10, max_process_memory: None }
     }
 }
 
@@ -87,6 +89,7 @@ pub(crate) struct Shared {
     timers: Timers,
     /// See [`Runtime::wakes_cold`].
     warm_above: usize,
+    max_process_memory: Option<u64>,
     /// When the node started: the origin of `synodic.clock` and of deadlines.
     started: Instant,
     main: Mutex<MainWatch>,
@@ -111,6 +114,7 @@ impl Runtime {
             spaces: Spaces::default(),
             timers: Timers::default(),
             warm_above: warm_above(crate::cache::last_level_bytes(), config.process_bytes),
+            max_process_memory: config.max_process_memory,
             started: Instant::now(),
             main: Mutex::new(MainWatch::default()),
             main_ended: Condvar::new(),
@@ -152,6 +156,11 @@ impl Runtime {
         self.shared.nodes.me().name
     }
 
+    /// The memory limit of a process started without one (bytes).
+    pub fn max_process_memory(&self) -> Option<u64> {
+        self.shared.max_process_memory
+    }
+
     /// Time since the node started.
     pub fn uptime(&self) -> Duration {
         self.shared.started.elapsed()
@@ -177,8 +186,20 @@ impl Runtime {
 
     /// Starts a process; it runs as soon as a worker is free.
     pub fn spawn(&self, body: Box<dyn Body>) -> Result<Pid, Error> {
+        self.spawn_with(body, Spawn::default())
+    }
+
+    /// Starts a process, as [`Runtime::spawn`] does, as `spawn` says.
+    pub fn spawn_with(&self, body: Box<dyn Body>, spawn: Spawn) -> Result<Pid, Error> {
         let slot = self.shared.table.acquire().ok_or(Error::TooManyProcesses)?;
-        let pid = slot.occupy(body);
+        let max_memory = spawn.max_memory.or(self.shared.max_process_memory);
+        let pid = slot.occupy(body, max_memory);
+        if let Some(first) = spawn.first {
+            // In no run queue yet: nothing can come before it.
+            if slot.deliver(pid, first).is_err() {
+                slot.end_over_limit();
+            }
+        }
         self.scheduler().schedule_back(slot);
         Ok(pid)
     }
@@ -223,11 +244,20 @@ impl Runtime {
             // lock's atomic operations, one miss after another.
             slot.prefetch_hint();
         }
-        if !slot.deliver(to, msg) {
-            return false;
+        match slot.deliver(to, msg) {
+            Ok(()) => {
+                self.wake(slot);
+                true
+            }
+            Err(Refused::OverLimit) => {
+                // The receiver's queued messages would go over its memory
+                // limit: it ends (alone), and this message is dropped.
+                slot.end_over_limit();
+                self.wake(slot);
+                false
+            }
+            Err(Refused::Gone) => false,
         }
-        self.wake(slot);
-        true
     }
 
     /// Lets a process know something it may wait for has happened.
@@ -356,6 +386,11 @@ impl Runtime {
     pub(crate) fn run_process(&self, proc: &'static Process) {
         // SAFETY: the process was popped from a run queue, so this worker is its only runner.
         let Some(mut body) = (unsafe { proc.take_body() }) else { return };
+        if proc.is_over_limit() {
+            drop(body);
+            self.finish(proc, ExitReason::Error(MEMORY_LIMIT.into()));
+            return;
+        }
         if self.wakes_cold() {
             // The peer's slot was asked for when this process was woken; its
             // lines now get a whole hop to arrive (see `Process::note_peer`).
@@ -411,6 +446,20 @@ impl Runtime {
     }
 }
 
+/// The reason a process over its memory limit ends with.
+pub const MEMORY_LIMIT: &str = "memory limit";
+
+/// How a process starts (see [`Runtime::spawn_with`]).
+#[derive(Default)]
+pub struct Spawn {
+    /// A message waiting in its mailbox before anything else can arrive
+    /// (what a body boots from).
+    pub first: Option<Message>,
+    /// Its memory limit in bytes (default: the node's, if any): its body's
+    /// memory and its queued messages together.
+    pub max_memory: Option<u64>,
+}
+
 /// Where a pid lives (see [`Runtime::route`]).
 enum Route {
     Here(&'static Process),
@@ -434,7 +483,7 @@ fn warm_above(last_level_bytes: usize, process_bytes: usize) -> usize {
 fn noproc() -> Vec<u8> {
     let mut w = Writer::message(1);
     w.str(b"noproc");
-    w.finish()
+    w.finish_small()
 }
 
 /// `"DOWN", pid, reason` as a message.
@@ -448,5 +497,5 @@ pub fn down_message(pid: Pid, reason: &ExitReason) -> Message {
         // A one-value message: skip its version byte and its count (1, one byte).
         ExitReason::Value(encoded) => w.raw(&encoded[2..]),
     }
-    Message::from_vec(w.finish())
+    Message::from_vec(w.finish_small())
 }

@@ -76,14 +76,24 @@ pub enum WireError {
     BadPid(usize),
     #[error("values nested deeper than {MAX_DEPTH} levels")]
     TooDeep,
+    #[error("message too large (over {} bytes, or no memory for it)", MAX_MESSAGE)]
+    TooLarge,
     #[error("{0} trailing bytes after the last value")]
     Trailing(usize),
 }
 
-/// Appends values to a message buffer.
+/// The largest message (its encoded bytes): a sender's program may size a
+/// message (a huge string), and encoding it must fail as an error, not
+/// abort the node for want of memory.
+pub const MAX_MESSAGE: usize = 1 << 31;
+
+/// Appends values to a message buffer. Large appends that find no memory,
+/// or that would pass [`MAX_MESSAGE`], stop the writer: [`Writer::finish`]
+/// then returns the error.
 #[derive(Default)]
 pub struct Writer {
     buf: Vec<u8>,
+    too_large: bool,
 }
 
 impl Writer {
@@ -97,14 +107,45 @@ impl Writer {
     #[inline]
     pub fn message_into(mut buf: Vec<u8>, count: usize) -> Writer {
         buf.clear();
-        let mut w = Writer { buf };
+        let mut w = Writer { buf, too_large: false };
         w.header(count);
         w
     }
 
+    /// The message, or why it could not be written (its buffer comes back
+    /// too, for reuse).
     #[inline]
-    pub fn finish(self) -> Vec<u8> {
+    pub fn finish(self) -> Result<Vec<u8>, (WireError, Vec<u8>)> {
+        match self.too_large {
+            false => Ok(self.buf),
+            true => Err((WireError::TooLarge, self.buf)),
+        }
+    }
+
+    /// The message, for writers of messages that cannot be large (the
+    /// runtime's own notices).
+    pub fn finish_small(self) -> Vec<u8> {
         self.buf
+    }
+
+    /// Appends `b`: a large append that finds no memory, or goes past
+    /// [`MAX_MESSAGE`], stops the writer.
+    #[inline]
+    fn extend(&mut self, b: &[u8]) {
+        if b.len() > 4096 && !self.reserve(b.len()) {
+            return;
+        }
+        self.buf.extend_from_slice(b);
+    }
+
+    /// Makes room for `more` bytes; false (and the writer stopped) when it cannot.
+    pub fn reserve(&mut self, more: usize) -> bool {
+        let bound = MAX_MESSAGE.min(crate::cache::largest_block());
+        if self.too_large || self.buf.len().saturating_add(more) > bound || self.buf.try_reserve(more).is_err() {
+            self.too_large = true;
+            return false;
+        }
+        true
     }
 
     /// Reserves a 4-byte count to be filled in by [`Writer::patch_u32`].
@@ -191,7 +232,7 @@ impl Writer {
     #[inline]
     pub fn bytes(&mut self, b: &[u8]) {
         self.varint(b.len() as u64);
-        self.buf.extend_from_slice(b);
+        self.extend(b);
     }
 
     #[inline]
@@ -209,7 +250,7 @@ impl Writer {
     /// Appends already-encoded values (for instance one value cut from another message).
     #[inline]
     pub fn raw(&mut self, encoded: &[u8]) {
-        self.buf.extend_from_slice(encoded);
+        self.extend(encoded);
     }
 }
 
@@ -373,7 +414,7 @@ mod tests {
         w.float(-0.0);
         w.str(b"a\0b");
         w.pid(Pid::new(1, 9, 2));
-        let buf = w.finish();
+        let buf = w.finish_small();
         let (mut r, n) = Reader::message(&buf).unwrap();
         assert_eq!(n, 5);
         assert_eq!((r.tag().unwrap(), r.int().unwrap()), (Tag::Int, i64::MIN));
@@ -404,7 +445,7 @@ mod tests {
         let mut w = Writer::message(2);
         w.str(b"hello");
         w.float(1.5);
-        let buf = w.finish();
+        let buf = w.finish_small();
         for cut in 0..buf.len() {
             let ok = Reader::message(&buf[..cut]).and_then(|(mut r, n)| {
                 for _ in 0..n {
@@ -417,5 +458,16 @@ mod tests {
             });
             assert!(ok.is_err(), "prefix of {cut} bytes decoded");
         }
+    }
+
+    #[test]
+    fn a_message_too_large_is_an_error_not_an_abort() {
+        let mut w = Writer::message(1);
+        assert!(!w.reserve(MAX_MESSAGE + 1), "over the largest message");
+        w.str(&[7; 5000]);
+        assert!(matches!(w.finish(), Err((WireError::TooLarge, _))), "the writer stopped");
+        let mut w = Writer::message(1);
+        w.str(&[7; 5000]);
+        assert!(w.finish().is_ok());
     }
 }

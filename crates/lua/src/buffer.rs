@@ -34,8 +34,7 @@ unsafe fn share(L: *mut ffi::lua_State, idx: c_int) -> Option<(u8, Attachment)> 
 unsafe fn rebuild(L: *mut ffi::lua_State, variant: u8, shared: &Attachment) -> Result<(), String> {
     let kind = Kind::from_byte(variant).ok_or("unknown buffer kind")?;
     let payload = shared.clone().downcast::<Vec<u8>>().map_err(|_| "not a buffer's bytes")?;
-    push(L, payload, kind);
-    Ok(())
+    push_new(L, payload, kind, "buffer")
 }
 
 const BUFFER: &CStr = c"synodic.buffer";
@@ -94,8 +93,37 @@ const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
 
 crate::lazy::lazy_module!(b"synodic.buffer");
 
-/// Pushes a buffer over `payload`.
-pub(crate) unsafe fn push(L: *mut ffi::lua_State, payload: Payload, kind: Kind) {
+/// Zeroed bytes for a new payload, or an error when there is no memory.
+fn zeroed(bytes: usize, fname: &str) -> Result<Vec<u8>, String> {
+    let mut v = try_vec(bytes).map_err(|e| format!("{fname}: {e}"))?;
+    v.resize(bytes, 0);
+    Ok(v)
+}
+
+/// The payload of `b`, to write: its own, or a copy of a shared one (copy
+/// on write), or an error when there is no memory for the copy.
+fn writable<'a>(b: &'a mut Buffer, fname: &str) -> Result<&'a mut Vec<u8>, String> {
+    if Arc::get_mut(&mut b.payload).is_none() {
+        // The same size as the shared bytes it replaces: counted already.
+        let mut copy = zeroed(b.payload.len(), fname)?;
+        copy.copy_from_slice(&b.payload);
+        b.payload = Arc::new(copy);
+    }
+    Ok(Arc::get_mut(&mut b.payload).expect("not shared any more"))
+}
+
+/// Pushes a buffer over `payload`, counted against the process's memory
+/// limit; an error (nothing pushed) when it does not fit.
+pub(crate) unsafe fn push_new(L: *mut ffi::lua_State, payload: Payload, kind: Kind, fname: &str) -> Result<(), String> {
+    if !crate::heap::charge(L, payload.len() as i64) {
+        return Err(format!("{fname}: not enough memory (over the process's memory limit)"));
+    }
+    push(L, payload, kind);
+    Ok(())
+}
+
+/// Pushes a buffer over `payload` (already counted).
+unsafe fn push(L: *mut ffi::lua_State, payload: Payload, kind: Kind) {
     let p = ffi::lua_newuserdatauv(L, std::mem::size_of::<Buffer>(), 0) as *mut Buffer;
     p.write(Buffer { payload, kind });
     if ffi::luaL_newmetatable(L, BUFFER.as_ptr()) != 0 {
@@ -199,7 +227,7 @@ unsafe extern "C-unwind" fn new(L: *mut ffi::lua_State) -> c_int {
             return Err(format!("bad argument #1 to 'new' (element count expected, got {})", type_name(L, 1)));
         }
         let kind = kind_arg(L, 2, Kind::F64)?;
-        push(L, Arc::new(vec![0; n as usize * kind.width()]), kind);
+        push_new(L, Arc::new(zeroed(n as usize * kind.width(), "new")?), kind, "new")?;
         Ok(1)
     })();
     done(L, r)
@@ -207,11 +235,16 @@ unsafe extern "C-unwind" fn new(L: *mut ffi::lua_State) -> c_int {
 
 /// `buffer.from(string)`: a u8 buffer holding the string's bytes.
 unsafe extern "C-unwind" fn from(L: *mut ffi::lua_State) -> c_int {
-    let Some(b) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
-        return raise(L, format!("bad argument #1 to 'from' (string expected, got {})", type_name(L, 1)));
-    };
-    push(L, Arc::new(b.to_vec()), Kind::U8);
-    1
+    let r = (|| {
+        let Some(b) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
+            return Err(format!("bad argument #1 to 'from' (string expected, got {})", type_name(L, 1)));
+        };
+        let mut bytes = zeroed(b.len(), "from")?;
+        bytes.copy_from_slice(b);
+        push_new(L, Arc::new(bytes), Kind::U8, "from")?;
+        Ok(1)
+    })();
+    done(L, r)
 }
 
 /// `buffer.fromtable(t [, kind])`: elements `t[1..#t]` (kind "f64" by default).
@@ -223,14 +256,14 @@ unsafe extern "C-unwind" fn fromtable(L: *mut ffi::lua_State) -> c_int {
         let kind = kind_arg(L, 2, Kind::F64)?;
         let n = ffi::lua_rawlen(L, 1);
         let w = kind.width();
-        let mut bytes = vec![0u8; n * w];
+        let mut bytes = zeroed(n.saturating_mul(w), "fromtable")?;
         for i in 0..n {
             ffi::lua_rawgeti(L, 1, i as ffi::lua_Integer + 1);
             let v = element_bytes(L, kind, -1);
             ffi::lua_settop(L, -2);
             bytes[i * w..(i + 1) * w].copy_from_slice(&v.map_err(|e| format!("fromtable: element {}: {e}", i + 1))?[..w]);
         }
-        push(L, Arc::new(bytes), kind);
+        push_new(L, Arc::new(bytes), kind, "fromtable")?;
         Ok(1)
     })();
     done(L, r)
@@ -277,7 +310,7 @@ unsafe extern "C-unwind" fn set(L: *mut ffi::lua_State) -> c_int {
         let at = offset(L, b, 2)?;
         let v = element_bytes(L, b.kind, 3)?;
         let w = b.kind.width();
-        Arc::make_mut(&mut b.payload)[at..at + w].copy_from_slice(&v[..w]);
+        writable(b, "set")?[at..at + w].copy_from_slice(&v[..w]);
         Ok(0)
     })();
     done(L, r)
@@ -288,7 +321,7 @@ unsafe extern "C-unwind" fn fill(L: *mut ffi::lua_State) -> c_int {
         let b = this(L, "fill")?;
         let v = element_bytes(L, b.kind, 2)?;
         let w = b.kind.width();
-        for chunk in Arc::make_mut(&mut b.payload).chunks_exact_mut(w) {
+        for chunk in writable(b, "fill")?.chunks_exact_mut(w) {
             chunk.copy_from_slice(&v[..w]);
         }
         Ok(0)
@@ -327,7 +360,7 @@ unsafe extern "C-unwind" fn view(L: *mut ffi::lua_State) -> c_int {
             return Err(format!("view: {} bytes do not make whole {} elements", b.payload.len(), kind.name()));
         }
         let payload = b.payload.clone();
-        push(L, payload, kind);
+        push_new(L, payload, kind, "view")?;
         Ok(1)
     })();
     done(L, r)
@@ -362,6 +395,7 @@ unsafe extern "C-unwind" fn tostring(L: *mut ffi::lua_State) -> c_int {
 
 unsafe extern "C-unwind" fn gc(L: *mut ffi::lua_State) -> c_int {
     if let Some(b) = to_buffer(L, 1) {
+        crate::heap::charge(L, -(b.payload.len() as i64));
         std::ptr::drop_in_place(b as *mut Buffer);
         // Disarm: a resurrected userdata must not drop twice.
         ffi::lua_pushnil(L);

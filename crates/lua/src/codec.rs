@@ -84,7 +84,10 @@ pub(crate) unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: 
     if ffi::lua_gettop(L) != top {
         ffi::lua_settop(L, top);
     }
-    let bytes = enc.w.finish();
+    let (bytes, result) = match enc.w.finish() {
+        Ok(bytes) => (bytes, result),
+        Err((e, bytes)) => (bytes, Err(Failure::wire(e))),
+    };
     match result {
         Ok(()) if !enc.attachments.is_empty() => Ok(Message::with_attachments(bytes, enc.attachments)),
         Ok(()) if bytes.len() > Message::INLINE => Ok(Message::from_vec(bytes)),
@@ -191,16 +194,22 @@ enum Segment {
 
 struct Failure {
     kind: Option<String>,
+    /// A failure of the writer itself (a message too large).
+    wire: Option<synodic_core::wire::WireError>,
     path: Vec<Segment>,
 }
 
 impl Failure {
     fn unsendable(kind: impl Into<String>) -> Failure {
-        Failure { kind: Some(kind.into()), path: Vec::new() }
+        Failure { kind: Some(kind.into()), wire: None, path: Vec::new() }
     }
 
     fn too_deep() -> Failure {
-        Failure { kind: None, path: Vec::new() }
+        Failure { kind: None, wire: None, path: Vec::new() }
+    }
+
+    fn wire(e: synodic_core::wire::WireError) -> Failure {
+        Failure { kind: None, wire: Some(e), path: Vec::new() }
     }
 
     fn under(mut self, seg: Segment) -> Failure {
@@ -219,9 +228,10 @@ impl Failure {
                 Segment::Upvalue(name) => path.push_str(&format!("<upvalue {name}>")),
             }
         }
-        match self.kind {
-            Some(kind) => Error::Unsendable { kind, path },
-            None => Error::TooDeep { path },
+        match (self.kind, self.wire) {
+            (_, Some(e)) => Error::Wire(e),
+            (Some(kind), None) => Error::Unsendable { kind, path },
+            (None, None) => Error::TooDeep { path },
         }
     }
 }
@@ -371,7 +381,9 @@ impl Encoder {
         self.w.tag(Tag::Function);
         let at = self.w.placeholder_u32();
         let start = self.w.len();
-        crate::dumps::dump(L, idx, self.w.buffer());
+        if !crate::dumps::dump(L, idx, self.w.buffer()) {
+            return Err(Failure::wire(synodic_core::wire::WireError::TooLarge));
+        }
         let len = (self.w.len() - start) as u32;
         self.w.patch_u32(at, len);
         let mut nups = 0;
@@ -713,7 +725,7 @@ pub(crate) mod tests {
 
     impl TestState {
         pub(crate) fn new() -> TestState {
-            let mut ctx = Box::new(Ctx::new(Boot::Message(Message::from_slice(&[]))));
+            let mut ctx = Box::new(Ctx::new(Boot::Spawned));
             let mut heap = Box::new(Heap::new());
             let L = unsafe { crate::state::new_state(&mut *ctx, &mut *heap) }.expect("state");
             TestState { L, _ctx: ctx, _heap: heap }

@@ -126,7 +126,7 @@ fn tagged(tag: &[u8], text: Option<&[u8]>) -> Message {
     if let Some(t) = text {
         w.str(t);
     }
-    Message::from_vec(w.finish())
+    Message::from_vec(w.finish_small())
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -77,7 +77,7 @@ unsafe fn drive(L: *mut ffi::lua_State, co: *mut ffi::lua_State, mut nargs: c_in
             _ => {
                 ffi::lua_xmove(co, L, 1);
                 // A process ending through the coroutine goes on ending.
-                if ctx(L).exit.is_some() {
+                if crate::kernel::synodic_uncatchable(L, status) != 0 {
                     ffi::lua_error(L);
                 }
                 return Driven::Error;

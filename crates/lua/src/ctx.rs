@@ -5,7 +5,7 @@
 
 
 use mlua_sys as ffi;
-use synodic_core::{ExitReason, Message, Process, Runtime};
+use synodic_core::{ExitReason, Process, Runtime};
 
 /// Why the process is yielding to the scheduler (not to a Lua coroutine).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -17,13 +17,15 @@ pub(crate) enum Pending {
 }
 
 pub(crate) enum Boot {
-    /// A spawn message: the function and its arguments.
-    Message(Message),
-    /// The main script and its command-line arguments (boxed: one process
-    /// of a run has them, and this enum's size is paid by every process).
+    /// A spawned process: its function and arguments are the first message
+    /// in its mailbox (the spawn message).
+    Spawned,
+    /// The main script and its command-line arguments (boxed, as the next:
+    /// one process of a run has them, and this enum's size is paid by every
+    /// process).
     Script(Box<(String, Vec<String>)>),
     /// `require(module).main(arg)`, for processes the runtime starts itself.
-    Module { module: &'static str, arg: i64 },
+    Module(Box<(&'static str, i64)>),
 }
 
 pub(crate) struct Ctx {

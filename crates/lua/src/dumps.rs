@@ -29,31 +29,44 @@ pub(crate) struct Dumps {
 }
 
 /// Appends the bytecode of the Lua function at stack index `idx` to `out`,
-/// dumping it only the first time this process sends its prototype.
+/// dumping it only the first time this process sends its prototype; false
+/// when `out` cannot hold it.
 ///
 /// # Safety
 /// `L` must be a process state (see `ctx`) with a Lua function at `idx`.
-pub(crate) unsafe fn dump(L: *mut ffi::lua_State, idx: c_int, out: &mut Vec<u8>) {
+pub(crate) unsafe fn dump(L: *mut ffi::lua_State, idx: c_int, out: &mut Vec<u8>) -> bool {
     let proto = synodic_proto(L, idx);
     let cache = &mut crate::ctx::ctx(L).dumps;
     if let Some((_, bytes)) = cache.as_ref().and_then(|c| c.entries.get(&proto)) {
+        if out.try_reserve(bytes.len()).is_err() {
+            return false;
+        }
         out.extend_from_slice(bytes);
-        return;
+        return true;
     }
     let start = out.len();
     ffi::lua_pushvalue(L, idx);
-    ffi::lua_dump(L, writer, (out as *mut Vec<u8>).cast(), 0);
+    if ffi::lua_dump(L, writer, (out as *mut Vec<u8>).cast(), 0) != 0 {
+        ffi::lua_settop(L, -2);
+        return false;
+    }
     let cache = cache.get_or_insert_with(Default::default);
     if proto.is_null() || cache.entries.len() >= CAPACITY {
         ffi::lua_settop(L, -2);
-        return;
+        return true;
     }
     let keep = ffi::luaL_ref(L, ffi::LUA_REGISTRYINDEX);
     cache.entries.insert(proto, (keep, out[start..].into()));
+    true
 }
 
+/// A `lua_Writer` appending to a `Vec<u8>`; stops the dump (non-zero) when
+/// the vector cannot grow.
 unsafe extern "C-unwind" fn writer(_L: *mut ffi::lua_State, p: *const c_void, sz: usize, ud: *mut c_void) -> c_int {
     let buf = &mut *(ud as *mut Vec<u8>);
+    if buf.try_reserve(sz).is_err() || buf.len() + sz > synodic_core::wire::MAX_MESSAGE {
+        return 1;
+    }
     buf.extend_from_slice(std::slice::from_raw_parts(p.cast::<u8>(), sz));
     0
 }

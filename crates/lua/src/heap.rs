@@ -13,6 +13,7 @@ use std::ffi::c_void;
 use std::ptr::null_mut;
 
 use libmimalloc_sys::{mi_free, mi_malloc, mi_realloc};
+use synodic_core::Process;
 
 const SMALL_MAX: usize = 2048;
 /// The first chunk holds an idle process whole; later chunks are smaller.
@@ -72,6 +73,16 @@ fn class_size(class: usize) -> usize {
     CLASS_SIZE[class] as usize
 }
 
+/// A memory limit on a heap (boxed: few processes have one).
+pub(crate) struct Limit {
+    max: u64,
+    /// Bytes of large blocks (from the global allocator) in use.
+    large_bytes: u64,
+    /// The process: its queued messages count against the limit, and it
+    /// learns how many bytes its mailbox may hold (set on its first resume).
+    proc: Option<&'static Process>,
+}
+
 pub(crate) struct Heap {
     /// When non-zero, growing any block beyond this many bytes fails (see `limit_blocks`).
     /// (u32 with `chunk_bytes`: two words less in every process record.)
@@ -90,11 +101,60 @@ pub(crate) struct Heap {
     /// so the state's first block starts the chunk, and the fields of
     /// `lua_State` that every resume touches share its first cache line.
     first: *mut u8,
+    limit: Option<Box<Limit>>,
 }
 
 impl Heap {
     pub(crate) const fn new() -> Heap {
-        Heap { block_cap: 0, large: 0, free: [null_mut(); CLASSES], bump: null_mut(), end: null_mut(), chunks: null_mut(), chunk_bytes: 0, first: null_mut() }
+        Heap { block_cap: 0, large: 0, free: [null_mut(); CLASSES], bump: null_mut(), end: null_mut(), chunks: null_mut(), chunk_bytes: 0, first: null_mut(), limit: None }
+    }
+
+    /// A heap limited to `max` bytes (see `attach`).
+    pub(crate) fn limited(max: u64) -> Heap {
+        Heap { limit: Some(Box::new(Limit { max, large_bytes: 0, proc: None })), ..Heap::new() }
+    }
+
+    /// The limit's process, known on its first resume: its queued messages
+    /// count against the limit (an allocation over it fails as a memory
+    /// error), and it learns how many bytes its mailbox may hold. A heap
+    /// made without a limit takes `default`, if there is one.
+    pub(crate) fn attach(&mut self, proc: &'static Process, default: Option<u64>) {
+        if self.limit.is_none() {
+            let Some(max) = default else { return };
+            *self = Heap::limited(max);
+        }
+        if let Some(l) = &mut self.limit {
+            l.proc = Some(proc);
+        }
+        self.publish();
+    }
+
+    /// Whether the heap has a memory limit.
+    pub(crate) fn is_limited(&self) -> bool {
+        self.limit.is_some()
+    }
+
+    /// Whether `more` bytes fit under the limit.
+    #[inline]
+    fn fits(&self, more: usize) -> bool {
+        let Some(l) = &self.limit else { return true };
+        let queued = l.proc.map_or(0, Process::queued_bytes);
+        self.chunk_bytes as u64 + l.large_bytes + more as u64 + queued <= l.max
+    }
+
+    /// Tells the process how many bytes its mailbox may hold now.
+    fn publish(&self) {
+        if let Some(Limit { max, large_bytes, proc: Some(proc) }) = self.limit.as_deref() {
+            proc.set_mailbox_allowance(*max, self.chunk_bytes as u64 + large_bytes);
+        }
+    }
+
+    /// Counts a change of `delta` bytes in large blocks.
+    fn large_changed(&mut self, delta: i64) {
+        if let Some(l) = &mut self.limit {
+            l.large_bytes = l.large_bytes.saturating_add_signed(delta);
+            self.publish();
+        }
     }
 
     /// Caps the size of any one block (0: no cap) and returns the previous cap.
@@ -140,6 +200,9 @@ impl Heap {
     unsafe fn add_chunk(&mut self, size: usize) -> bool {
         let first = self.first.is_null();
         let bytes = if first { FIRST_CHUNK } else { CHUNK.max(size + LINK) };
+        if !self.fits(bytes) {
+            return false;
+        }
         let chunk = mi_malloc(bytes) as *mut u8;
         if chunk.is_null() {
             return false;
@@ -154,6 +217,7 @@ impl Heap {
         }
         self.chunk_bytes = self.chunk_bytes.saturating_add(bytes as u32);
         self.end = chunk.add(bytes);
+        self.publish();
         true
     }
 
@@ -162,8 +226,14 @@ impl Heap {
         if size <= SMALL_MAX {
             return self.alloc_small(class_of(size));
         }
+        if !self.fits(size) || size > synodic_core::cache::largest_block() {
+            return null_mut();
+        }
         let p = mi_malloc(size).cast::<u8>();
-        self.large += !p.is_null() as u32;
+        if !p.is_null() {
+            self.large += 1;
+            self.large_changed(size as i64);
+        }
         p
     }
 
@@ -187,6 +257,7 @@ impl Heap {
             } else if !ptr.is_null() {
                 mi_free(ptr.cast());
                 self.large -= 1;
+                self.large_changed(-(osize as i64));
             }
             return null_mut();
         }
@@ -198,7 +269,16 @@ impl Heap {
         }
         match (old_small, nsize <= SMALL_MAX) {
             (true, true) if class_of(osize) == class_of(nsize) => ptr,
-            (false, false) => mi_realloc(ptr.cast(), nsize).cast(),
+            (false, false) => {
+                if nsize > osize && (!self.fits(nsize - osize) || nsize > synodic_core::cache::largest_block()) {
+                    return null_mut();
+                }
+                let p = mi_realloc(ptr.cast(), nsize).cast::<u8>();
+                if !p.is_null() {
+                    self.large_changed(nsize as i64 - osize as i64);
+                }
+                p
+            }
             _ => {
                 let new = self.alloc(nsize);
                 if !new.is_null() {
@@ -225,6 +305,25 @@ impl Drop for Heap {
             unsafe { mi_free(self.first.cast()) };
         }
     }
+}
+
+/// Counts `delta` bytes held outside the heap (a buffer's payload) against
+/// the memory limit of `L`'s process; false, and nothing counted, when
+/// they do not fit: the process is then over its limit and ends (its core
+/// slot is told; the caller raises an error meanwhile).
+pub(crate) fn charge(L: *mut mlua_sys::lua_State, delta: i64) -> bool {
+    let Some(heap) = of_state(L) else { return true };
+    if heap.limit.is_none() {
+        return true;
+    }
+    if delta > 0 && !heap.fits(delta as usize) {
+        if let Some(proc) = heap.limit.as_ref().and_then(|l| l.proc) {
+            proc.exceed_memory_limit();
+        }
+        return false;
+    }
+    heap.large_changed(delta);
+    true
 }
 
 /// The heap of a state created with [`lua_alloc`], if it was.

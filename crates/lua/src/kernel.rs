@@ -21,6 +21,7 @@ use crate::wait;
 pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"spawn", spawn),
     (c"spawn_on", spawn_on),
+    (c"spawn_opt", spawn_opt),
     (c"self", self_pid),
     (c"send", send),
     (c"receive", receive),
@@ -45,8 +46,59 @@ unsafe fn spawn_from(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Resul
     if ffi::lua_type(L, first) != ffi::LUA_TFUNCTION {
         return Err(format!("bad argument #{first} to '{fname}' (function expected, got {})", type_name(L, first)));
     }
+    spawn_encoded(L, first, None, fname)
+}
+
+/// Encodes `f, args...` from `first` and starts a process running it, with
+/// a memory limit if given.
+pub(crate) unsafe fn spawn_encoded(L: *mut ffi::lua_State, first: c_int, max_memory: Option<u64>, fname: &str) -> Result<Pid, String> {
     let msg = codec::encode(L, first, ffi::lua_gettop(L)).map_err(|e| format!("{fname}: {e}"))?;
-    ctx(L).rt().spawn(LuaProcess::spawned(msg)).map_err(|e| format!("{fname}: {e}"))
+    LuaProcess::spawn(ctx(L).rt(), msg, max_memory).map_err(|e| format!("{fname}: {e}"))
+}
+
+/// `spawn_opt(opts, f, ...)`: `spawn` with options; `opts.max_memory` is the
+/// process's memory limit in bytes (its state and its queued messages).
+unsafe extern "C-unwind" fn spawn_opt(L: *mut ffi::lua_State) -> c_int {
+    let started = (|| {
+        let max_memory = spawn_options(L)?;
+        if ffi::lua_type(L, 2) != ffi::LUA_TFUNCTION {
+            return Err(format!("bad argument #2 to 'spawn_opt' (function expected, got {})", type_name(L, 2)));
+        }
+        spawn_encoded(L, 2, max_memory, "spawn_opt")
+    })();
+    match started {
+        Ok(pid) => {
+            push_pid(L, pid);
+            1
+        }
+        Err(e) => raise(L, e),
+    }
+}
+
+/// The options table of `spawn_opt` (argument 1): the memory limit, if any.
+unsafe fn spawn_options(L: *mut ffi::lua_State) -> Result<Option<u64>, String> {
+    if ffi::lua_type(L, 1) != ffi::LUA_TTABLE {
+        return Err(format!("bad argument #1 to 'spawn_opt' (options table expected, got {})", type_name(L, 1)));
+    }
+    let mut max_memory = None;
+    ffi::lua_pushnil(L);
+    while ffi::lua_next(L, 1) != 0 {
+        let key = (ffi::lua_type(L, -2) == ffi::LUA_TSTRING).then(|| to_bytes(L, -2)).flatten().unwrap_or_default();
+        if key != b"max_memory" {
+            let shown = String::from_utf8_lossy(key).into_owned();
+            ffi::lua_settop(L, -3);
+            return Err(format!("spawn_opt: unknown option '{shown}' (known: max_memory)"));
+        }
+        let mut is_int = 0;
+        let n = ffi::lua_tointegerx(L, -1, &mut is_int);
+        ffi::lua_settop(L, -2);
+        if is_int == 0 || n <= 0 {
+            ffi::lua_settop(L, -2);
+            return Err("spawn_opt: max_memory must be a positive number of bytes".into());
+        }
+        max_memory = Some(n as u64);
+    }
+    Ok(max_memory)
 }
 
 unsafe extern "C-unwind" fn spawn(L: *mut ffi::lua_State) -> c_int {
@@ -396,11 +448,17 @@ unsafe fn end_process(L: *mut ffi::lua_State, k: ffi::lua_KFunction) -> c_int {
 
 /// Whether the error on top of `L`, being caught with `status` by `pcall`,
 /// `xpcall` or a coroutine's resume, must go on unwinding instead: the
-/// process is ending. Called by the vendored `lbaselib.c` ([Synodic]).
+/// process is ending (an `exit`, or a memory error under a memory limit:
+/// the process ends with reason "memory limit"). Called by the vendored
+/// `lbaselib.c` ([Synodic]).
 #[no_mangle]
-pub unsafe extern "C-unwind" fn synodic_uncatchable(L: *mut ffi::lua_State, _status: c_int) -> c_int {
+pub unsafe extern "C-unwind" fn synodic_uncatchable(L: *mut ffi::lua_State, status: c_int) -> c_int {
     // Only states made for processes have a context.
-    (crate::heap::of_state(L).is_some() && ctx(L).exit.is_some()) as c_int
+    let Some(heap) = crate::heap::of_state(L) else { return 0 };
+    if status == ffi::LUA_ERRMEM && heap.is_limited() {
+        ctx(L).exit = Some(Box::new(ExitReason::Error(synodic_core::MEMORY_LIMIT.into())));
+    }
+    ctx(L).exit.is_some() as c_int
 }
 
 /// The error object of an `exit` that had to unwind (its address is unique).

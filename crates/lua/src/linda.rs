@@ -205,7 +205,7 @@ unsafe fn field(L: *mut ffi::lua_State, idx: c_int, n: c_int, what: &str) -> Res
         Plain::Bool(b) => Field::Bool(b),
         Plain::Int(i) => Field::Int(i),
         Plain::Float(f) => Field::Float(f),
-        Plain::Str(s) => Field::Str(s.into()),
+        Plain::Str(s) => Field::Str(Arc::new(try_copy(s).map_err(|e| format!("{what}: {e}"))?)),
         Plain::Light(p) => Pid::from_raw(p as usize as u64).map_or(Field::Opaque(Kind::Other), |p| Field::Pid(p.raw())),
         Plain::Other if ffi::lua_type(L, idx) == ffi::LUA_TTABLE => Field::Opaque(Kind::Table),
         Plain::Other if crate::buffer::to_buffer(L, idx).is_some() => Field::Opaque(Kind::Buffer),
@@ -601,8 +601,7 @@ unsafe extern "C-unwind" fn eval(L: *mut ffi::lua_State) -> c_int {
             return Err("eval: internal error".into());
         }
         ffi::lua_rotate(L, 1, 1);
-        let msg = codec::encode(L, 1, top + 1).map_err(|e| format!("eval: {e}"))?;
-        ctx(L).rt().spawn(crate::LuaProcess::spawned(msg)).map_err(|e| format!("eval: {e}"))
+        crate::kernel::spawn_encoded(L, 1, None, "eval")
     })();
     match started {
         Ok(_) => 0,

@@ -16,7 +16,7 @@
 use std::ffi::{c_int, CString};
 
 use mlua_sys as ffi;
-use synodic_core::{Body, ExitReason, Message, Process, Runtime, Step};
+use synodic_core::{Body, ExitReason, Message, Pid, Process, Runtime, Spawn, Step};
 
 use crate::codec;
 use crate::ctx::{ctx, Boot, Ctx, Pending};
@@ -41,23 +41,25 @@ pub struct LuaProcess {
 unsafe impl Send for LuaProcess {}
 
 impl LuaProcess {
-    /// A process that will run the function and arguments of a spawn message.
-    pub fn spawned(msg: Message) -> Box<dyn Body> {
-        LuaProcess::booting(Boot::Message(msg))
+    /// Starts a process running the function and arguments of the spawn
+    /// message `msg`, with a memory limit in bytes if given (else the node's).
+    pub fn spawn(rt: &Runtime, msg: Message, max_memory: Option<u64>) -> Result<Pid, synodic_core::Error> {
+        let heap = max_memory.map_or_else(Heap::new, Heap::limited);
+        rt.spawn_with(LuaProcess::booting(Boot::Spawned, heap), Spawn { first: Some(msg), max_memory })
     }
 
     /// The main process: runs `path` with `args` as the `lua` command would.
     pub fn main_script(path: String, args: Vec<String>) -> Box<dyn Body> {
-        LuaProcess::booting(Boot::Script(Box::new((path, args))))
+        LuaProcess::booting(Boot::Script(Box::new((path, args))), Heap::new())
     }
 
     /// A process running `require(module).main(arg)`.
     pub fn module(module: &'static str, arg: i64) -> Box<dyn Body> {
-        LuaProcess::booting(Boot::Module { module, arg })
+        LuaProcess::booting(Boot::Module(Box::new((module, arg))), Heap::new())
     }
 
-    fn booting(boot: Boot) -> Box<dyn Body> {
-        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Ctx::new(boot), hot: HotPlace::default(), heap: Heap::new() })
+    fn booting(boot: Boot, heap: Heap) -> Box<dyn Body> {
+        Box::new(LuaProcess { L: std::ptr::null_mut(), ctx: Ctx::new(boot), hot: HotPlace::default(), heap })
     }
 }
 
@@ -75,6 +77,7 @@ impl Body for LuaProcess {
         self.ctx.enter(rt, me);
         unsafe {
             if self.L.is_null() {
+                self.heap.attach(me, rt.max_process_memory());
                 match new_state(&mut self.ctx, &mut self.heap) {
                     Some(L) => self.L = L,
                     None => return Step::Exited(ExitReason::Error("cannot create a Lua state: out of memory".into())),
@@ -106,6 +109,7 @@ impl Body for LuaProcess {
                 // An `exit` that unwound ends the process with its reason
                 // (whatever error a closing method raised on the way).
                 _ if self.ctx.exit.is_some() => Step::Exited(self.ctx.exit.take().map_or(ExitReason::Normal, |r| *r)),
+                ffi::LUA_ERRMEM if self.heap.is_limited() => Step::Exited(ExitReason::Error(synodic_core::MEMORY_LIMIT.into())),
                 _ => Step::Exited(self.failure(me)),
             }
         }
@@ -153,12 +157,12 @@ const MAIN_EVENTS: ffi::lua_KContext = 2;
 /// The first function a process runs: unpacks its boot data and calls it.
 unsafe extern "C-unwind" fn boot(L: *mut ffi::lua_State) -> c_int {
     let (prepared, stage) = match ctx(L).boot.take() {
-        Some(Boot::Message(msg)) => (prepare_spawned(L, msg), SPAWNED),
+        Some(Boot::Spawned) => (prepare_spawned(L), SPAWNED),
         Some(Boot::Script(script)) => {
             let (path, args) = *script;
             (prepare_script(L, path, args), MAIN_CHUNK)
         }
-        Some(Boot::Module { module, arg }) => (prepare_module(L, module, arg), SPAWNED),
+        Some(Boot::Module(m)) => (prepare_module(L, m.0, m.1), SPAWNED),
         None => (Err("process started twice".into()), SPAWNED),
     };
     match prepared {
@@ -184,9 +188,11 @@ unsafe extern "C-unwind" fn boot_k(L: *mut ffi::lua_State, _status: c_int, stage
     0
 }
 
-/// Pushes the spawned function and its arguments; returns the argument count.
-unsafe fn prepare_spawned(L: *mut ffi::lua_State, msg: Message) -> Result<c_int, String> {
+/// Pushes the spawned function and its arguments (the spawn message, first
+/// in the mailbox); returns the argument count.
+unsafe fn prepare_spawned(L: *mut ffi::lua_State) -> Result<c_int, String> {
     ffi::lua_settop(L, 0);
+    let msg = ctx(L).proc().pop_message().ok_or("spawn: the spawn message is missing")?;
     let n = codec::decode(L, &msg).map_err(|e| format!("spawn: {e}"))?;
     if n < 1 || ffi::lua_type(L, 1) != ffi::LUA_TFUNCTION {
         return Err("spawn: the message does not start with a function".into());

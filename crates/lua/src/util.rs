@@ -25,6 +25,24 @@ pub(crate) unsafe fn to_bytes<'a>(L: *mut ffi::lua_State, idx: c_int) -> Option<
     (!p.is_null()).then(|| std::slice::from_raw_parts(p.cast(), len))
 }
 
+/// A copy of `b`, or an error when there is no memory for it (a size a
+/// program chose must never abort the node).
+pub(crate) fn try_copy(b: &[u8]) -> Result<Box<[u8]>, String> {
+    let mut v = try_vec(b.len())?;
+    v.extend_from_slice(b);
+    Ok(v.into_boxed_slice())
+}
+
+/// An empty vector with room for `bytes`, or an error when there is no
+/// memory for them, or they are more than the machine has.
+pub(crate) fn try_vec(bytes: usize) -> Result<Vec<u8>, String> {
+    let mut v = Vec::new();
+    if bytes > synodic_core::cache::largest_block() || v.try_reserve_exact(bytes).is_err() {
+        return Err(format!("not enough memory for {bytes} bytes"));
+    }
+    Ok(v)
+}
+
 /// Raises `msg` as a Lua error. The message is copied onto the Lua stack and
 /// dropped before unwinding.
 pub(crate) unsafe fn raise(L: *mut ffi::lua_State, msg: String) -> c_int {
