@@ -36,13 +36,13 @@ void synodic_hook_save(lua_State *L, SynodicHook *out) {
 }
 
 /* Installs `preempt` to run at the next instruction, keeping the program's
-** events in the mask; 0 (nothing done) while a hook or a C function runs: the
-** program's hook must see its own settings, C functions (debug.gethook) must
-** see the program's hook, and neither can be preempted there anyway. (The
-** monitor signals again a tick later.) */
+** events in the mask (a C function running now is preempted when it returns
+** to Lua); 0 (nothing done) while a hook runs: the program's hook must see
+** its own settings, and a hook cannot be preempted anyway. (The monitor
+** signals again a tick later.) */
 int synodic_preempt_arm(lua_State *L, lua_Hook preempt, int program_mask) {
   CallInfo *ci;
-  if (!L->allowhook || !isLua(L->ci))
+  if (!L->allowhook)
     return 0;
   L->hook = preempt;
   L->basehookcount = 1;
