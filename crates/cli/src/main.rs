@@ -40,8 +40,9 @@ struct RunArgs {
     /// over it ends alone, with reason "memory limit".
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     max_process_memory: Option<u64>,
-    /// Where the console endpoint listens (default: a free port on 127.0.0.1,
-    /// printed when standard error is a terminal).
+    /// Open a console endpoint on this address (host:port; port 0 picks a
+    /// free one), which `synodic console` attaches to; its address is
+    /// printed on stderr. No endpoint without it.
     #[arg(long, value_name = "ADDR")]
     console: Option<String>,
     /// The file holding the console's shared secret (default: ~/.synodic/cookie,
@@ -107,27 +108,21 @@ fn run(args: RunArgs) -> i32 {
     }
 }
 
-/// Opens the console endpoint. Asked for with `--console`, it must open and
-/// says where; by default it opens quietly (announced on a terminal only) and
-/// a failure just means no console.
+/// Opens the console endpoint when `--console` asks for it, and says where.
 fn open_console(rt: &Runtime, args: &RunArgs) -> anyhow::Result<()> {
     use anyhow::Context;
-    let explicit = args.console.is_some();
-    let opened = (|| {
-        let file = args.cookie_file.clone().or_else(synodic_lua::control::default_cookie_file).context("no cookie file: set HOME or pass --cookie-file")?;
-        let cookie = synodic_lua::control::load_or_create_cookie(&file).with_context(|| format!("cookie file {}", file.display()))?;
-        let addr = args.console.as_deref().unwrap_or("127.0.0.1:0");
-        synodic_lua::control::start(rt, addr, cookie).with_context(|| format!("console address {addr}"))
-    })();
-    match opened {
-        Ok(addr) if explicit || unsafe { libc::isatty(2) == 1 } => {
-            eprintln!("synodic: console on {addr} (attach with: synodic console {addr})");
-            Ok(())
-        }
-        Ok(_) => Ok(()),
-        Err(e) if explicit => Err(e),
-        Err(_) => Ok(()),
+    let Some(addr) = args.console.as_deref() else { return Ok(()) };
+    let file = args.cookie_file.clone().or_else(synodic_net::cookie::default_file).context("no cookie file: set HOME or pass --cookie-file")?;
+    let (cookie, warnings) = synodic_net::cookie::load_or_create(&file)?;
+    for w in warnings {
+        eprintln!("synodic: warning: {w}");
     }
+    let io = synodic_net::Io::start()?;
+    let agents = rt.clone();
+    let attach: synodic_net::console::Attach = std::sync::Arc::new(move |port| agents.spawn(LuaProcess::module("synodic.console", port as i64)).map_err(|e| e.to_string()));
+    let bound = synodic_net::console::listen(&io, rt.clone(), addr, cookie, attach)?;
+    eprintln!("synodic: console on {bound} (attach with: synodic console {bound})");
+    Ok(())
 }
 
 /// A size in bytes: digits, then K, M or G (binary multiples) if wanted.

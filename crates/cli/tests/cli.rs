@@ -252,74 +252,133 @@ fn halt_ends_the_run_with_its_status() {
     assert!(text(&out.stderr).contains("exit status 0-255 expected"), "{}", text(&out.stderr));
 }
 
-/// The console, driven as a user would: start a program with a console
-/// endpoint, attach with the right cookie, inspect and change an agent; a
-/// wrong cookie is refused and the program goes on.
+/// A program started with a console endpoint, killed when the test ends.
+struct WithConsole {
+    _program: common::KillOnDrop,
+    addr: String,
+    cookie: PathBuf,
+    stderr: std::sync::mpsc::Receiver<String>,
+}
+
+impl WithConsole {
+    fn start(name: &str, source: &str) -> WithConsole {
+        use std::io::BufRead;
+        let dir = std::env::temp_dir().join(format!("synodic-console-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let prog = dir.join("prog.lua");
+        std::fs::write(&prog, source).unwrap();
+        let cookie = dir.join("cookie");
+        let mut child = common::synodic_command()
+            .args(["run", "--console", "127.0.0.1:0", "--cookie-file"])
+            .arg(&cookie)
+            .arg(&prog)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Every line the program writes on stderr, as it comes.
+        let (tx, stderr) = std::sync::mpsc::channel();
+        let pipe = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let line = stderr.recv_timeout(common::LIMIT).expect("the program says where its console listens");
+        assert!(line.starts_with("synodic: console on "), "{line}");
+        let addr = line.split_whitespace().nth(3).expect("console address").to_string();
+        WithConsole { _program: common::KillOnDrop(child), addr, cookie, stderr }
+    }
+
+    /// Runs `synodic console` with `input` on its stdin.
+    fn console(&self, cookie_file: &Path, input: &str) -> Output {
+        let mut c = common::synodic_command();
+        c.args(["console", &self.addr, "--cookie-file"]).arg(cookie_file);
+        common::output_with_input(c, Some(input.as_bytes()), common::LIMIT, "synodic console")
+    }
+}
+
+/// The console, driven as a user would: attach with the right cookie,
+/// inspect and change an agent, see an error with the frames of the line
+/// only; a wrong cookie is refused (the program names the address) and the
+/// program goes on.
 #[test]
 fn console_attaches_with_the_cookie_and_refuses_without() {
-    let dir = std::env::temp_dir().join(format!("synodic-console-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let prog = dir.join("prog.lua");
-    std::fs::write(&prog, "alua.spawn{'B'}\nalua.send('B', 'x = 42')\n").unwrap();
-    let cookie = dir.join("cookie");
-    let mut child = common::synodic_command()
-        .args(["run", "--console", "127.0.0.1:0", "--cookie-file"])
-        .arg(&cookie)
-        .arg(&prog)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The program says where its console listens.
-    let stderr = child.stderr.take().unwrap();
-    let _program = common::KillOnDrop(child);
-    let line = common::first_line_within(stderr, common::LIMIT, "the program with a console");
-    let addr = line.split_whitespace().nth(3).expect("console address").to_string();
-    assert!(line.starts_with("synodic: console on "), "{line}");
-
-    let console = |cookie_file: &Path, input: &str| {
-        let mut c = common::synodic_command();
-        c.args(["console", &addr, "--cookie-file"]).arg(cookie_file);
-        common::output_with_input(c, Some(input.as_bytes()), common::LIMIT, "synodic console")
-    };
-    let out = console(&cookie, "inspect('B', 'x')\nalua.send('B', 'x = x + 1')\ninspect('B', 'x')\n1 + 2\nerror('oops')\n");
+    let p = WithConsole::start("agents", "alua.spawn{'B'}\nalua.send('B', 'x = 42')\n");
+    let out = p.console(&p.cookie, "inspect('B', 'x')\nalua.send('B', 'x = x + 1')\ninspect('B', 'x')\n1 + 2\nerror('oops')\n");
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stdout = text(&out.stdout);
-    assert!(stdout.starts_with("42\n43\n3\nerror: (event):1: oops"), "{stdout}");
+    assert!(stdout.starts_with("42\n43\n3\nerror: (console):1: oops\nstack traceback:\n"), "{stdout}");
+    assert!(!stdout.contains("lualib") && !stdout.contains("xpcall"), "the console's own frames are hidden: {stdout}");
 
-    let wrong = dir.join("wrong");
-    std::fs::write(&wrong, "not-the-cookie\n").unwrap();
-    let out = console(&wrong, "x = 1\n");
+    let wrong = p.cookie.with_file_name("wrong");
+    std::fs::write(&wrong, "not-the-cookie-but-long-enough\n").unwrap();
+    let out = p.console(&wrong, "x = 1\n");
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("refused: wrong or missing cookie"), "{}", text(&out.stderr));
+    let said = p.stderr.recv_timeout(common::LIMIT).expect("the program says it refused a console");
+    assert!(said.starts_with("synodic: console from 127.0.0.1:") && said.ends_with("refused: wrong or missing cookie"), "{said}");
 
     // The program went on: a rightful console still works.
-    let out = console(&cookie, "inspect('B', 'x')\n");
+    let out = p.console(&p.cookie, "inspect('B', 'x')\n");
     assert_eq!(text(&out.stdout), "43\n");
 }
 
-/// A process that holds its worker without yielding is named on stderr, once.
+/// A program that does not use agents: the console lists its processes and
+/// shows where one waits.
 #[test]
-fn a_stuck_process_is_named_once() {
-    let out = run_source_with(
-        "stuck_once",
-        r#"local s = require "synodic"
-           local me = s.self()
-           local p = s.spawn(function()
-             local t0 = s.clock()
-             string.gsub("x", "x", function() while s.clock() - t0 < 0.2 do end end)
-             s.send(me, "done")
-           end)
-           assert(s.receive() == "done")
-           print("pid", p)"#,
-        &["--workers", "1"],
-        &[],
+fn console_lists_and_inspects_processes() {
+    let p = WithConsole::start(
+        "plain",
+        "local s = require 'synodic'\n\
+         local function serve() while true do s.receive() end end\n\
+         s.register('server', s.spawn(serve))\n\
+         s.receive()\n",
     );
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stderr}");
-    let pid = stdout.trim().strip_prefix("pid\t").expect("the pid is printed");
-    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("without yielding")).collect();
-    assert_eq!(warnings.len(), 1, "{stderr}");
-    assert!(warnings[0].starts_with(&format!("synodic: process {pid} has held worker thread")), "{stderr}");
+    let out = p.console(&p.cookie, "processes()\ninspect('server')\ninspect('nobody')\n");
+    let stdout = text(&out.stdout);
+    assert!(stdout.lines().any(|l| l.contains("waiting") && l.ends_with("server")), "{stdout}");
+    assert!(stdout.contains("registered as server") && stdout.contains("waiting for a message"), "{stdout}");
+    assert!(stdout.contains("in function 'synodic.receive'") && stdout.contains("prog.lua:2: in function"), "the call stack: {stdout}");
+    assert!(stdout.contains("error: (console):1: inspect: no process nobody"), "{stdout}");
+}
+
+/// When the program ends, an attached console says so and ends.
+#[test]
+fn console_ends_with_the_program() {
+    let p = WithConsole::start("ending", "local s = require 'synodic'\nassert(s.receive() == 'stop')\n");
+    let out = p.console(&p.cookie, "local s = require('synodic') s.send(s.main(), 'stop')\n1\n2\n");
+    assert!(text(&out.stderr).contains("has ended (connection closed)"), "{}", text(&out.stderr));
+}
+
+/// A program runs without a console endpoint unless asked.
+#[test]
+fn no_console_unless_asked() {
+    let out = run_source("quiet", "print('done')", &[]);
+    assert!(out.status.success());
+    assert_eq!(text(&out.stderr), "", "nothing is said, nothing listens");
+}
+
+/// What a peer can size is bounded: a line too long closes its connection,
+/// and the program goes on.
+#[test]
+fn console_lines_are_bounded() {
+    use std::io::{BufRead, BufReader, Write};
+    let p = WithConsole::start("bounded", "alua.spawn{'B'}\n");
+    let cookie = std::fs::read_to_string(&p.cookie).unwrap();
+    let mut stream = std::net::TcpStream::connect(&p.addr).unwrap();
+    stream.set_read_timeout(Some(common::LIMIT)).unwrap();
+    writeln!(stream, "synodic-console 1 {}", cookie.trim()).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.starts_with("ok "), "{line}");
+    let _ = stream.write_all(&vec![b'x'; 2 << 20]);
+    let mut rest = String::new();
+    let _ = reader.read_line(&mut rest);
+    let said = p.stderr.recv_timeout(common::LIMIT).expect("the program says why it closed the console");
+    assert!(said.contains("line longer than"), "{said}");
+    let out = p.console(&p.cookie, "1 + 1\n");
+    assert_eq!(text(&out.stdout), "2\n", "the program goes on");
 }
 
 /// The channels guide's example prints all ten jobs, every time: its main

@@ -13,6 +13,7 @@
 //! | `message` | `Message`: encoded values, small ones inline, with shared attachments |
 //! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main`, `halt` |
 //! | [`waiting`] | `Waiter`, `Completion`, `Delivery`: what the stores queue and decide |
+//! | [`ports`] | `Ports`: byte sinks of the I/O layer that processes write to by number |
 //! | [`channel`] | `ChannelStore` (a state machine) and `Channels` (the node's, behind a lock): named rendezvous |
 //! | [`linda`] | `Store` (a state machine), `Space`, `Spaces`: tuple stores indexed by arity and first field, with waiters |
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
@@ -31,6 +32,7 @@ mod message;
 mod names;
 pub mod node;
 pub mod pid;
+pub mod ports;
 mod monitor;
 pub mod process;
 pub mod runtime;
@@ -44,5 +46,5 @@ pub use error::Error;
 pub use pid::Pid;
 pub use message::{Attachment, Message};
 pub use process::{Body, ExitReason, Process, Step};
-pub use runtime::{Config, RunEnd, Runtime, Spawn, MEMORY_LIMIT};
+pub use runtime::{Config, ProcessInfo, RunEnd, Runtime, Spawn, MEMORY_LIMIT};
 pub use scheduler::{on_preempt_signal, MAX_WORKERS};

@@ -59,6 +59,12 @@ pub enum Step {
 /// time, so a body needs `Send` but not `Sync`.
 pub trait Body: Send {
     fn resume(&mut self, rt: &Runtime, me: &'static Process) -> Step;
+
+    /// What the process is doing, for a person looking at it (where it
+    /// waits, its call stack). Called between resumes.
+    fn describe(&mut self) -> String {
+        String::new()
+    }
 }
 
 #[derive(Default)]
@@ -79,6 +85,8 @@ pub(crate) struct MoreLinks {
     pub last_reason: Option<ExitReason>,
     /// What a store gave the process for one of its waits (see `waiting`).
     pub completion: Option<(u64, Completion)>,
+    /// Processes that asked for a description of it (see `Runtime::probe`).
+    pub probes: Vec<Pid>,
 }
 
 impl Links {
@@ -127,6 +135,8 @@ pub struct Process {
 const LIMITED: u8 = 1;
 /// Bit of a process's flags: it went over its memory limit and must end.
 const OVER_LIMIT: u8 = 2;
+/// Bit of a process's flags: someone asked for its description.
+const PROBED: u8 = 4;
 
 /// Why a message was not delivered.
 #[derive(Debug, PartialEq, Eq)]
@@ -321,6 +331,48 @@ impl Process {
     #[inline]
     pub(crate) fn is_over_limit(&self) -> bool {
         self.flags.load(Relaxed) & OVER_LIMIT != 0
+    }
+
+    /// Whether something is asked of the process before it runs (to end
+    /// over its limit, to be described): one load on the hot path.
+    #[inline]
+    pub(crate) fn has_requests(&self) -> bool {
+        self.flags.load(Relaxed) & (OVER_LIMIT | PROBED) != 0
+    }
+
+    /// Asks for a description for `asker` (it is made when the process next
+    /// runs); false when `pid` no longer names this slot's tenant.
+    pub(crate) fn add_probe(&self, pid: Pid, asker: Pid) -> bool {
+        let mut links = self.links.lock();
+        if links.exited || !self.is(pid) {
+            return false;
+        }
+        links.more().probes.push(asker);
+        self.flags.fetch_or(PROBED, Relaxed);
+        true
+    }
+
+    /// The askers of descriptions (and no more probes pending).
+    pub(crate) fn take_probes(&self) -> Vec<Pid> {
+        let mut links = self.links.lock();
+        self.flags.fetch_and(!PROBED, Relaxed);
+        links.more.as_mut().map(|m| std::mem::take(&mut m.probes)).unwrap_or_default()
+    }
+
+    /// How the process stands, for a listing.
+    pub(crate) fn run_state(&self) -> &'static str {
+        match self.state.load(Relaxed) {
+            QUEUED => "runnable",
+            RUNNING | NOTIFIED => "running",
+            IDLE => "waiting",
+            _ => "ended",
+        }
+    }
+
+    /// The names the process holds.
+    pub(crate) fn names(&self) -> Vec<String> {
+        let links = self.links.lock();
+        links.more.as_ref().map(|m| m.names.iter().map(|n| String::from_utf8_lossy(n).into_owned()).collect()).unwrap_or_default()
     }
 
     /// Marks the process as having something to look at. Returns true when

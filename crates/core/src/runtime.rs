@@ -24,6 +24,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::channel::Channels;
 use crate::linda::Spaces;
 use crate::names::Names;
+use crate::ports::Ports;
 use crate::node::{NodeId, Nodes};
 use crate::process::{Body, ExitReason, Process, Refused, Step, QUEUED};
 use crate::scheduler::{Scheduler, MAX_WORKERS};
@@ -86,6 +87,7 @@ pub(crate) struct Shared {
     names: Names,
     channels: Channels,
     spaces: Spaces,
+    ports: Ports,
     timers: Timers,
     /// See [`Runtime::wakes_cold`].
     warm_above: usize,
@@ -112,6 +114,7 @@ impl Runtime {
             names: Names::default(),
             channels: Channels::default(),
             spaces: Spaces::default(),
+            ports: Ports::default(),
             timers: Timers::default(),
             warm_above: warm_above(crate::cache::last_level_bytes(), config.process_bytes),
             max_process_memory: config.max_process_memory,
@@ -182,6 +185,11 @@ impl Runtime {
 
     pub fn spaces(&self) -> &Spaces {
         &self.shared.spaces
+    }
+
+    /// The I/O layer's byte sinks (see `ports`).
+    pub fn ports(&self) -> &Ports {
+        &self.shared.ports
     }
 
     /// Starts a process; it runs as soon as a worker is free.
@@ -386,10 +394,13 @@ impl Runtime {
     pub(crate) fn run_process(&self, proc: &'static Process) {
         // SAFETY: the process was popped from a run queue, so this worker is its only runner.
         let Some(mut body) = (unsafe { proc.take_body() }) else { return };
-        if proc.is_over_limit() {
-            drop(body);
-            self.finish(proc, ExitReason::Error(MEMORY_LIMIT.into()));
-            return;
+        if proc.has_requests() {
+            if proc.is_over_limit() {
+                drop(body);
+                self.finish(proc, ExitReason::Error(MEMORY_LIMIT.into()));
+                return;
+            }
+            self.answer_probes(proc, &mut *body);
         }
         if self.wakes_cold() {
             // The peer's slot was asked for when this process was woken; its
@@ -415,6 +426,51 @@ impl Runtime {
                 self.finish(proc, reason);
             }
         }
+    }
+
+    /// Sends each asker `"probe", pid, description` (the body describes
+    /// itself between two resumes; it is resumed afterwards as usual, which
+    /// a blocked process takes as a spurious wake-up).
+    fn answer_probes(&self, proc: &'static Process, body: &mut dyn Body) {
+        let askers = proc.take_probes();
+        if askers.is_empty() {
+            return;
+        }
+        let pid = proc.pid();
+        let names = proc.names();
+        let held = if names.is_empty() { String::new() } else { format!(", registered as {}", names.join(", ")) };
+        let text = format!("process {pid}{held}, {} messages waiting\n{}", proc.mailbox_len(), body.describe());
+        for asker in askers {
+            let mut w = Writer::message(3);
+            w.str(b"probe");
+            w.pid(pid);
+            w.str(text.as_bytes());
+            if let Ok(bytes) = w.finish() {
+                self.send(asker, Message::from_vec(bytes));
+            }
+        }
+    }
+
+    /// Asks `pid` to describe itself to `asker` (a message `"probe", pid,
+    /// text`, when it next runs: at once if it waits); false when there is
+    /// no such process.
+    pub fn probe(&self, pid: Pid, asker: Pid) -> bool {
+        let Some(slot) = self.live(pid) else { return false };
+        if !slot.add_probe(pid, asker) {
+            return false;
+        }
+        self.wake(slot);
+        true
+    }
+
+    /// The live processes of this node, in slot order.
+    pub fn processes(&self) -> Vec<ProcessInfo> {
+        self.shared
+            .table
+            .slots()
+            .filter(|p| p.run_state() != "ended")
+            .map(|p| ProcessInfo { pid: p.pid(), state: p.run_state(), mailbox: p.mailbox_len(), names: p.names() })
+            .collect()
     }
 
     fn finish(&self, proc: &'static Process, reason: ExitReason) {
@@ -444,6 +500,18 @@ impl Runtime {
             self.shared.main_ended.notify_all();
         }
     }
+}
+
+/// A live process, as a listing shows it.
+#[derive(Clone, Debug)]
+pub struct ProcessInfo {
+    pub pid: Pid,
+    /// "running", "runnable" (queued) or "waiting" (blocked).
+    pub state: &'static str,
+    /// Messages in its mailbox.
+    pub mailbox: usize,
+    /// The names it holds.
+    pub names: Vec<String>,
 }
 
 /// The reason a process over its memory limit ends with.

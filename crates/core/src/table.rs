@@ -95,6 +95,12 @@ impl Table {
         self.occupied.fetch_sub(1, Relaxed);
     }
 
+    /// Every slot ever handed out (live or vacant), in index order.
+    pub(crate) fn slots(&self) -> impl Iterator<Item = &'static Process> + '_ {
+        let next = self.alloc.lock().next;
+        (1..next).filter_map(|i| self.slot(i))
+    }
+
     /// Slots in use right now (a snapshot).
     #[inline]
     pub(crate) fn occupied(&self) -> usize {

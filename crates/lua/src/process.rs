@@ -73,6 +73,20 @@ impl Drop for LuaProcess {
 }
 
 impl Body for LuaProcess {
+    fn describe(&mut self) -> String {
+        if self.L.is_null() {
+            return "not started yet".into();
+        }
+        let doing = match self.ctx.pending {
+            Pending::Block if self.ctx.blocked.is_some() => "waiting on a channel or a tuple space",
+            Pending::Block => "waiting for a message or the clock",
+            Pending::Preempt => "computing (preempted)",
+            _ => "ready to run",
+        };
+        // SAFETY: between resumes the state is suspended and only this worker holds it.
+        format!("{doing}\n{}", unsafe { self.traceback() })
+    }
+
     fn resume(&mut self, rt: &Runtime, me: &'static Process) -> Step {
         self.ctx.enter(rt, me);
         unsafe {
@@ -117,6 +131,21 @@ impl Body for LuaProcess {
 }
 
 impl LuaProcess {
+    /// Where the process stands and its call stack: the traceback of its
+    /// suspended main thread, made by a fresh thread (a suspended one may
+    /// not call anything itself).
+    unsafe fn traceback(&mut self) -> String {
+        let L = self.L;
+        if ffi::lua_checkstack(L, 2) == 0 {
+            return String::new();
+        }
+        let T = ffi::lua_newthread(L);
+        ffi::luaL_traceback(T, L, std::ptr::null(), 0);
+        let text = to_bytes(T, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+        ffi::lua_settop(L, -2);
+        text
+    }
+
     /// Reports the error on top of the dead state and turns it into an exit reason.
     unsafe fn failure(&mut self, me: &Process) -> ExitReason {
         let L = self.L;

@@ -1,0 +1,56 @@
+//! Synodic's I/O layer: everything that waits on sockets runs here, on one
+//! thread of its own driving a tokio runtime, apart from the scheduler's
+//! workers. Processes never block on I/O: the I/O thread turns what arrives
+//! into messages to processes, and what processes write goes through the
+//! runtime's ports (`synodic_core::ports`) to the tasks here.
+//!
+//! The surface, in one place:
+//!
+//! | module | gives |
+//! |---|---|
+//! | [`Io`] | the I/O thread: `start`, `spawn` |
+//! | [`console`] | the console endpoint (`listen`), its line protocol (`HELLO`, `escape`, `unescape`) |
+//! | [`cookie`] | the shared secret: `default_file`, `load_or_create`, warnings about a weak one |
+//! | [`Error`] | what can go wrong |
+
+pub mod console;
+pub mod cookie;
+mod error;
+
+pub use error::Error;
+
+use std::future::Future;
+
+/// The I/O thread: a single-threaded tokio runtime that runs until the OS
+/// process ends (a node's I/O is light; the work is in processes).
+pub struct Io {
+    handle: tokio::runtime::Handle,
+}
+
+impl Io {
+    /// Starts the I/O thread.
+    pub fn start() -> Result<Io, Error> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_io().enable_time().build().map_err(Error::Start)?;
+        let handle = runtime.handle().clone();
+        std::thread::Builder::new()
+            .name("synodic-io".into())
+            .spawn(move || runtime.block_on(std::future::pending::<()>()))
+            .map_err(Error::Start)?;
+        Ok(Io { handle })
+    }
+
+    /// Runs `task` on the I/O thread.
+    pub fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        self.handle.spawn(task);
+    }
+
+    /// Runs `task` on the I/O thread and waits for its result (for setting
+    /// things up: binding a listener).
+    pub fn run<T: Send + 'static>(&self, task: impl Future<Output = T> + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.handle.spawn(async move {
+            let _ = tx.send(task.await);
+        });
+        rx.recv().expect("the I/O thread runs as long as the process")
+    }
+}
