@@ -26,7 +26,7 @@ fn main() {
     build.compile("lua5.4");
 
     let mut ours = cc::Build::new();
-    ours.include(&lua).warnings(true).warnings_into_errors(true).file(manifest.join("csrc/hot.c"))
+    ours.include(&lua).include(manifest.join("csrc")).warnings(true).warnings_into_errors(true).file(manifest.join("csrc/hot.c"))
         .file(manifest.join("csrc/peek.c"))
         .file(manifest.join("csrc/plain.c"))
         .file(manifest.join("csrc/gc.c"))

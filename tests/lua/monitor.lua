@@ -55,4 +55,10 @@ end
 for _ = 1, 3 do assert(s.receive() == "watching") end
 s.send(target, "stop")
 for _ = 1, 3 do assert(s.receive() == "DOWN") end
+-- A node that is not connected: "nodedown" at once; this node: never.
+s.monitor_node(s.node())
+s.monitor_node("elsewhere@nowhere")
+local tag2, node = s.receive(1)
+assert(tag2 == "nodedown" and node == "elsewhere@nowhere")
+assert(select("#", s.receive(0)) == 0, "this node is not lost")
 print("monitor ok")

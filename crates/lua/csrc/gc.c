@@ -18,6 +18,8 @@
 */
 #include "lstate.h"
 
+#include "version.h"
+
 /* The collector's next step comes after `bytes` more bytes are allocated. */
 void synodic_gc_allowance(lua_State *L, size_t bytes) {
   luaE_setdebt(G(L), -(l_mem)bytes);

@@ -15,6 +15,8 @@
 #include "lfunc.h"
 #include "ltable.h"
 
+#include "version.h"
+
 #define LINE 64
 #define WINDOW_LINES 128
 

@@ -12,9 +12,7 @@
 #include "lobject.h"
 #include "lstring.h"
 
-#if LUA_VERSION_NUM != 504 || LUA_VERSION_RELEASE_NUM != 50408
-#error "csrc/ reads the internals of Lua 5.4.8 exactly; check it against this release before building"
-#endif
+#include "version.h"
 
 /* src/lazy.rs */
 int synodic_lazy_entry (lua_State *L, const void *t, const char *key, size_t len, int claim);

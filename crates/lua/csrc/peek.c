@@ -13,6 +13,8 @@
 #include "lstate.h"
 #include "lobject.h"
 
+#include "version.h"
+
 /* Keep in step with `Kind` in src/peek.rs. */
 enum {
   SYNODIC_OTHER = 0,

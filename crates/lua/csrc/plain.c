@@ -21,6 +21,8 @@
 #include "lobject.h"
 #include "ldo.h"
 
+#include "version.h"
+
 /* Keep in step with `VERSION` and `Tag` in synodic-core's wire.rs, and with
 ** the pid tag in its pid.rs. */
 #define WIRE_VERSION 2

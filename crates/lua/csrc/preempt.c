@@ -18,9 +18,7 @@
 #include "lstate.h"
 #include "ldebug.h"
 
-#if LUA_VERSION_NUM != 504 || LUA_VERSION_RELEASE_NUM != 50408
-#error "csrc/ reads the internals of Lua 5.4.8 exactly; check it against this release before building"
-#endif
+#include "version.h"
 
 /* A thread's hook as the program set it. Keep in step with `Saved` in src/preempt.rs. */
 typedef struct SynodicHook {

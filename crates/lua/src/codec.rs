@@ -680,9 +680,8 @@ impl Decoder<'_> {
             ffi::lua_pushcfunction(L, index_field);
             ffi::lua_rotate(L, -2, 1);
             push_bytes(L, field);
-            if ffi::lua_pcall(L, 2, 1, 0) != ffi::LUA_OK {
-                let why = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
-                ffi::lua_settop(L, -2);
+            if crate::util::protected(L, 2, 1).is_err() {
+                let why = crate::util::pop_error(L);
                 return Err(junk(format!("library field {}.{}: {why}", String::from_utf8_lossy(module), String::from_utf8_lossy(field))));
             }
         }

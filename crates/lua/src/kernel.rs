@@ -28,6 +28,7 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"receive_match", receive_match),
     (c"sleep", sleep),
     (c"monitor", monitor),
+    (c"monitor_node", monitor_node),
     (c"register", register),
     (c"whereis", whereis),
     (c"exit", exit),
@@ -307,9 +308,9 @@ unsafe fn call_filter(L: *mut ffi::lua_State, n: c_int) -> Result<bool, String> 
         ffi::lua_pushvalue(L, i);
     }
     ctx(L).in_filter = true;
-    let status = ffi::lua_pcall(L, n, 1, 0);
+    let called = protected(L, n, 1);
     ctx(L).in_filter = false;
-    if status != ffi::LUA_OK {
+    if called.is_err() {
         // The filter's error is the caller's (the message stays queued).
         ffi::lua_error(L);
     }
@@ -379,6 +380,23 @@ unsafe extern "C-unwind" fn monitor(L: *mut ffi::lua_State) -> c_int {
     };
     let c = ctx(L);
     c.rt().monitor(c.proc().pid(), target);
+    0
+}
+
+/// `monitor_node(node)`: the caller receives `"nodedown", node` when the
+/// connection to `node` is lost, at once if it is not connected. On a node
+/// alone, every other node is not connected, and its own is never lost.
+unsafe extern "C-unwind" fn monitor_node(L: *mut ffi::lua_State) -> c_int {
+    let Some(node) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
+        return raise(L, format!("bad argument #1 to 'monitor_node' (node name expected, got {})", type_name(L, 1)));
+    };
+    let c = ctx(L);
+    if node != c.rt().node_name().as_bytes() {
+        let mut w = synodic_core::wire::Writer::message(2);
+        w.str(b"nodedown");
+        w.str(node);
+        c.rt().send(c.proc().pid(), synodic_core::Message::from_vec(w.finish_small()));
+    }
     0
 }
 

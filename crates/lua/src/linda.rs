@@ -263,8 +263,8 @@ unsafe fn holds(L: *mut ffi::lua_State, tuple: &Tuple, wheres: &[(usize, c_int)]
     for &(field, slot) in wheres {
         ffi::lua_rawgeti(L, slot, 1);
         ffi::lua_pushvalue(L, base + 1 + field as c_int);
-        if ffi::lua_pcall(L, 1, 1, 0) != ffi::LUA_OK {
-            let err = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+        if protected(L, 1, 1).is_err() {
+            let err = pop_error(L);
             ffi::lua_settop(L, base);
             return Err(format!("where: the predicate failed: {err}"));
         }

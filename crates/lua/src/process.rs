@@ -26,7 +26,7 @@ use crate::state::new_state;
 use crate::util::{push_bytes, raise, to_bytes};
 
 /// `repr(C)`: the state pointer and the context come first, in the two lines
-/// a waker warms (see `Process::warm`).
+/// a waker warms (see `Runtime::warm` in synodic-core).
 #[repr(C)]
 pub struct LuaProcess {
     L: *mut ffi::lua_State,

@@ -174,12 +174,7 @@ pub(crate) unsafe fn push_module(L: *mut ffi::lua_State, name: &[u8]) -> Result<
     }
     ffi::lua_pushcfunction(L, require);
     push_bytes(L, name);
-    if ffi::lua_pcall(L, 1, 1, 0) != ffi::LUA_OK {
-        let msg = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
-        ffi::lua_settop(L, -2);
-        return Err(msg);
-    }
-    Ok(())
+    crate::util::protected(L, 1, 1).map_err(|()| crate::util::pop_error(L))
 }
 
 /// Opens `package`, registers Synodic's modules in `package.preload`, and

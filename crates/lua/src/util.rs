@@ -43,6 +43,33 @@ pub(crate) fn try_vec(bytes: usize) -> Result<Vec<u8>, String> {
     Ok(v)
 }
 
+/// Calls the function below `nargs` arguments on the stack, catching its
+/// errors: the one way this crate calls Lua code from Rust (a module's
+/// `__index`, a `where` predicate, a `receive_match` filter, a module
+/// loader). An error that must not be caught (the process is ending: see
+/// `kernel::synodic_uncatchable`) goes on unwinding, as through `pcall`; any
+/// other is left on top of the stack, and `Err` says so.
+pub(crate) unsafe fn protected(L: *mut ffi::lua_State, nargs: c_int, nresults: c_int) -> Result<(), ()> {
+    let status = ffi::lua_pcall(L, nargs, nresults, 0);
+    if status == ffi::LUA_OK {
+        return Ok(());
+    }
+    if crate::kernel::synodic_uncatchable(L, status) != 0 {
+        ffi::lua_error(L);
+    }
+    Err(())
+}
+
+/// The error on top of the stack as text, popped.
+pub(crate) unsafe fn pop_error(L: *mut ffi::lua_State) -> String {
+    let text = match ffi::lua_type(L, -1) {
+        ffi::LUA_TSTRING | ffi::LUA_TNUMBER => to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default(),
+        _ => format!("(error object is a {} value)", type_name(L, -1)),
+    };
+    ffi::lua_settop(L, -2);
+    text
+}
+
 /// Raises `msg` as a Lua error. The message is copied onto the Lua stack and
 /// dropped before unwinding.
 pub(crate) unsafe fn raise(L: *mut ffi::lua_State, msg: String) -> c_int {
@@ -122,8 +149,11 @@ unsafe fn given_seconds(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Resu
     }
     let mut ok = 0;
     let secs = ffi::lua_tonumberx(L, idx, &mut ok);
-    if ok == 0 || secs.is_nan() {
-        return Err(format!("bad argument #{idx} to '{fname}' (number expected, got {})", type_name(L, idx)));
+    if ok == 0 {
+        return Err(format!("bad argument #{idx} to '{fname}' (number of seconds expected, got {})", type_name(L, idx)));
+    }
+    if secs.is_nan() {
+        return Err(format!("bad argument #{idx} to '{fname}' (number of seconds expected, got NaN)"));
     }
     Ok(Some(Duration::from_secs_f64(secs.clamp(0.0, 1e9))))
 }
