@@ -74,6 +74,7 @@ lua_tests!(
     blocking_withdrawn,
     coroutines,
     libraries,
+    require_cost,
     standard_lua,
     cjson,
     alua_spawn,

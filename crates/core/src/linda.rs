@@ -378,6 +378,15 @@ impl Store {
     }
 }
 
+/// A space's id: the alias of its node in the node table (as a pid's: 0 is
+/// this node) in the top 16 bits, a serial number of that node below.
+pub type SpaceId = u64;
+
+/// The node alias and serial number of a space id.
+pub fn space_id_parts(id: SpaceId) -> (u16, u64) {
+    ((id >> 48) as u16, id & ((1 << 48) - 1))
+}
+
 /// All spaces of a node. Named spaces live as long as the node; a private
 /// space lives while something holds it (a handle in some process, a
 /// message or a tuple carrying one): the table knows it only weakly.

@@ -158,7 +158,8 @@ unsafe extern "C-unwind" fn space_eq(L: *mut ffi::lua_State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn space_tostring(L: *mut ffi::lua_State) -> c_int {
-    let s = format!("space: {}", to_space(L, 1).unwrap_or(0));
+    let (node, serial) = synodic_core::linda::space_id_parts(to_space(L, 1).unwrap_or(0));
+    let s = format!("space: {node}.{serial}");
     push_bytes(L, s.as_bytes());
     1
 }
