@@ -1,6 +1,8 @@
 -- The Armstrong challenge: N processes in a ring pass a token around M times.
--- usage: synodic run examples/ring.lua [N] [M]
--- Prints one line: N, M, seconds to build the ring, ns per send.
+-- usage: synodic run examples/ring.lua [N] [M] [require]
+-- Prints one line: N, M, seconds to build the ring, ns per send. With
+-- `require`, every member does `local s = require "synodic"` itself, as code
+-- written to run in other processes usually does (bench/ring measures both).
 local s = require "synodic"
 
 local N = math.tointeger(tonumber(arg[1])) or 10000
@@ -8,7 +10,8 @@ local M = math.tointeger(tonumber(arg[2])) or 100
 
 -- A member learns its successor first, then forwards every token. A token is
 -- the number of hops left; the member that receives 0 tells the main process.
-local function member(main)
+local function member(main, by_require)
+  local s = by_require and require "synodic" or s
   local next = s.receive()
   while true do
     local hops = s.receive()
@@ -20,12 +23,13 @@ local function member(main)
   end
 end
 
+local by_require = arg[3] == "require"
 local main = s.self()
 local t0 = s.clock()
-local first = s.spawn(member, main)
+local first = s.spawn(member, main, by_require)
 local prev = first
 for _ = 2, N do
-  local p = s.spawn(member, main)
+  local p = s.spawn(member, main, by_require)
   s.send(prev, p)
   prev = p
 end

@@ -3,7 +3,7 @@
 #   ring:  N processes in a ring pass a token M=100 times around
 #          (creation time, ns per send, peak RSS, RSS growth per process);
 #   ring, require variant: the same ring, each member doing
-#          `local s = require "synodic"` itself (bench/ring/ring_require.lua);
+#          `local s = require "synodic"` itself (examples/ring.lua ... require);
 #   spawn: N processes that each send one message back and end.
 # Prints a markdown table with Synodic ÷ Erlang for each figure (lower is
 # better for all of them): medians of --repeat runs (one run for N >= 1M).
@@ -46,7 +46,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 syn_ring() { measure "$synodic" run "$root/examples/ring.lua" "$1" "$M"; }
-syn_req() { measure "$synodic" run "$here/ring_require.lua" "$1" "$M"; }
+syn_req() { measure "$synodic" run "$root/examples/ring.lua" "$1" "$M" require; }
 erl_ring() { measure erl +P 4000000 -noshell -pa "$work" -run ring main "$1" "$M"; }
 syn_spawn() { measure "$synodic" run "$here/spawn.lua" "$1"; }
 erl_spawn() { measure erl +P 4000000 -noshell -pa "$work" -run spawn main "$1"; }
