@@ -334,10 +334,19 @@ unsafe fn entries_of_table(L: *mut ffi::lua_State, t: c_int) -> Vec<(Vec<u8>, ff
     found
 }
 
-/// The lazy table at `table`, if the state has one there.
-fn find(L: *mut ffi::lua_State, table: *const c_void) -> Option<&'static mut LazyTable> {
+/// The template and the made entries of the lazy table at `table`, if the
+/// state has one there.
+fn find(L: *mut ffi::lua_State, table: *const c_void) -> Option<(u8, u64)> {
     // SAFETY: only called with process states (lazy tables exist only there).
-    unsafe { ctx(L) }.lazy.iter_mut().find(|t| t.table == table)
+    unsafe { ctx(L) }.lazy.iter().find(|t| t.table == table).map(|t| (t.template, t.made))
+}
+
+/// Records entry `i` of the lazy table at `table` as made (or written over).
+fn set_made(L: *mut ffi::lua_State, table: *const c_void, i: usize) {
+    // SAFETY: as in `find`.
+    if let Some(t) = unsafe { ctx(L) }.lazy.iter_mut().find(|t| t.table == table) {
+        t.made |= 1 << i;
+    }
 }
 
 /// The module and field of a plain C function of a lazy table's template
@@ -358,8 +367,8 @@ pub(crate) fn function_name(f: ffi::lua_CFunction) -> Option<(&'static str, &'st
 
 /// The module whose lazy table is `table`, if it is one (for the codec).
 pub(crate) fn module_of(L: *mut ffi::lua_State, table: *const c_void) -> Option<&'static str> {
-    let t = find(L, table)?;
-    templates().get(t.template as usize).filter(|t| !t.module.starts_with('_')).map(|t| t.module)
+    let (template, _) = find(L, table)?;
+    templates().get(template as usize).filter(|t| !t.module.starts_with('_')).map(|t| t.module)
 }
 
 /// Called by `csrc/lazy.c`: whether `key` is an entry of the lazy table
@@ -367,18 +376,17 @@ pub(crate) fn module_of(L: *mut ffi::lua_State, table: *const c_void) -> Option<
 /// is being written).
 #[no_mangle]
 unsafe extern "C-unwind" fn synodic_lazy_entry(L: *mut ffi::lua_State, table: *const c_void, key: *const c_char, len: usize, claim: c_int) -> c_int {
-    let Some(t) = find(L, table) else { return 0 };
-    if t.template == LOADED && claim != 0 {
+    let Some((template, made)) = find(L, table) else { return 0 };
+    if template == LOADED && claim != 0 {
         // A module is being stored: the codec's maps of modules are stale.
         ctx(L).modules_changed = true;
     }
     let key = std::slice::from_raw_parts(key as *const u8, len);
-    let Some(i) = templates()[t.template as usize].position(key) else { return 0 };
-    let pending = t.made & (1 << i) == 0;
+    let Some(i) = templates()[template as usize].position(key) else { return 0 };
     if claim != 0 {
-        t.made |= 1 << i;
+        set_made(L, table, i);
     }
-    pending as c_int
+    (made & (1 << i) == 0) as c_int
 }
 
 /// Called by `csrc/lazy.c`, as a C function, with a lazy table and one of
@@ -395,8 +403,8 @@ unsafe extern "C-unwind" fn synodic_lazy_make(L: *mut ffi::lua_State) -> c_int {
 /// Makes the entry whose key is at `key` of the lazy table at `table`,
 /// stores it, and pushes it.
 unsafe fn make(L: *mut ffi::lua_State, table: c_int, key: c_int) -> Result<(), String> {
-    let Some(t) = find(L, ffi::lua_topointer(L, table)) else { return Ok(ffi::lua_pushnil(L)) };
-    let template = &templates()[t.template as usize];
+    let Some((template, _)) = find(L, ffi::lua_topointer(L, table)) else { return Ok(ffi::lua_pushnil(L)) };
+    let template = &templates()[template as usize];
     let name = to_bytes(L, key).unwrap_or_default();
     let Some(i) = template.position(name) else { return Ok(ffi::lua_pushnil(L)) };
     if ffi::lua_checkstack(L, 8) == 0 {
@@ -447,10 +455,10 @@ unsafe fn make_opened(L: *mut ffi::lua_State, table: c_int, key: c_int, template
 #[no_mangle]
 unsafe extern "C-unwind" fn synodic_lazy_make_all(L: *mut ffi::lua_State) -> c_int {
     let made = (|| {
-        let Some(t) = find(L, ffi::lua_topointer(L, 1)) else { return Ok(()) };
-        let template = &templates()[t.template as usize];
+        let Some((template, _)) = find(L, ffi::lua_topointer(L, 1)) else { return Ok(()) };
+        let template = &templates()[template as usize];
         for (i, (name, _)) in template.entries.iter().enumerate() {
-            let still = find(L, ffi::lua_topointer(L, 1)).is_some_and(|t| t.made & (1 << i) == 0);
+            let still = find(L, ffi::lua_topointer(L, 1)).is_some_and(|(_, made)| made & (1 << i) == 0);
             if still {
                 push_bytes(L, name);
                 make(L, 1, ffi::lua_gettop(L))?;
@@ -463,7 +471,7 @@ unsafe extern "C-unwind" fn synodic_lazy_make_all(L: *mut ffi::lua_State) -> c_i
         return raise(L, e);
     }
     // `package.loaded` stays lazy, so that storing a module is still seen.
-    if find(L, ffi::lua_topointer(L, 1)).is_some_and(|t| t.template != LOADED) {
+    if find(L, ffi::lua_topointer(L, 1)).is_some_and(|(template, _)| template != LOADED) {
         synodic_lazy_mark(L, 1, 0);
     }
     0
