@@ -132,16 +132,11 @@ impl Body for LuaProcess {
 
 impl LuaProcess {
     /// Where the process stands and its call stack: the traceback of its
-    /// suspended main thread, made by a fresh thread (a suspended one may
-    /// not call anything itself).
+    /// suspended main thread.
     unsafe fn traceback(&mut self) -> String {
         let L = self.L;
-        if ffi::lua_checkstack(L, 2) == 0 {
-            return String::new();
-        }
-        let T = ffi::lua_newthread(L);
-        ffi::luaL_traceback(T, L, std::ptr::null(), 0);
-        let text = to_bytes(T, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+        let Some(T) = helper_thread(L) else { return String::new() };
+        let text = traceback_of(T, L);
         ffi::lua_settop(L, -2);
         text
     }
@@ -149,26 +144,25 @@ impl LuaProcess {
     /// Reports the error on top of the dead state and turns it into an exit reason.
     unsafe fn failure(&mut self, me: &Process) -> ExitReason {
         let L = self.L;
-        // The failed call may have left the stack at its frame's limit; the
-        // traceback and the encoder below need room.
-        ffi::lua_checkstack(L, ffi::LUA_MINSTACK);
-        let err = ffi::lua_gettop(L);
-        let text = match ffi::lua_type(L, err) {
-            ffi::LUA_TSTRING | ffi::LUA_TNUMBER => to_bytes(L, err).map(|b| String::from_utf8_lossy(b).into_owned()),
+        let Some(T) = helper_thread(L) else { return ExitReason::Error("not enough memory".into()) };
+        // The error object, on the helper thread (the dead one may not call).
+        ffi::lua_pushvalue(L, -2);
+        ffi::lua_xmove(L, T, 1);
+        let text = match ffi::lua_type(T, 1) {
+            ffi::LUA_TSTRING | ffi::LUA_TNUMBER => to_bytes(T, 1).map(|b| String::from_utf8_lossy(b).into_owned()),
             _ => None,
         };
         let reason = match &text {
             Some(t) => ExitReason::Error(t.clone()),
             // A nil error says so: a DOWN reason is never nil.
-            None if ffi::lua_isnil(L, err) != 0 => ExitReason::Error(String::new()),
-            None => codec::encode(L, err, err).map(|m| ExitReason::Value(m.to_vec())).unwrap_or_else(|_| ExitReason::Error(String::new())),
+            None if ffi::lua_isnil(T, 1) != 0 => ExitReason::Error(String::new()),
+            None => codec::encode(T, 1, 1).map(|m| ExitReason::Value(m.to_vec())).unwrap_or_else(|_| ExitReason::Error(String::new())),
         };
-        let text = text.unwrap_or_else(|| format!("(error object is a {} value)", crate::util::type_name(L, err)));
+        let text = text.unwrap_or_else(|| format!("(error object is a {} value)", crate::util::type_name(T, 1)));
         if self.ctx.load_error {
             eprintln!("synodic: {text}");
         } else {
-            ffi::luaL_traceback(L, L, std::ptr::null(), 0);
-            let tb = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+            let tb = traceback_of(T, L);
             eprintln!("synodic: error in process {}: {text}\n{tb}", me.pid());
         }
         match reason {
@@ -176,6 +170,25 @@ impl LuaProcess {
             r => r,
         }
     }
+}
+
+/// A fresh thread of `L`'s state, pushed on `L`: a suspended or dead thread
+/// may not call anything itself, so work that may (a traceback finds
+/// function names in the loaded modules, which may be made then; the codec)
+/// runs on this one. `None` when there is no memory for it.
+unsafe fn helper_thread(L: *mut ffi::lua_State) -> Option<*mut ffi::lua_State> {
+    if ffi::lua_checkstack(L, 3) == 0 {
+        return None;
+    }
+    Some(ffi::lua_newthread(L))
+}
+
+/// The traceback of `L`, made by `T`.
+unsafe fn traceback_of(T: *mut ffi::lua_State, L: *mut ffi::lua_State) -> String {
+    ffi::luaL_traceback(T, L, std::ptr::null(), 0);
+    let text = to_bytes(T, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+    ffi::lua_settop(T, -2);
+    text
 }
 
 /// Continuation stages of `boot` (its `lua_KContext`).
