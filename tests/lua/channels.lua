@@ -1,4 +1,8 @@
+-- synodic-args: --workers 1
 -- Channels (SPEC §4): new, rendezvous send/receive, async receive, delete.
+-- On one worker, a process's "ready" notice reaches the main process only
+-- once that process has blocked: that is how this script knows a sender or
+-- a receiver is waiting, without sleeping.
 local s = require "synodic"
 local chan = require "synodic.chan"
 local me = s.self()
@@ -9,18 +13,19 @@ assert(ok == nil and why == "exists")
 
 -- A send blocks until a receiver has taken the message.
 local sender = s.spawn(function()
+  s.send(me, "ready")
   assert(chan.send("c", "hello", 42) == true)
   s.send(me, "sent")
 end)
-s.sleep(0.05)
+assert(s.receive() == "ready")
 assert(select("#", s.receive(0)) == 0, "the sender is still blocked: nobody received")
 local a, b = chan.receive("c")
 assert(a == "hello" and b == 42)
 assert(s.receive() == "sent")
 
 -- A receiver waiting first gets the next message.
-s.spawn(function() s.send(me, chan.receive("c")) end)
-s.sleep(0.01)
+s.spawn(function() s.send(me, "ready") s.send(me, chan.receive("c")) end)
+assert(s.receive() == "ready")
 assert(chan.send("c", "to a waiting receiver") == true)
 assert(s.receive() == "to a waiting receiver")
 
@@ -28,15 +33,18 @@ assert(s.receive() == "to a waiting receiver")
 assert(select("#", chan.receive("c", true)) == 0)
 
 -- Order of senders is kept.
-for i = 1, 5 do s.spawn(function() chan.send("c", i) end) s.sleep(0.005) end
+for i = 1, 5 do
+  s.spawn(function() s.send(me, "ready") chan.send("c", i) end)
+  assert(s.receive() == "ready")
+end
 for i = 1, 5 do assert(chan.receive("c") == i) end
 
 -- Delete releases blocked senders and receivers with nil, "deleted".
 chan.new("receivers")
 chan.new("senders")
-for _ = 1, 2 do s.spawn(function() s.send(me, chan.receive("receivers")) end) end
-s.spawn(function() s.send(me, chan.send("senders", "never taken")) end)
-s.sleep(0.05)
+for _ = 1, 2 do s.spawn(function() s.send(me, "ready") s.send(me, chan.receive("receivers")) end) end
+s.spawn(function() s.send(me, "ready") s.send(me, chan.send("senders", "never taken")) end)
+for _ = 1, 3 do assert(s.receive() == "ready") end
 assert(chan.delete("receivers") == true)
 assert(chan.delete("senders") == true)
 for _ = 1, 3 do

@@ -1,5 +1,7 @@
+-- synodic-args: --workers 1
 -- out / take (in): oldest match first, blocking until an out, takers served
--- in arrival order, each tuple taken exactly once, nil refused.
+-- in arrival order, each tuple taken exactly once, nil refused. (On one
+-- worker a taker's "ready" reaches the main process once the taker blocks.)
 local s = require "synodic"
 local linda = require "synodic.linda"
 local ts = linda.new()
@@ -14,16 +16,16 @@ assert(select(2, ts["in"](ts, "job", linda.int)) == 2, "in is take")
 assert(math.type(select(2, ts:take("job", linda.number))) == "float", "fields keep their type")
 
 -- A blocked take is woken by a later out from another process.
-s.spawn(function() s.send(me, "taken", ts:take("later", linda.string)) end)
-s.sleep(0.02)
+s.spawn(function() s.send(me, "ready") s.send(me, "taken", ts:take("later", linda.string)) end)
+assert(s.receive() == "ready")
 ts:out("later", "hello")
 local what, _, v = s.receive()
 assert(what == "taken" and v == "hello")
 
 -- Blocked takers are served in the order they arrived.
 for i = 1, 3 do
-  s.spawn(function() s.send(me, i, select(2, ts:take("turn", linda.int))) end)
-  s.sleep(0.01)
+  s.spawn(function() s.send(me, "ready") s.send(me, i, select(2, ts:take("turn", linda.int))) end)
+  assert(s.receive() == "ready")
 end
 for k = 1, 3 do ts:out("turn", k * 10) end
 local got = {}

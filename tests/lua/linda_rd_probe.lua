@@ -1,5 +1,7 @@
+-- synodic-args: --workers 1
 -- rd (read without removing, blocking), inp / rdp (no values when nothing
--- matches), and the timed forms take_within / rd_within.
+-- matches), and the timed forms take_within / rd_within. (On one worker a
+-- reader's "ready" reaches the main process once the reader blocks.)
 local s = require "synodic"
 local linda = require "synodic.linda"
 local ts = linda.new()
@@ -14,8 +16,8 @@ assert(select(2, ts:inp("config", linda.int)) == 42)
 assert(select("#", ts:inp("config", linda.int)) == 0, "inp removed it")
 
 -- Several blocked readers all see one tuple; it stays.
-for i = 1, 3 do s.spawn(function() s.send(me, select(2, ts:rd("shared", linda.any))) end) end
-s.sleep(0.02)
+for i = 1, 3 do s.spawn(function() s.send(me, "ready") s.send(me, select(2, ts:rd("shared", linda.any))) end) end
+for _ = 1, 3 do assert(s.receive() == "ready") end
 ts:out("shared", "x")
 for _ = 1, 3 do assert(s.receive() == "x") end
 assert(ts:count("shared", "x") == 1)
