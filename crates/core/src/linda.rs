@@ -390,9 +390,12 @@ pub fn space_id_parts(id: SpaceId) -> (u16, u64) {
 /// All spaces of a node. Named spaces live as long as the node; a private
 /// space lives while something holds it (a handle in some process, a
 /// message or a tuple carrying one): the table knows it only weakly.
+/// A named space: its id and the space.
+type Named = (SpaceId, Arc<Space>);
+
 #[derive(Default)]
 pub struct Spaces {
-    named: Mutex<HashMap<Box<[u8]>, (u64, Arc<Space>)>>,
+    named: Mutex<HashMap<Box<[u8]>, Named>>,
     by_id: Mutex<ById>,
     next_id: AtomicU64,
 }

@@ -403,10 +403,12 @@ unsafe extern "C-unwind" fn synodic_lazy_make(L: *mut ffi::lua_State) -> c_int {
 /// Makes the entry whose key is at `key` of the lazy table at `table`,
 /// stores it, and pushes it.
 unsafe fn make(L: *mut ffi::lua_State, table: c_int, key: c_int) -> Result<(), String> {
-    let Some((template, _)) = find(L, ffi::lua_topointer(L, table)) else { return Ok(ffi::lua_pushnil(L)) };
-    let template = &templates()[template as usize];
+    let template = find(L, ffi::lua_topointer(L, table)).map(|(t, _)| &templates()[t as usize]);
     let name = to_bytes(L, key).unwrap_or_default();
-    let Some(i) = template.position(name) else { return Ok(ffi::lua_pushnil(L)) };
+    let Some((template, i)) = template.and_then(|t| Some((t, t.position(name)?))) else {
+        ffi::lua_pushnil(L);
+        return Ok(());
+    };
     if ffi::lua_checkstack(L, 8) == 0 {
         return Err("not enough memory".into());
     }
