@@ -2,7 +2,20 @@
 //! state's extra space: the runtime and process handles of the current
 //! resume, and what the process is yielding for. Coroutines inherit the
 //! extra-space pointer, so every thread of a process sees the same context.
-
+//!
+//! As Lua's `global_State` does for its subsystems, it holds each module's
+//! per-process part, in one place (its size is paid by every process, so
+//! rarely used parts are boxed). Who owns what:
+//!
+//! | fields | module |
+//! |---|---|
+//! | `rt`, `proc`, `pending`, `exit`, `boot`, `load_error` | `process`, `kernel` (resumes, exits) |
+//! | `deadline`, `blocked`, `withdrawn`, `tickets` | `wait` (blocking and withdrawing) |
+//! | `in_filter` | `kernel` (`receive_match`) |
+//! | `hook_yielded` | `preempt` |
+//! | `pid_meta` | `util` (pids' metatable) |
+//! | `lazy`, `modules_changed` | `lazy` (and the codec, which reads them) |
+//! | `dumps` | `dumps` (the codec's bytecode cache) |
 
 use mlua_sys as ffi;
 use synodic_core::{ExitReason, Process, Runtime};
