@@ -49,6 +49,11 @@ assert(select(2, s.receive_match("fine")) == 1000)
 assert(select("#", s.receive_match("went on after pcall", 0)) == 0)
 assert(select("#", s.receive_match("went on with a buffer", 0)) == 0)
 
+-- A limit too small for a Lua state at all.
+local tiny = s.spawn_opt({max_memory = 100}, function() end)
+s.monitor(tiny)
+assert(select(3, s.receive_match("DOWN")) == "memory limit")
+
 -- Bad options are one clear error.
 local ok, err = pcall(s.spawn_opt, {max_memory = -1}, function() end)
 assert(not ok and err:find("max_memory must be a positive number of bytes"), err)

@@ -94,6 +94,7 @@ impl Body for LuaProcess {
                 self.heap.attach(me, rt.max_process_memory());
                 match new_state(&mut self.ctx, &mut self.heap) {
                     Some(L) => self.L = L,
+                    None if self.heap.is_limited() => return Step::Exited(ExitReason::Error(synodic_core::MEMORY_LIMIT.into())),
                     None => return Step::Exited(ExitReason::Error("cannot create a Lua state: out of memory".into())),
                 }
                 ffi::lua_pushcfunction(self.L, boot);
