@@ -85,7 +85,7 @@ fn a_syntax_error_names_file_and_line() {
 
 #[test]
 fn bad_flags_are_one_line_without_a_panic() {
-    for args in [&["run", "--workers", "many", "x.lua"][..], &["run", "--bogus", "x.lua"], &["walk"], &["run"]] {
+    for args in [&["run", "--workers", "many", "x.lua"][..], &["run", "--workers", "100000", "x.lua"], &["run", "--bogus", "x.lua"], &["walk"], &["run"]] {
         let out = synodic(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = text(&out.stderr);
