@@ -192,7 +192,10 @@ unsafe extern "C-unwind" fn where_(L: *mut ffi::lua_State) -> c_int {
     1
 }
 
-/// The space of the handle `self` (argument 1), borrowed for this call.
+/// The space of the handle `self` (argument 1), borrowed for this call:
+/// every space operation goes through here, the one place where a space
+/// held by another node will branch off (as `Runtime::route` does for
+/// processes).
 unsafe fn space_of<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a Arc<Space>, String> {
     handle(L, 1)
         .map(|h| &h.space)
