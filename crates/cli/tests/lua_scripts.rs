@@ -1,4 +1,5 @@
-//! Runs every Lua test script under `tests/lua/` with the `synodic` binary.
+//! Runs every Lua test script under `tests/lua/` with the `synodic` binary
+//! (those that measure time are in `tests/lua/timing/`, run by `timing.rs`).
 //! A script passes when it ends normally (exit status 0) and prints
 //! `<name> ok`; it checks its own behaviour with `assert`. A first line
 //! `-- synodic-args: ...` adds flags to `synodic run`. Every script has a time
@@ -8,30 +9,13 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use common::{output_within, synodic_command};
-
-/// No script needs nearly this long; a run that takes it is a hang.
-const SCRIPT_LIMIT: Duration = Duration::from_secs(60);
 
 fn scripts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lua")
 }
 
 fn run_script(name: &str) {
-    let path = scripts_dir().join(format!("{name}.lua"));
-    let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let header = |key: &str| source.lines().take(3).find_map(|l| l.strip_prefix(key)).map(str::trim);
-    let flags: Vec<&str> = header("-- synodic-args:").map(|a| a.split_whitespace().collect()).unwrap_or_default();
-    let limit = header("-- synodic-limit:").map_or(SCRIPT_LIMIT, |s| Duration::from_secs(s.parse().expect("synodic-limit: seconds")));
-    let mut cmd = synodic_command();
-    cmd.arg("run").args(&flags).arg(&path);
-    let out = output_within(cmd, limit, &format!("tests/lua/{name}.lua"));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{name}.lua failed ({}):\n{stdout}\n{stderr}", out.status);
-    assert!(stdout.contains(&format!("{name} ok")), "{name}.lua did not reach its end:\n{stdout}\n{stderr}");
+    common::run_lua_script(&scripts_dir(), name)
 }
 
 macro_rules! lua_tests {
@@ -64,8 +48,6 @@ lua_tests!(
     register,
     sleep,
     preemption,
-    wakeup_latency,
-    time_slice,
     preemption_hooks,
     stuck_workers,
     many_processes,

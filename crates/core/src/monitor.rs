@@ -10,10 +10,13 @@
 //!    fourth tick after the one it started in, so a slice lasts 1.5 to 2 ms
 //!    of a 2 ms setting (2 ms when processes take turns computing, since
 //!    each run then starts at a tick);
-//! 3. declares stuck a worker whose run has lasted [`STUCK_AFTER`] ticks (a
-//!    process that cannot yield, or a C function that blocks): it names the
-//!    process once on stderr, and brings a spare thread to work in its place
-//!    (see `scheduler`);
+//! 3. declares stuck a worker whose run has gone on [`STUCK_AFTER`] ticks,
+//!    and whose thread has since its overrun either computed for that long
+//!    (a process that cannot yield) or slept in the kernel for that long (a
+//!    C function that blocks); a thread that was merely waiting for a
+//!    processor (a machine busy with other work) is not stuck: its process
+//!    yields as soon as it runs again. It names the process once on stderr,
+//!    and brings a spare thread to work in its place (see `scheduler`);
 //! 4. wakes a parked worker if work is waiting where only a looking worker
 //!    finds it.
 //!
@@ -35,6 +38,16 @@ const STUCK_AFTER: u64 = 5 * SLICE_TICKS;
 /// Stuck processes remembered, so each is named once.
 const WARNED_MAX: usize = 4096;
 
+/// A run the monitor watches since it overran its slice: when that was, and
+/// its thread's processor time and time waited for a processor then.
+#[derive(Clone, Copy)]
+struct Overrun {
+    run_started: u64,
+    since: Instant,
+    cpu: Duration,
+    waited: Duration,
+}
+
 /// The monitor thread's loop, until the runtime stops. `signal` is the
 /// preemption signal (`None`: no preemption, stuck workers are still
 /// replaced).
@@ -42,6 +55,7 @@ pub(crate) fn run(rt: &Runtime, signal: Option<libc::c_int>, slice: Duration) {
     let sched = rt.scheduler();
     let tick = slice / SLICE_TICKS as u32;
     let mut warned: HashSet<Pid> = HashSet::new();
+    let mut overruns: Vec<Option<Overrun>> = Vec::new();
     // Ticks keep to a fixed schedule, not a sleep after each (which would
     // add the wake-up's lateness every time), and the kernel is asked not
     // to round the sleeps up (its default slack is 50 us, a tenth of a tick).
@@ -57,14 +71,29 @@ pub(crate) fn run(rt: &Runtime, signal: Option<libc::c_int>, slice: Duration) {
             next_tick = now; // far behind (a stopped machine): start afresh
         }
         let epoch = sched.epoch.fetch_add(1, Relaxed) + 1;
-        for (index, slot) in sched.started_slots().iter().enumerate() {
-            let Some((proc, age)) = slot.watch.current(epoch) else { continue };
-            if age >= PREEMPT_AFTER {
-                if let Some(signal) = signal {
-                    slot.watch.signal(signal);
-                }
+        let slots = sched.started_slots();
+        overruns.resize(slots.len(), None);
+        for (index, slot) in slots.iter().enumerate() {
+            let Some((proc, started)) = slot.watch.current() else { continue };
+            let age = epoch.saturating_sub(started);
+            if age < PREEMPT_AFTER {
+                continue;
             }
-            if age >= STUCK_AFTER && !slot.watch.stuck.swap(true, AcqRel) {
+            if let Some(signal) = signal {
+                slot.watch.signal(signal);
+            }
+            let seen = match overruns[index] {
+                Some(o) if o.run_started == started => o,
+                _ => {
+                    let (cpu, waited) = (slot.watch.cpu_time(), slot.watch.run_queue_wait());
+                    overruns[index] = Some(Overrun { run_started: started, since: Instant::now(), cpu, waited });
+                    continue;
+                }
+            };
+            if age < STUCK_AFTER || slot.watch.stuck.load(Acquire) || !held_for(&slot.watch, seen, tick * (STUCK_AFTER - PREEMPT_AFTER) as u32) {
+                continue;
+            }
+            if !slot.watch.stuck.swap(true, AcqRel) {
                 sched.active.fetch_sub(1, AcqRel);
                 let pid = proc.pid();
                 if warned.len() >= WARNED_MAX {
@@ -85,6 +114,19 @@ pub(crate) fn run(rt: &Runtime, signal: Option<libc::c_int>, slice: Duration) {
         }
         sched.nudge();
     }
+}
+
+/// Whether the worker's thread has held its run for `long` since the
+/// monitor began watching its overrun: computing that long, or asleep in
+/// the kernel now and for that long but for the time it waited for a
+/// processor. (The kernel counts a wait only once it is over, so a thread
+/// waiting now must have computed to count.)
+fn held_for(watch: &crate::scheduler::Watch, seen: Overrun, long: Duration) -> bool {
+    if watch.cpu_time().saturating_sub(seen.cpu) >= long {
+        return true;
+    }
+    let waited = watch.run_queue_wait().saturating_sub(seen.waited);
+    watch.asleep() && seen.since.elapsed().saturating_sub(waited) >= long
 }
 
 /// Brings one thread to work in place of a stuck one; false when the pool

@@ -121,6 +121,8 @@ pub(crate) struct Watch {
     /// Set by the monitor when the run has lasted too long; cleared by the worker.
     pub(crate) stuck: AtomicBool,
     thread: OnceLock<libc::pthread_t>,
+    /// The thread's id in the kernel, for its statistics in /proc.
+    tid: OnceLock<libc::pid_t>,
 }
 
 impl Watch {
@@ -137,12 +139,46 @@ impl Watch {
         self.stuck.load(Relaxed)
     }
 
-    /// The process being run and for how many ticks, at monitor tick `epoch`.
-    pub(crate) fn current(&self, epoch: u64) -> Option<(&'static Process, u64)> {
+    /// The process being run and the tick its run started at.
+    pub(crate) fn current(&self) -> Option<(&'static Process, u64)> {
         let p = self.running.load(Acquire);
         // SAFETY: slots live for the whole run (see `Table`).
         let proc = unsafe { p.cast_const().as_ref() }?;
-        Some((proc, epoch.saturating_sub(self.started_at.load(Relaxed))))
+        Some((proc, self.started_at.load(Relaxed)))
+    }
+
+    /// The processor time the worker's thread has used.
+    pub(crate) fn cpu_time(&self) -> Duration {
+        let Some(&thread) = self.thread.get() else { return Duration::ZERO };
+        // SAFETY: the thread is a live worker of this runtime; the calls only read its clock.
+        unsafe {
+            let mut clock: libc::clockid_t = 0;
+            let mut ts: libc::timespec = std::mem::zeroed();
+            if libc::pthread_getcpuclockid(thread, &mut clock) != 0 || libc::clock_gettime(clock, &mut ts) != 0 {
+                return Duration::ZERO;
+            }
+            Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+        }
+    }
+
+    /// Whether the worker's thread is asleep in the kernel now (a system
+    /// call that blocks), rather than running or waiting for a processor.
+    pub(crate) fn asleep(&self) -> bool {
+        let Some(tid) = self.tid.get() else { return false };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")) else { return false };
+        // The state follows the command name, which is in parentheses.
+        let state = stat.rfind(')').and_then(|i| stat[i + 1..].trim_start().chars().next());
+        matches!(state, Some('S' | 'D'))
+    }
+
+    /// How long the worker's thread has waited for a processor (runnable,
+    /// but another thread ran), from the kernel's scheduler statistics;
+    /// zero where they cannot be read.
+    pub(crate) fn run_queue_wait(&self) -> Duration {
+        let Some(tid) = self.tid.get() else { return Duration::ZERO };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")) else { return Duration::ZERO };
+        // "time on a processor, time waiting for one, timeslices", in ns.
+        stat.split_whitespace().nth(1).and_then(|w| w.parse().ok()).map_or(Duration::ZERO, Duration::from_nanos)
     }
 
     /// Sends `signal` to the worker's thread.
@@ -370,8 +406,9 @@ impl Scheduler {
         };
         let _ = slot.woken.set(local.woken.stealer());
         let _ = slot.preempted.set(local.preempted.stealer());
-        // SAFETY: pthread_self has no preconditions.
+        // SAFETY: pthread_self and gettid have no preconditions.
         let _ = slot.watch.thread.set(unsafe { libc::pthread_self() });
+        let _ = slot.watch.tid.set(unsafe { libc::gettid() });
         LOCAL.with(|l| l.set(&local));
         while !sched.is_stopping() {
             match sched.find_work(&local).or_else(|| sched.spin(&local)) {

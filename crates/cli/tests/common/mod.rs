@@ -82,3 +82,24 @@ pub fn first_line_within(reader: impl std::io::Read + Send + 'static, limit: Dur
     });
     rx.recv_timeout(limit).unwrap_or_else(|_| panic!("{what}: no line within {} s", limit.as_secs()))
 }
+
+/// No Lua test script needs nearly this long; a run that takes it is a hang.
+pub const SCRIPT_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs the Lua test script `dir/name.lua`: it passes when it ends normally
+/// and prints `<name> ok`. A first line `-- synodic-args: ...` adds flags to
+/// `synodic run`; `-- synodic-limit: SECONDS` (among the first three lines)
+/// sets its own time limit.
+pub fn run_lua_script(dir: &std::path::Path, name: &str) {
+    let path = dir.join(format!("{name}.lua"));
+    let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let header = |key: &str| source.lines().take(3).find_map(|l| l.strip_prefix(key)).map(str::trim);
+    let flags: Vec<&str> = header("-- synodic-args:").map(|a| a.split_whitespace().collect()).unwrap_or_default();
+    let limit = header("-- synodic-limit:").map_or(SCRIPT_LIMIT, |s| Duration::from_secs(s.parse().expect("synodic-limit: seconds")));
+    let mut cmd = synodic_command();
+    cmd.arg("run").args(&flags).arg(&path);
+    let out = output_within(cmd, limit, &path.display().to_string());
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{name}.lua failed ({}):\n{stdout}\n{stderr}", out.status);
+    assert!(stdout.contains(&format!("{name} ok")), "{name}.lua did not reach its end:\n{stdout}\n{stderr}");
+}

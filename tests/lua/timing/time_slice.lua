@@ -2,20 +2,24 @@
 -- The time slice is 2 ms: a process that computes is preempted 1.5 to 2 ms
 -- into its run (docs/processes.md). Busy processes share one worker; two of
 -- them watch the clock, and a jump in it is a time they were not running (a
--- third spins for ever, so that a watcher never runs alone). The median run
--- between jumps is the slice, give or take a loaded machine.
+-- third spins for ever, so that a watcher never runs alone). A jump while
+-- the node used the processor (os.clock, the node's processor time, moved
+-- too) is another process's turn; one while it did not is the machine
+-- running something else, and is not counted. The median run between turns
+-- is the slice.
 local s = require "synodic"
 local me = s.self()
 
 local function busy()
-  local runs, start, last = {}, s.clock(), s.clock()
+  local runs, start, last, last_cpu = {}, s.clock(), s.clock(), os.clock()
   while #runs < 60 do
-    local now = s.clock()
-    if now - last > 0.0005 then -- it was off the worker meanwhile
+    local now, cpu = s.clock(), os.clock()
+    local gap = now - last
+    if gap > 0.0005 and cpu - last_cpu > 0.3 * gap then -- another process's turn
       runs[#runs + 1] = last - start
       start = now
     end
-    last = now
+    last, last_cpu = now, cpu
   end
   s.send(me, runs)
 end
