@@ -17,8 +17,7 @@ fn run_source(name: &str, source: &str, extra: &[&str]) -> Output {
 
 /// Runs `source` as a script, with `flags` for `synodic run` and `extra` for the script.
 fn run_source_with(name: &str, source: &str, flags: &[&str], extra: &[&str]) -> Output {
-    let dir = std::env::temp_dir().join(format!("synodic-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch_dir(&format!("cli-{name}"));
     let path = dir.join(format!("{name}.lua"));
     std::fs::write(&path, source).unwrap();
     let mut args = vec!["run"];
@@ -109,8 +108,7 @@ fn help_and_version() {
 /// A C module linked against the Lua API exported by the binary, required from several processes.
 #[test]
 fn a_c_module_loads_in_every_process() {
-    let dir = std::env::temp_dir().join(format!("synodic-cmod-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch_dir("cmod");
     let src = dir.join("twice.c");
     std::fs::write(
         &src,
@@ -263,8 +261,7 @@ struct WithConsole {
 impl WithConsole {
     fn start(name: &str, source: &str) -> WithConsole {
         use std::io::BufRead;
-        let dir = std::env::temp_dir().join(format!("synodic-console-{}-{name}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = common::scratch_dir(&format!("console-{name}"));
         let prog = dir.join("prog.lua");
         std::fs::write(&prog, source).unwrap();
         let cookie = dir.join("cookie");
@@ -414,8 +411,7 @@ fn warnings_go_to_stderr_once_turned_on() {
 #[test]
 fn a_terminated_run_keeps_its_output() {
     use std::io::Read;
-    let dir = std::env::temp_dir().join(format!("synodic-term-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch_dir("term");
     let prog = dir.join("term.lua");
     std::fs::write(&prog, "for i = 1, 5 do print('line', i) end\nio.stderr:write('ready\\n')\nrequire('synodic').sleep(60)\n").unwrap();
     for signal in [libc::SIGTERM, libc::SIGINT] {
@@ -441,8 +437,7 @@ fn a_terminated_run_keeps_its_output() {
 #[test]
 fn a_broken_pipe_ends_the_run() {
     use std::os::unix::process::ExitStatusExt;
-    let dir = std::env::temp_dir().join(format!("synodic-pipe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::scratch_dir("pipe");
     let prog = dir.join("pipe.lua");
     std::fs::write(&prog, "while true do print('y') end\n").unwrap();
     let mut child = common::synodic_command().arg("run").arg(&prog).stdout(std::process::Stdio::piped()).spawn().unwrap();

@@ -9,14 +9,14 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use common::{output_within, synodic_command, text};
+use common::{output_within, scratch_dir, synodic_command, text};
 
 /// A copy of the suite to run in (its files write scratch files beside them).
 fn suite_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let dir = std::env::temp_dir().join(format!("synodic-lua-suite-{}", std::process::id()));
+        let dir = scratch_dir("lua-suite");
         copy_dir(&root.join("vendor/lua-5.4.8-tests"), &dir);
         std::fs::copy(root.join("tests/lua-suite/driver.lua"), dir.join("driver.lua")).unwrap();
         dir

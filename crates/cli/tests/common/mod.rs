@@ -12,6 +12,16 @@ use std::time::Duration;
 /// How long one run of the binary may take unless a test says otherwise.
 pub const LIMIT: Duration = Duration::from_secs(120);
 
+/// A fresh, empty directory for one test's files, under cargo's scratch
+/// space for test binaries (`target/tmp`), so runs leave nothing in `/tmp`
+/// and each run starts from nothing.
+pub fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 pub fn synodic_command() -> Command {
     Command::new(env!("CARGO_BIN_EXE_synodic"))
 }
