@@ -43,6 +43,7 @@ pub mod waiting;
 pub mod wire;
 
 pub use error::Error;
+pub use node::NodeId;
 pub use pid::Pid;
 pub use message::{Attachment, Message};
 pub use process::{Body, ExitReason, Process, Step};

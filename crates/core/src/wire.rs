@@ -80,6 +80,10 @@ pub enum WireError {
     TooLarge,
     #[error("{0} trailing bytes after the last value")]
     Trailing(usize),
+    #[error("a pid of a node this link cannot name, at byte {0}")]
+    UnknownNode(usize),
+    #[error("a shared value (buffer or space handle) cannot go to another node")]
+    SharedAcrossNodes,
 }
 
 /// The largest message (its encoded bytes): a sender's program may size a
@@ -101,6 +105,12 @@ impl Writer {
     #[inline]
     pub fn message(count: usize) -> Writer {
         Writer::message_into(Vec::with_capacity(16), count)
+    }
+
+    /// A writer of bare fields, without a message header (the bodies of the
+    /// cluster transport's frames).
+    pub fn fields() -> Writer {
+        Writer::default()
     }
 
     /// Starts a message in a recycled buffer (cleared first).
@@ -228,6 +238,11 @@ impl Writer {
         self.buf.extend_from_slice(&f.to_bits().to_le_bytes());
     }
 
+    #[inline]
+    pub fn u64(&mut self, v: u64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
     /// A length-prefixed byte string, without a tag (used inside compound values).
     #[inline]
     pub fn bytes(&mut self, b: &[u8]) {
@@ -275,6 +290,11 @@ impl<'a> Reader<'a> {
             return Err(WireError::Truncated(buf.len()));
         }
         Ok((r, count as usize))
+    }
+
+    /// Reads bare fields, without a message header (see [`Writer::fields`]).
+    pub fn fields(buf: &'a [u8]) -> Reader<'a> {
+        Reader { buf, pos: 0 }
     }
 
     #[inline]
@@ -392,6 +412,11 @@ impl<'a> Reader<'a> {
     }
 
     #[inline]
+    pub fn u64(&mut self) -> Result<u64, WireError> {
+        Ok(u64::from_le_bytes(self.array::<8>()?))
+    }
+
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
         let end = self.pos.checked_add(N).filter(|&e| e <= self.buf.len());
         let end = end.ok_or(WireError::Truncated(self.buf.len()))?;
@@ -400,6 +425,70 @@ impl<'a> Reader<'a> {
         self.pos = end;
         Ok(out)
     }
+}
+
+/// Checks that `buf` is one well-formed message and passes every pid in it
+/// through `map`, writing back what `map` returns: the cluster transport
+/// rewrites the node aliases of pids this way as a message crosses to
+/// another node (a pid is fixed-size, so the message keeps its length).
+/// Shared values (attachments) cannot cross and fail the walk.
+pub fn map_pids(buf: &mut [u8], mut map: impl FnMut(Pid, usize) -> Result<Pid, WireError>) -> Result<(), WireError> {
+    let (mut r, count) = Reader::message(buf)?;
+    let mut pids = Vec::new();
+    for _ in 0..count {
+        skim_value(&mut r, 0, &mut pids)?;
+    }
+    r.finish()?;
+    for at in pids {
+        let raw = u64::from_le_bytes(buf[at..at + 8].try_into().expect("eight bytes"));
+        let pid = map(Pid::from_raw(raw).ok_or(WireError::BadPid(at))?, at)?;
+        buf[at..at + 8].copy_from_slice(&pid.raw().to_le_bytes());
+    }
+    Ok(())
+}
+
+/// Reads past one value, noting where its pids sit.
+fn skim_value(r: &mut Reader, depth: usize, pids: &mut Vec<usize>) -> Result<(), WireError> {
+    if depth > MAX_DEPTH {
+        return Err(WireError::TooDeep);
+    }
+    match r.tag()? {
+        Tag::Nil | Tag::False | Tag::True | Tag::Globals => {}
+        Tag::Int | Tag::Ref => drop(r.varint()?),
+        Tag::Float => drop(r.float()?),
+        Tag::Str => drop(r.bytes()?),
+        Tag::Pid => {
+            pids.push(r.position());
+            r.pid()?;
+        }
+        Tag::Table => {
+            let narr = r.varint()?;
+            let nhash = r.u32()? as u64;
+            for _ in 0..narr.saturating_add(nhash.saturating_mul(2)) {
+                skim_value(r, depth + 1, pids)?;
+            }
+        }
+        Tag::Function => {
+            let len = r.u32()? as usize;
+            r.bytes_raw(len)?;
+            for _ in 0..r.varint()? {
+                if r.peek_tag() == Some(Tag::SharedUpvalue) {
+                    r.tag()?;
+                    r.varint()?;
+                    r.varint()?;
+                } else {
+                    skim_value(r, depth + 1, pids)?;
+                }
+            }
+        }
+        Tag::Library => {
+            r.bytes()?;
+            r.bytes()?;
+        }
+        Tag::SharedUpvalue => return Err(WireError::BadTag { tag: Tag::SharedUpvalue as u8, at: r.position() - 1 }),
+        Tag::Shared => return Err(WireError::SharedAcrossNodes),
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -458,6 +547,37 @@ mod tests {
             });
             assert!(ok.is_err(), "prefix of {cut} bytes decoded");
         }
+    }
+
+    #[test]
+    fn pids_are_found_and_rewritten_in_place() {
+        let mut w = Writer::message(3);
+        w.pid(Pid::new(0, 1, 1));
+        w.tag(Tag::Table);
+        w.varint(1);
+        w.buffer().extend_from_slice(&1u32.to_le_bytes());
+        w.pid(Pid::new(2, 3, 4));
+        w.str(b"key");
+        w.pid(Pid::new(0, 5, 6));
+        w.str(b"tail");
+        let mut buf = w.finish_small();
+        let len = buf.len();
+        map_pids(&mut buf, |p, _| Ok(Pid::new(p.node() + 7, p.index(), p.generation()))).unwrap();
+        assert_eq!(buf.len(), len);
+        let (mut r, _) = Reader::message(&buf).unwrap();
+        assert_eq!((r.tag().unwrap(), r.pid().unwrap()), (Tag::Pid, Pid::new(7, 1, 1)));
+        let mut seen = Vec::new();
+        map_pids(&mut buf, |p, _| {
+            seen.push(p);
+            Ok(p)
+        })
+        .unwrap();
+        assert_eq!(seen, [Pid::new(7, 1, 1), Pid::new(9, 3, 4), Pid::new(7, 5, 6)]);
+        // Junk, truncation and a refusing map are errors, never panics.
+        for cut in 0..len {
+            assert!(map_pids(&mut buf.clone()[..cut], |p, _| Ok(p)).is_err(), "prefix of {cut} bytes");
+        }
+        assert_eq!(map_pids(&mut buf, |_, at| Err(WireError::UnknownNode(at))), Err(WireError::UnknownNode(3)));
     }
 
     #[test]

@@ -8,4 +8,9 @@ pub enum Error {
     Listen { addr: String, source: std::io::Error },
     #[error("cookie file {path}: {source}")]
     Cookie { path: String, source: std::io::Error },
+    #[error("wrong cookie (the peer does not hold this node's cookie)")]
+    WrongCookie,
+    /// A peer broke the node protocol: junk, a malformed or unexpected frame.
+    #[error("{0}")]
+    Protocol(String),
 }

@@ -11,11 +11,15 @@
 //! | [`Io`] | the I/O thread: `start`, `spawn` |
 //! | [`console`] | the console endpoint (`listen`), its line protocol (`HELLO`, `escape`, `unescape`) |
 //! | [`cookie`] | the shared secret: `default_file`, `load_or_create`, warnings about a weak one |
+//! | [`frame`] | the node protocol's frames: `Frame`, `Hello`, the `Decoder` of a byte stream |
+//! | [`handshake`] | mutual challenge–response on the cookie (HMAC-SHA256): `Handshake`, `Role`, `Step` |
 //! | [`Error`] | what can go wrong |
 
 pub mod console;
 pub mod cookie;
 mod error;
+pub mod frame;
+pub mod handshake;
 
 pub use error::Error;
 

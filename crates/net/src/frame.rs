@@ -1,0 +1,348 @@
+//! Frames: the units a connection between two nodes carries, and their
+//! byte layout (`docs/cluster-protocol.md` is the normative description).
+//! A frame is `len:u32 kind:u8 body`, `len` counting kind and body. This
+//! module is sans-IO: [`Frame::encode`] appends a frame to a buffer and
+//! [`Decoder`] cuts frames out of whatever bytes have arrived. Decoding
+//! never panics: a frame that is too long, of an unknown kind or whose body
+//! does not parse is an [`Error::Protocol`] naming what was wrong.
+
+use synodic_core::wire::{Reader, WireError, Writer};
+use synodic_core::{NodeId, Pid};
+
+use crate::Error;
+
+/// Before a peer has proved it holds the cookie it may send nothing longer
+/// than a hello.
+pub const HANDSHAKE_MAX: usize = 1024;
+/// The longest frame an authenticated peer may send. Messages longer than
+/// [`PART`] travel as several `Part` frames, so no frame need be longer.
+pub const FRAME_MAX: usize = 1 << 20;
+/// How much of a long message one `Part` frame carries: small enough that a
+/// small message waits for at most one part on a busy link.
+pub const PART: usize = 64 << 10;
+
+const HEADER: usize = 5;
+const MAGIC: &[u8; 8] = b"SYNODIC1";
+
+/// What a node says of itself when a connection opens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hello {
+    pub node: NodeId,
+    /// Where the node listens for other nodes (empty: it does not).
+    pub listen: String,
+    /// Fresh random bytes the peer must fold into its proof.
+    pub nonce: [u8; 32],
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// Handshake, step 1: who I am and my challenge.
+    Hello(Hello),
+    /// Handshake, step 2: my answer to your challenge.
+    Proof([u8; 32]),
+    /// In the pids I send, node alias `alias` means `node`.
+    Node { alias: u16, node: NodeId },
+    /// A whole message for the process `to` (its node alias is the
+    /// sender's alias for the receiving node), from `from`.
+    Send { to: Pid, from: Pid, message: Vec<u8> },
+    /// A piece of a long message: `total` bytes in all, pieces in order, one
+    /// long message at a time per sender–receiver pair (`stream` names it).
+    Part { stream: u64, to: Pid, from: Pid, total: u64, bytes: Vec<u8> },
+    /// `watcher` (on the sending node) monitors `target` (on the receiving one).
+    Monitor { watcher: Pid, target: Pid },
+    /// Start the function and arguments of a spawn `message`; tell `caller`
+    /// `"$spawned", tag, pid` (or `"$spawned", tag, nil, error`).
+    Spawn { caller: Pid, tag: u64, message: Vec<u8> },
+    /// The sender's load (running and runnable processes per worker, ×1000).
+    Load(u32),
+}
+
+mod kind {
+    pub const HELLO: u8 = 1;
+    pub const PROOF: u8 = 2;
+    pub const NODE: u8 = 3;
+    pub const SEND: u8 = 4;
+    pub const PART: u8 = 5;
+    pub const MONITOR: u8 = 6;
+    pub const SPAWN: u8 = 7;
+    pub const LOAD: u8 = 8;
+}
+
+impl Frame {
+    /// Appends the frame, header included, to `out`.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        out.extend_from_slice(&[0; HEADER]);
+        let mut w = Writer::fields();
+        let kind = match self {
+            Frame::Hello(h) => {
+                w.raw(MAGIC);
+                node_id(&mut w, &h.node);
+                w.bytes(h.listen.as_bytes());
+                w.raw(&h.nonce);
+                kind::HELLO
+            }
+            Frame::Proof(p) => {
+                w.raw(p);
+                kind::PROOF
+            }
+            Frame::Node { alias, node } => {
+                w.varint(*alias as u64);
+                node_id(&mut w, node);
+                kind::NODE
+            }
+            Frame::Send { to, from, message } => {
+                w.u64(to.raw());
+                w.u64(from.raw());
+                w.raw(message);
+                kind::SEND
+            }
+            Frame::Part { stream, to, from, total, bytes } => {
+                w.varint(*stream);
+                w.u64(to.raw());
+                w.u64(from.raw());
+                w.varint(*total);
+                w.raw(bytes);
+                kind::PART
+            }
+            Frame::Monitor { watcher, target } => {
+                w.u64(watcher.raw());
+                w.u64(target.raw());
+                kind::MONITOR
+            }
+            Frame::Spawn { caller, tag, message } => {
+                w.u64(caller.raw());
+                w.varint(*tag);
+                w.raw(message);
+                kind::SPAWN
+            }
+            Frame::Load(load) => {
+                w.varint(*load as u64);
+                kind::LOAD
+            }
+        };
+        let body = w.finish_small();
+        out.extend_from_slice(&body);
+        let len = (out.len() - start - 4) as u32;
+        out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+        out[start + 4] = kind;
+    }
+
+    /// Parses a frame's body.
+    pub fn decode(kind: u8, body: &[u8]) -> Result<Frame, Error> {
+        let mut r = Reader::fields(body);
+        let frame = parse(kind, &mut r).map_err(|e| match e {
+            Parse::Wire(e) => Error::Protocol(format!("malformed frame of kind {kind}: {e}")),
+            Parse::Other(why) => Error::Protocol(why),
+        })?;
+        Ok(frame)
+    }
+
+    /// The hello's bytes as they are sent (the proofs sign them).
+    pub fn hello_body(hello: &Hello) -> Vec<u8> {
+        let mut out = Vec::new();
+        Frame::Hello(hello.clone()).encode(&mut out);
+        out.split_off(HEADER)
+    }
+}
+
+enum Parse {
+    Wire(WireError),
+    Other(String),
+}
+
+impl From<WireError> for Parse {
+    fn from(e: WireError) -> Parse {
+        Parse::Wire(e)
+    }
+}
+
+fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
+    let frame = match kind {
+        kind::HELLO => {
+            if r.bytes_raw(MAGIC.len()).ok() != Some(&MAGIC[..]) {
+                return Err(Parse::Other("not a Synodic node (or another version of the node protocol)".into()));
+            }
+            let node = read_node_id(r)?;
+            let listen = String::from_utf8(r.bytes()?.to_vec()).map_err(|_| Parse::Other("listen address is not UTF-8".into()))?;
+            let nonce = r.bytes_raw(32)?.try_into().expect("32 bytes");
+            Frame::Hello(Hello { node, listen, nonce })
+        }
+        kind::PROOF => Frame::Proof(r.bytes_raw(32)?.try_into().expect("32 bytes")),
+        kind::NODE => {
+            let alias = u16::try_from(r.varint()?).ok().filter(|&a| a <= Pid::MAX_NODE).ok_or(Parse::Other("node alias out of range".into()))?;
+            Frame::Node { alias, node: read_node_id(r)? }
+        }
+        kind::SEND => {
+            let (to, from) = (pid(r)?, pid(r)?);
+            Frame::Send { to, from, message: rest(r) }
+        }
+        kind::PART => {
+            let stream = r.varint()?;
+            let (to, from) = (pid(r)?, pid(r)?);
+            let total = r.varint()?;
+            Frame::Part { stream, to, from, total, bytes: rest(r) }
+        }
+        kind::MONITOR => Frame::Monitor { watcher: pid(r)?, target: pid(r)? },
+        kind::SPAWN => {
+            let caller = pid(r)?;
+            let tag = r.varint()?;
+            Frame::Spawn { caller, tag, message: rest(r) }
+        }
+        kind::LOAD => Frame::Load(u32::try_from(r.varint()?).unwrap_or(u32::MAX)),
+        other => return Err(Parse::Other(format!("unknown frame kind {other}"))),
+    };
+    match r.remaining() {
+        0 => Ok(frame),
+        n => Err(Parse::Other(format!("{n} bytes after a frame of kind {kind}"))),
+    }
+}
+
+fn node_id(w: &mut Writer, node: &NodeId) {
+    w.bytes(node.name.as_bytes());
+    w.u64(node.incarnation);
+}
+
+fn read_node_id(r: &mut Reader) -> Result<NodeId, Parse> {
+    let name = std::str::from_utf8(r.bytes()?).map_err(|_| Parse::Other("node name is not UTF-8".into()))?;
+    if name.is_empty() || name.len() > 255 {
+        return Err(Parse::Other("node name empty or longer than 255 bytes".into()));
+    }
+    Ok(NodeId { name: name.into(), incarnation: r.u64()? })
+}
+
+fn pid(r: &mut Reader) -> Result<Pid, Parse> {
+    let at = r.position();
+    Pid::from_raw(r.u64()?).ok_or(Parse::Wire(WireError::BadPid(at)))
+}
+
+fn rest(r: &mut Reader) -> Vec<u8> {
+    r.bytes_raw(r.remaining()).expect("the rest is there").to_vec()
+}
+
+/// Cuts frames out of a byte stream.
+pub struct Decoder {
+    buf: Vec<u8>,
+    start: usize,
+    max: usize,
+}
+
+impl Decoder {
+    /// A decoder for a peer that has not authenticated yet.
+    pub fn new() -> Decoder {
+        Decoder { buf: Vec::new(), start: 0, max: HANDSHAKE_MAX }
+    }
+
+    /// Lets frames grow to [`FRAME_MAX`]: the peer has authenticated.
+    pub fn authenticated(&mut self) {
+        self.max = FRAME_MAX;
+    }
+
+    /// Where bytes read from the connection go.
+    pub fn space(&mut self, want: usize) -> &mut Vec<u8> {
+        if self.start > 0 && self.start * 2 >= self.buf.len() {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        self.buf.reserve(want);
+        &mut self.buf
+    }
+
+    /// The next whole frame, if one has arrived.
+    pub fn next(&mut self) -> Result<Option<Frame>, Error> {
+        let pending = &self.buf[self.start..];
+        if pending.len() < HEADER {
+            return Ok(None);
+        }
+        let len = u32::from_le_bytes(pending[..4].try_into().expect("four bytes")) as usize;
+        if len == 0 || len > self.max {
+            return Err(Error::Protocol(format!("frame of {len} bytes (at most {} here)", self.max)));
+        }
+        if pending.len() < 4 + len {
+            return Ok(None);
+        }
+        let frame = Frame::decode(pending[4], &pending[HEADER..4 + len]);
+        self.start += 4 + len;
+        frame.map(Some)
+    }
+
+    /// Bytes received that do not yet make a whole frame.
+    pub fn buffered(&self) -> usize {
+        self.buf.len() - self.start
+    }
+}
+
+impl Default for Decoder {
+    fn default() -> Decoder {
+        Decoder::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples() -> Vec<Frame> {
+        let node = NodeId { name: "a@host".into(), incarnation: 77 };
+        let (p, q) = (Pid::new(0, 3, 1), Pid::new(2, 9, 5));
+        vec![
+            Frame::Hello(Hello { node: node.clone(), listen: "127.0.0.1:4000".into(), nonce: [7; 32] }),
+            Frame::Proof([9; 32]),
+            Frame::Node { alias: 4, node },
+            Frame::Send { to: p, from: q, message: vec![2, 1, 3, 4] },
+            Frame::Part { stream: 12, to: p, from: q, total: 1 << 20, bytes: vec![1; 100] },
+            Frame::Monitor { watcher: p, target: q },
+            Frame::Spawn { caller: q, tag: 5, message: vec![2, 0] },
+            Frame::Load(1500),
+        ]
+    }
+
+    #[test]
+    fn frames_round_trip_through_a_byte_stream_cut_anywhere() {
+        let mut bytes = Vec::new();
+        for f in samples() {
+            f.encode(&mut bytes);
+        }
+        for step in [1, 3, 7, bytes.len()] {
+            let mut d = Decoder::new();
+            let mut got = Vec::new();
+            for chunk in bytes.chunks(step) {
+                d.space(chunk.len()).extend_from_slice(chunk);
+                while let Some(f) = d.next().unwrap() {
+                    got.push(f);
+                }
+            }
+            assert_eq!(got, samples(), "fed {step} bytes at a time");
+            assert_eq!(d.buffered(), 0);
+        }
+    }
+
+    #[test]
+    fn junk_is_one_error_never_a_panic() {
+        let mut d = Decoder::new();
+        d.space(8).extend_from_slice(b"GET / HTTP/1.1\r\n");
+        let e = d.next().unwrap_err().to_string();
+        assert!(e.contains("frame of") && e.contains("at most 1024"), "{e}");
+        // Every truncation and every one-byte change of every sample
+        // decodes or fails cleanly.
+        for f in samples() {
+            let mut bytes = Vec::new();
+            f.encode(&mut bytes);
+            for cut in HEADER..bytes.len() {
+                let _ = Frame::decode(bytes[4], &bytes[HEADER..cut]);
+            }
+            for i in HEADER..bytes.len() {
+                for v in [0, 1, 0x7f, 0x80, 0xff] {
+                    let mut b = bytes.clone();
+                    b[i] = v;
+                    let _ = Frame::decode(b[4], &b[HEADER..]);
+                }
+            }
+        }
+        assert!(Frame::decode(99, &[]).unwrap_err().to_string().contains("unknown frame kind 99"));
+        let mut hello = Vec::new();
+        samples()[0].encode(&mut hello);
+        hello[HEADER] = b'X';
+        assert!(Frame::decode(hello[4], &hello[HEADER..]).unwrap_err().to_string().contains("not a Synodic node"));
+    }
+}
