@@ -26,6 +26,8 @@ struct Cli {
 enum Command {
     /// Run a Lua program as the main process; the run ends when it ends.
     Run(RunArgs),
+    /// Run a node that other nodes and programs join; it runs until stopped.
+    Node(NodeArgs),
     /// Attach an interactive console to a running program.
     Console(console::ConsoleArgs),
 }
@@ -45,15 +47,79 @@ struct RunArgs {
     /// printed on stderr. No endpoint without it.
     #[arg(long, value_name = "ADDR")]
     console: Option<String>,
-    /// The file holding the console's shared secret (default: ~/.synodic/cookie,
-    /// created readable by you only on first use).
-    #[arg(long, value_name = "FILE")]
-    cookie_file: Option<PathBuf>,
+    #[command(flatten)]
+    cluster: ClusterArgs,
     /// The Lua script to run.
     script: PathBuf,
     /// Arguments for the script (the global `arg`, and `...`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<String>,
+}
+
+#[derive(clap::Args)]
+struct NodeArgs {
+    /// Worker threads that run processes (default: one per core; at most 1024).
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=synodic_core::MAX_WORKERS as i64))]
+    workers: u16,
+    #[command(flatten)]
+    cluster: ClusterArgs,
+}
+
+/// How a node takes part in a cluster (SPEC §8, §9).
+#[derive(clap::Args)]
+struct ClusterArgs {
+    /// Listen for other nodes on this address (host:port; port 0 picks a
+    /// free one); the address is printed on stderr.
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// Join the cluster that the node at this address is a member of.
+    #[arg(long, value_name = "ADDR")]
+    join: Option<String>,
+    /// This node's name (NAME, or NAME@HOST; the host is added when
+    /// missing). Default: a name made from the OS process id.
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// The file holding the shared secret that nodes and consoles prove
+    /// they hold (default: ~/.synodic/cookie, created readable by you only
+    /// on first use).
+    #[arg(long, value_name = "FILE")]
+    cookie_file: Option<PathBuf>,
+}
+
+impl ClusterArgs {
+    /// The node's full name.
+    fn node_name(&self) -> String {
+        let name = self.name.clone().unwrap_or_else(|| format!("n{}", std::process::id()));
+        if name.contains('@') {
+            return name;
+        }
+        format!("{name}@{}", hostname())
+    }
+
+    fn clustered(&self) -> bool {
+        self.listen.is_some() || self.join.is_some()
+    }
+
+    fn cookie(&self) -> anyhow::Result<String> {
+        use anyhow::Context;
+        let file = self.cookie_file.clone().or_else(synodic_net::cookie::default_file).context("no cookie file: set HOME or pass --cookie-file")?;
+        let (cookie, warnings) = synodic_net::cookie::load_or_create(&file)?;
+        for w in warnings {
+            eprintln!("synodic: warning: {w}");
+        }
+        Ok(cookie)
+    }
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is as long as the length given.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) } == 0;
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(0);
+    match ok && end > 0 {
+        true => String::from_utf8_lossy(&buf[..end]).into_owned(),
+        false => "localhost".into(),
+    }
 }
 
 fn main() {
@@ -63,6 +129,7 @@ fn main() {
     };
     let code = match cli.command {
         Command::Run(args) => run(args),
+        Command::Node(args) => node(args),
         Command::Console(args) => console::run(args).unwrap_or_else(|e| {
             eprintln!("synodic: {e:#}");
             1
@@ -88,7 +155,10 @@ fn usage_error(e: clap::Error) -> i32 {
 
 fn run(args: RunArgs) -> i32 {
     signals::install();
-    let config = Config { workers: args.workers.into(), max_process_memory: args.max_process_memory, preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
+    let mut config = Config { workers: args.workers.into(), max_process_memory: args.max_process_memory, preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
+    if args.cluster.clustered() {
+        config.node_name = args.cluster.node_name();
+    }
     let rt = match Runtime::start(config) {
         Ok(rt) => rt,
         Err(e) => {
@@ -96,7 +166,7 @@ fn run(args: RunArgs) -> i32 {
             return 1;
         }
     };
-    if let Err(e) = open_console(&rt, &args) {
+    if let Err(e) = open_cluster(&rt, &args.cluster).and_then(|_| open_console(&rt, &args)) {
         eprintln!("synodic: {e:#}");
         return 1;
     }
@@ -108,15 +178,49 @@ fn run(args: RunArgs) -> i32 {
     }
 }
 
+/// `synodic node`: a node that runs no program of its own.
+fn node(args: NodeArgs) -> i32 {
+    signals::install();
+    let config = Config { workers: args.workers.into(), node_name: args.cluster.node_name(), preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
+    let rt = match Runtime::start(config) {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("synodic: {e}");
+            return 1;
+        }
+    };
+    let mut cluster = args.cluster;
+    cluster.listen.get_or_insert_with(|| "127.0.0.1:0".into());
+    if let Err(e) = open_cluster(&rt, &cluster) {
+        eprintln!("synodic: {e:#}");
+        return 1;
+    }
+    loop {
+        std::thread::park();
+    }
+}
+
+/// Joins or starts a cluster when the arguments ask for it, and says where
+/// this node listens.
+fn open_cluster(rt: &Runtime, args: &ClusterArgs) -> anyhow::Result<()> {
+    if !args.clustered() {
+        return Ok(());
+    }
+    let cookie = args.cookie()?;
+    let io = synodic_net::Io::start()?;
+    let cluster = synodic_net::cluster::Cluster::start(&io, rt.clone(), args.listen.as_deref().unwrap_or("127.0.0.1:0"), cookie.into_bytes())?;
+    eprintln!("synodic: node {} listening on {}", rt.node_name(), cluster.addr());
+    if let Some(seed) = &args.join {
+        cluster.join(&io, seed)?;
+    }
+    std::mem::forget(io);
+    Ok(())
+}
+
 /// Opens the console endpoint when `--console` asks for it, and says where.
 fn open_console(rt: &Runtime, args: &RunArgs) -> anyhow::Result<()> {
-    use anyhow::Context;
     let Some(addr) = args.console.as_deref() else { return Ok(()) };
-    let file = args.cookie_file.clone().or_else(synodic_net::cookie::default_file).context("no cookie file: set HOME or pass --cookie-file")?;
-    let (cookie, warnings) = synodic_net::cookie::load_or_create(&file)?;
-    for w in warnings {
-        eprintln!("synodic: warning: {w}");
-    }
+    let cookie = args.cluster.cookie()?;
     let io = synodic_net::Io::start()?;
     let agents = rt.clone();
     let attach: synodic_net::console::Attach = std::sync::Arc::new(move |port| agents.spawn(LuaProcess::module("synodic.console", port as i64)).map_err(|e| e.to_string()));

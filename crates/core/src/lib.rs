@@ -11,6 +11,7 @@
 //! | [`node`] | `NodeId` (name and incarnation), `Nodes`: the node table that pids' aliases index |
 //! | [`process`] | `Process`, `Body`, `Step`, `ExitReason` |
 //! | `message` | `Message`: encoded values, small ones inline, with shared attachments |
+//! | [`remote`] | `Remote`: what the cluster transport gives the runtime (send, monitor, live nodes elsewhere) |
 //! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main`, `halt` |
 //! | [`waiting`] | `Waiter`, `Completion`, `Delivery`: what the stores queue and decide |
 //! | [`ports`] | `Ports`: byte sinks of the I/O layer that processes write to by number |
@@ -35,6 +36,7 @@ pub mod pid;
 pub mod ports;
 mod monitor;
 pub mod process;
+pub mod remote;
 pub mod runtime;
 mod scheduler;
 mod table;

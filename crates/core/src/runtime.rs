@@ -32,6 +32,7 @@ use crate::table::Table;
 use crate::timer::Timers;
 use crate::waiting::Delivery;
 use crate::wire::Writer;
+use crate::remote::Remote;
 use crate::{Error, Message, Pid};
 
 pub struct Config {
@@ -97,6 +98,7 @@ pub(crate) struct Shared {
     main: Mutex<MainWatch>,
     main_ended: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    remote: std::sync::OnceLock<Arc<dyn Remote>>,
 }
 
 impl Runtime {
@@ -122,6 +124,7 @@ impl Runtime {
             main: Mutex::new(MainWatch::default()),
             main_ended: Condvar::new(),
             threads: Mutex::new(Vec::new()),
+            remote: std::sync::OnceLock::new(),
         });
         let rt = Runtime { shared };
         for _ in 0..rt.scheduler().target {
@@ -152,6 +155,20 @@ impl Runtime {
 
     pub(crate) fn scheduler(&self) -> &Scheduler {
         &self.shared.scheduler
+    }
+
+    /// Connects this node to others: see [`Remote`]. Once per run; false if
+    /// one was installed already.
+    pub fn set_remote(&self, remote: Arc<dyn Remote>) -> bool {
+        self.shared.remote.set(remote).is_ok()
+    }
+
+    /// The names of the live nodes, this one included, sorted.
+    pub fn live_nodes(&self) -> Vec<Arc<str>> {
+        match self.shared.remote.get() {
+            Some(remote) => remote.nodes(),
+            None => vec![self.node_name()],
+        }
     }
 
     /// This node's name.
@@ -241,12 +258,23 @@ impl Runtime {
     /// peer from it (see [`Process::note_peer`]).
     pub fn send_from(&self, from: &Process, to: Pid, msg: Message) -> bool {
         from.note_peer(to);
-        self.send(to, msg)
+        self.send_as(from.pid(), to, msg)
     }
 
     /// Delivers a message; false when the destination is gone (the message is dropped).
     pub fn send(&self, to: Pid, msg: Message) -> bool {
-        let Route::Here(slot) = self.route(to) else { return false };
+        self.send_as(to, to, msg)
+    }
+
+    /// [`Runtime::send`], saying who sends (the transport keeps messages of
+    /// one sender to one receiver in order; the runtime's own notices name
+    /// their receiver as sender).
+    fn send_as(&self, from: Pid, to: Pid, msg: Message) -> bool {
+        let slot = match self.route(to) {
+            Route::Here(slot) => slot,
+            Route::Elsewhere(_) => return self.shared.remote.get().is_some_and(|r| r.send(from, to, msg)),
+            Route::Nowhere => return false,
+        };
         if self.wakes_cold() {
             // Its line would otherwise only be asked for after the mailbox
             // lock's atomic operations, one miss after another.
@@ -324,15 +352,22 @@ impl Runtime {
     /// `watcher` gets `"DOWN", target, reason` when `target` ends, at once if it already has.
     pub fn monitor(&self, watcher: Pid, target: Pid) {
         let mut reason = ExitReason::Value(noproc());
-        if let Route::Here(slot) = self.route(target) {
-            let mut links = slot.links.lock();
-            if !links.exited && slot.is(target) {
-                links.more().monitors.push(watcher);
-                return;
+        match self.route(target) {
+            Route::Here(slot) => {
+                let mut links = slot.links.lock();
+                if !links.exited && slot.is(target) {
+                    links.more().monitors.push(watcher);
+                    return;
+                }
+                if let Some(last) = links.exit_of(target) {
+                    reason = last;
+                }
             }
-            if let Some(last) = links.exit_of(target) {
-                reason = last;
-            }
+            Route::Elsewhere(_) => match self.shared.remote.get() {
+                Some(remote) if remote.monitor(watcher, target) => return,
+                _ => reason = ExitReason::Value(noconnection()),
+            },
+            Route::Nowhere => {}
         }
         self.send(watcher, down_message(target, &reason));
     }
@@ -532,8 +567,7 @@ pub struct Spawn {
 enum Route {
     Here(&'static Process),
     /// On the node with this alias.
-    #[allow(dead_code)] // the cluster's transport will route there
-    Elsewhere(u16),
+    Elsewhere(#[allow(dead_code)] u16),
     /// On this node, in no slot there is (a pid from junk, or made up).
     Nowhere,
 }
@@ -549,8 +583,17 @@ fn warm_above(last_level_bytes: usize, process_bytes: usize) -> usize {
 
 /// The reason given for a process that ended too long ago to remember how.
 fn noproc() -> Vec<u8> {
+    reason_text(b"noproc")
+}
+
+/// The reason of a DOWN for a process whose node was lost (SPEC §9).
+pub fn noconnection() -> Vec<u8> {
+    reason_text(b"noconnection")
+}
+
+fn reason_text(text: &[u8]) -> Vec<u8> {
     let mut w = Writer::message(1);
-    w.str(b"noproc");
+    w.str(text);
     w.finish_small()
 }
 

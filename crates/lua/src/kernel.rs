@@ -495,9 +495,12 @@ unsafe extern "C-unwind" fn node(L: *mut ffi::lua_State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn nodes(L: *mut ffi::lua_State) -> c_int {
-    ffi::lua_createtable(L, 1, 0);
-    push_bytes(L, ctx(L).rt().node_name().as_bytes());
-    ffi::lua_rawseti(L, -2, 1);
+    let nodes = ctx(L).rt().live_nodes();
+    ffi::lua_createtable(L, nodes.len().min(1 << 16) as c_int, 0);
+    for (i, name) in nodes.iter().enumerate() {
+        push_bytes(L, name.as_bytes());
+        ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
+    }
     1
 }
 

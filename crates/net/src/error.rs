@@ -8,6 +8,8 @@ pub enum Error {
     Listen { addr: String, source: std::io::Error },
     #[error("cookie file {path}: {source}")]
     Cookie { path: String, source: std::io::Error },
+    #[error("cannot join the cluster through {addr}: {why}")]
+    Join { addr: String, why: String },
     #[error("wrong cookie (the peer does not hold this node's cookie)")]
     WrongCookie,
     /// A peer broke the node protocol: junk, a malformed or unexpected frame.

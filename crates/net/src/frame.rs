@@ -249,7 +249,7 @@ impl Decoder {
     }
 
     /// The next whole frame, if one has arrived.
-    pub fn next(&mut self) -> Result<Option<Frame>, Error> {
+    pub fn next_frame(&mut self) -> Result<Option<Frame>, Error> {
         let pending = &self.buf[self.start..];
         if pending.len() < HEADER {
             return Ok(None);
@@ -308,7 +308,7 @@ mod tests {
             let mut got = Vec::new();
             for chunk in bytes.chunks(step) {
                 d.space(chunk.len()).extend_from_slice(chunk);
-                while let Some(f) = d.next().unwrap() {
+                while let Some(f) = d.next_frame().unwrap() {
                     got.push(f);
                 }
             }
@@ -321,7 +321,7 @@ mod tests {
     fn junk_is_one_error_never_a_panic() {
         let mut d = Decoder::new();
         d.space(8).extend_from_slice(b"GET / HTTP/1.1\r\n");
-        let e = d.next().unwrap_err().to_string();
+        let e = d.next_frame().unwrap_err().to_string();
         assert!(e.contains("frame of") && e.contains("at most 1024"), "{e}");
         // Every truncation and every one-byte change of every sample
         // decodes or fails cleanly.

@@ -9,6 +9,7 @@
 //! | module | gives |
 //! |---|---|
 //! | [`Io`] | the I/O thread: `start`, `spawn` |
+//! | [`cluster`] | `Cluster`: this node's links to the others (TCP), membership over UDP, the runtime's `Remote`: `start`, `join`, `addr` |
 //! | [`console`] | the console endpoint (`listen`), its line protocol (`HELLO`, `escape`, `unescape`) |
 //! | [`cookie`] | the shared secret: `default_file`, `load_or_create`, warnings about a weak one |
 //! | [`frame`] | the node protocol's frames: `Frame`, `Hello`, the `Decoder` of a byte stream |
@@ -16,6 +17,7 @@
 //! | [`handshake`] | mutual challenge–response on the cookie (HMAC-SHA256): `Handshake`, `Role`, `Step` |
 //! | [`Error`] | what can go wrong |
 
+pub mod cluster;
 pub mod console;
 pub mod cookie;
 mod error;
@@ -43,6 +45,11 @@ impl Io {
             .spawn(move || runtime.block_on(std::future::pending::<()>()))
             .map_err(Error::Start)?;
         Ok(Io { handle })
+    }
+
+    /// The tokio runtime of the I/O thread.
+    pub fn handle(&self) -> &tokio::runtime::Handle {
+        &self.handle
     }
 
     /// Runs `task` on the I/O thread.

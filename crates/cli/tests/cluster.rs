@@ -1,0 +1,99 @@
+//! Nodes as real OS processes on 127.0.0.1: `synodic node` daemons and
+//! programs that join them, each run with a time limit and every node
+//! killed when its test ends.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::mpsc;
+
+use common::{output_within, scratch_dir, synodic_command, text, KillOnDrop, LIMIT};
+
+/// A `synodic node` running in the background, with where it listens and
+/// the lines it writes on stderr.
+struct Node {
+    _process: KillOnDrop,
+    addr: String,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Node {
+    fn start(name: &str, cookie: &Path) -> Node {
+        use std::io::BufRead;
+        let mut child = synodic_command()
+            .args(["node", "--listen", "127.0.0.1:0", "--name", name, "--cookie-file"])
+            .arg(cookie)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = std::io::BufReader::new(child.stderr.take().unwrap());
+        let (tx, stderr) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in lines.lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let first = stderr.recv_timeout(LIMIT).expect("the node says where it listens");
+        let addr = first.rsplit(' ').next().unwrap().to_string();
+        assert!(first.contains(&format!("node {name}@")) && addr.starts_with("127.0.0.1:"), "{first}");
+        Node { _process: KillOnDrop(child), addr, stderr }
+    }
+}
+
+/// A directory with a cookie file of `secret`.
+fn cookie_in(dir: &Path, file: &str, secret: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(file);
+    std::fs::write(&path, secret).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
+}
+
+/// Runs `source` as a program joining the node at `seed`.
+fn join_and_run(dir: &Path, name: &str, seed: &str, cookie: &Path, source: &str) -> std::process::Output {
+    let prog = dir.join(format!("{name}.lua"));
+    std::fs::write(&prog, source).unwrap();
+    let mut cmd = synodic_command();
+    cmd.args(["run", "--join", seed, "--name", name, "--cookie-file"]).arg(cookie).arg(&prog);
+    output_within(cmd, LIMIT, &format!("{name}.lua joining {seed}"))
+}
+
+#[test]
+fn a_program_joins_a_node_and_both_are_listed() {
+    let dir = scratch_dir("cluster-join");
+    let cookie = cookie_in(&dir, "cookie", "a cookie of more than sixteen bytes");
+    let a = Node::start("a", &cookie);
+    let out = join_and_run(
+        &dir,
+        "b",
+        &a.addr,
+        &cookie,
+        r#"local s = require "synodic"
+           local nodes = s.nodes()
+           assert(#nodes == 2, #nodes)
+           assert(s.node():match("^b@"), s.node())
+           assert(nodes[1]:match("^a@") and nodes[2] == s.node(), table.concat(nodes, " "))
+           print("joined ok")"#,
+    );
+    assert!(out.status.success() && text(&out.stdout).contains("joined ok"), "{}\n{}", text(&out.stdout), text(&out.stderr));
+}
+
+#[test]
+fn a_wrong_cookie_is_one_line_on_each_side() {
+    let dir = scratch_dir("cluster-cookie");
+    let cookie = cookie_in(&dir, "cookie", "a cookie of more than sixteen bytes");
+    let wrong = cookie_in(&dir, "wrong", "another cookie, also long enough");
+    let a = Node::start("a", &cookie);
+    let out = join_and_run(&dir, "intruder", &a.addr, &wrong, "print('never runs')");
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!text(&out.stdout).contains("never runs"));
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.contains(&format!("cannot join the cluster through {}: wrong cookie", a.addr)), "{stderr}");
+    let logged = a.stderr.recv_timeout(LIMIT).expect("the node logs the refused connection");
+    assert!(logged.contains("node connection from 127.0.0.1:") && logged.contains("wrong cookie"), "{logged}");
+    // The node goes on: a program with the right cookie still joins.
+    let out = join_and_run(&dir, "friend", &a.addr, &cookie, "assert(#require('synodic').nodes() == 2) print('friend ok')");
+    assert!(text(&out.stdout).contains("friend ok"), "{}", text(&out.stderr));
+}
