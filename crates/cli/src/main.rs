@@ -213,7 +213,6 @@ fn open_cluster(rt: &Runtime, args: &ClusterArgs) -> anyhow::Result<()> {
     if let Some(seed) = &args.join {
         cluster.join(&io, seed)?;
     }
-    std::mem::forget(io);
     Ok(())
 }
 
