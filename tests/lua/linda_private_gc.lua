@@ -3,15 +3,12 @@
 -- none is left, it goes, with its tuples. (200,000 forgotten spaces of one
 -- tuple each used to stay for good: +225 MB.)
 local s = require "synodic"
+package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/modules/?.lua;" .. package.path
+local testkit = require "testkit"
 local linda = require "synodic.linda"
 local me = s.self()
 
-local function rss_kb()
-  local f = assert(io.open("/proc/self/status"))
-  local kb = f:read("a"):match("VmRSS:%s*(%d+)")
-  f:close()
-  return tonumber(kb)
-end
+local rss_kb = testkit.rss_kb
 
 local function round()
   for _ = 1, 20000 do

@@ -6,6 +6,8 @@
 -- others still run: the monitor declares those workers stuck and spare
 -- threads take over their other processes.
 local s = require "synodic"
+package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/modules/?.lua;" .. package.path
+local testkit = require "testkit"
 local linda = require "synodic.linda"
 local me = s.self()
 
@@ -25,16 +27,5 @@ for _, f in ipairs(stuck) do s.spawn(f) end
 for _ = 1, #stuck do assert(s.receive() == "stuck") end
 
 -- More stuck processes than workers, and still a ping-pong pair runs.
-local ponger = s.spawn(function()
-  while true do
-    local from, n = s.receive()
-    s.send(from, n + 1)
-  end
-end)
-local n = 0
-for _ = 1, 100 do
-  s.send(ponger, me, n)
-  n = s.receive()
-end
-assert(n == 100)
+testkit.ping_pong(100)
 print("stuck_workers ok")

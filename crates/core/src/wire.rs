@@ -108,9 +108,9 @@ impl Writer {
     }
 
     /// A writer of bare fields, without a message header (the bodies of the
-    /// cluster transport's frames).
-    pub fn fields() -> Writer {
-        Writer::default()
+    /// cluster transport's frames), appending to what `buf` holds.
+    pub fn fields_after(buf: Vec<u8>) -> Writer {
+        Writer { buf, too_large: false }
     }
 
     /// Starts a message in a recycled buffer (cleared first).

@@ -242,11 +242,14 @@ impl Cluster {
         loop {
             let Ok((n, _)) = self.inner.udp.recv_from(&mut buf).await else { continue };
             let Some(data) = membership::open(&self.inner.cookie, &buf[..n]) else { continue };
-            let out = {
+            let (out, refused) = {
                 let mut m = self.inner.membership.lock();
                 m.datagram(data);
-                m.drain()
+                (m.drain(), m.rejected())
             };
+            for line in refused {
+                eprintln!("synodic: {line}");
+            }
             self.drive(out);
         }
     }
@@ -380,23 +383,20 @@ fn parse_addr(listen: &str, dialed: &str) -> Result<SocketAddr, Error> {
 impl Remote for Cluster {
     fn send(&self, from: Pid, to: Pid, msg: Message) -> bool {
         let Some(link) = self.inner.links.lock().get(&to.node()).cloned() else { return false };
-        if !msg.attachments().is_empty() {
+        // The nodes its pids name; shared values (attachments) cannot cross yet.
+        let mut bytes = msg.to_vec();
+        let mut named = BTreeSet::new();
+        let walked = wire::map_pids(&mut bytes, |p, _| {
+            named.insert(p.node());
+            Ok(p)
+        });
+        if walked.is_err() {
             return false;
         }
-        let mut bytes = msg.to_vec();
+        named.remove(&0);
         let nodes = self.inner.rt.nodes();
         link.push(|out| {
-            let mut fresh = Vec::new();
-            let walked = wire::map_pids(&mut bytes, |p, _| {
-                if p.node() != 0 && !out.announced.contains(&p.node()) {
-                    fresh.push(p.node());
-                }
-                Ok(p)
-            });
-            if walked.is_err() {
-                return;
-            }
-            for alias in fresh {
+            for alias in named {
                 if out.announced.insert(alias) {
                     if let Some(node) = nodes.id(alias) {
                         Frame::Node { alias, node }.encode(&mut out.bytes);

@@ -73,7 +73,7 @@ impl Frame {
     pub fn encode(&self, out: &mut Vec<u8>) {
         let start = out.len();
         out.extend_from_slice(&[0; HEADER]);
-        let mut w = Writer::fields();
+        let mut w = Writer::fields_after(std::mem::take(out));
         let kind = match self {
             Frame::Hello(h) => {
                 w.raw(MAGIC);
@@ -121,8 +121,7 @@ impl Frame {
                 kind::LOAD
             }
         };
-        let body = w.finish_small();
-        out.extend_from_slice(&body);
+        *out = w.finish_small();
         let len = (out.len() - start - 4) as u32;
         out[start..start + 4].copy_from_slice(&len.to_le_bytes());
         out[start + 4] = kind;
@@ -130,12 +129,10 @@ impl Frame {
 
     /// Parses a frame's body.
     pub fn decode(kind: u8, body: &[u8]) -> Result<Frame, Error> {
-        let mut r = Reader::fields(body);
-        let frame = parse(kind, &mut r).map_err(|e| match e {
+        parse(kind, &mut Reader::fields(body)).map_err(|e| match e {
             Parse::Wire(e) => Error::Protocol(format!("malformed frame of kind {kind}: {e}")),
             Parse::Other(why) => Error::Protocol(why),
-        })?;
-        Ok(frame)
+        })
     }
 
     /// The hello's bytes as they are sent (the proofs sign them).

@@ -1,0 +1,33 @@
+-- What several test scripts share. A script loads it with
+--   package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/modules/?.lua;" .. package.path
+--   local testkit = require "testkit"
+local s = require "synodic"
+local M = {}
+
+-- The node's resident memory, in KB.
+function M.rss_kb()
+  local f = assert(io.open("/proc/self/status"))
+  local kb = f:read("a"):match("VmRSS:%s*(%d+)")
+  f:close()
+  return tonumber(kb)
+end
+
+-- Bounces a counter `rounds` times between the caller and a new process;
+-- returns when every round is done (a test of whether processes still run).
+function M.ping_pong(rounds)
+  local me = s.self()
+  local ponger = s.spawn(function()
+    while true do
+      local from, n = s.receive()
+      s.send(from, n + 1)
+    end
+  end)
+  local n = 0
+  for _ = 1, rounds do
+    s.send(ponger, me, n)
+    n = s.receive()
+  end
+  assert(n == rounds, n)
+end
+
+return M
