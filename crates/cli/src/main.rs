@@ -47,6 +47,11 @@ struct RunArgs {
     /// printed on stderr. No endpoint without it.
     #[arg(long, value_name = "ADDR")]
     console: Option<String>,
+    /// Start N-1 more nodes on this machine (OS processes) and form a
+    /// cluster with them before the program starts; they end with the run.
+    /// The program spreads its work with spawn_on.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
+    nodes: u16,
     #[command(flatten)]
     cluster: ClusterArgs,
     /// The Lua script to run.
@@ -63,6 +68,9 @@ struct NodeArgs {
     workers: u16,
     #[command(flatten)]
     cluster: ClusterArgs,
+    /// Say nothing on start (for nodes that `run --nodes` starts).
+    #[arg(long, hide = true)]
+    quiet: bool,
 }
 
 /// How a node takes part in a cluster (SPEC §8, §9).
@@ -100,9 +108,13 @@ impl ClusterArgs {
         self.listen.is_some() || self.join.is_some()
     }
 
-    fn cookie(&self) -> anyhow::Result<String> {
+    fn cookie_path(&self) -> anyhow::Result<PathBuf> {
         use anyhow::Context;
-        let file = self.cookie_file.clone().or_else(synodic_net::cookie::default_file).context("no cookie file: set HOME or pass --cookie-file")?;
+        self.cookie_file.clone().or_else(synodic_net::cookie::default_file).context("no cookie file: set HOME or pass --cookie-file")
+    }
+
+    fn cookie(&self) -> anyhow::Result<String> {
+        let file = self.cookie_path()?;
         let (cookie, warnings) = synodic_net::cookie::load_or_create(&file)?;
         for w in warnings {
             eprintln!("synodic: warning: {w}");
@@ -153,9 +165,13 @@ fn usage_error(e: clap::Error) -> i32 {
     2
 }
 
-fn run(args: RunArgs) -> i32 {
+fn run(mut args: RunArgs) -> i32 {
     signals::install();
     let mut config = Config { workers: args.workers.into(), max_process_memory: args.max_process_memory, preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
+    let say_where = args.cluster.listen.is_some();
+    if args.nodes > 1 {
+        args.cluster.listen.get_or_insert_with(|| "127.0.0.1:0".into());
+    }
     if args.cluster.clustered() {
         config.node_name = args.cluster.node_name();
     }
@@ -166,7 +182,11 @@ fn run(args: RunArgs) -> i32 {
             return 1;
         }
     };
-    if let Err(e) = open_cluster(&rt, &args.cluster).and_then(|_| open_console(&rt, &args)) {
+    let opened = open_cluster(&rt, &args.cluster, say_where).and_then(|cluster| match cluster {
+        Some(cluster) if args.nodes > 1 => start_local_nodes(&rt, &cluster, &args),
+        _ => Ok(()),
+    });
+    if let Err(e) = opened.and_then(|_| open_console(&rt, &args)) {
         eprintln!("synodic: {e:#}");
         return 1;
     }
@@ -191,7 +211,7 @@ fn node(args: NodeArgs) -> i32 {
     };
     let mut cluster = args.cluster;
     cluster.listen.get_or_insert_with(|| "127.0.0.1:0".into());
-    if let Err(e) = open_cluster(&rt, &cluster) {
+    if let Err(e) = open_cluster(&rt, &cluster, !args.quiet) {
         eprintln!("synodic: {e:#}");
         return 1;
     }
@@ -201,18 +221,64 @@ fn node(args: NodeArgs) -> i32 {
 }
 
 /// Joins or starts a cluster when the arguments ask for it, and says where
-/// this node listens.
-fn open_cluster(rt: &Runtime, args: &ClusterArgs) -> anyhow::Result<()> {
+/// this node listens if `say` is set.
+fn open_cluster(rt: &Runtime, args: &ClusterArgs, say: bool) -> anyhow::Result<Option<Cluster>> {
     if !args.clustered() {
-        return Ok(());
+        return Ok(None);
     }
     let cookie = args.cookie()?;
     let io = synodic_net::Io::start()?;
-    let cluster = synodic_net::cluster::Cluster::start(&io, rt.clone(), args.listen.as_deref().unwrap_or("127.0.0.1:0"), cookie.into_bytes())?;
-    eprintln!("synodic: node {} listening on {}", rt.node_name(), cluster.addr());
+    let spawner_rt = rt.clone();
+    let spawner: synodic_net::cluster::Spawner = std::sync::Arc::new(move |msg| LuaProcess::spawn(&spawner_rt, msg, None).map_err(|e| e.to_string()));
+    let cluster = synodic_net::cluster::Cluster::start(&io, rt.clone(), args.listen.as_deref().unwrap_or("127.0.0.1:0"), cookie.into_bytes(), spawner)?;
+    if say {
+        eprintln!("synodic: node {} listening on {}", rt.node_name(), cluster.addr());
+    }
     if let Some(seed) = &args.join {
         cluster.join(&io, seed)?;
     }
+    Ok(Some(Cluster { io, cluster }))
+}
+
+/// A node's cluster transport and the I/O thread it runs on.
+struct Cluster {
+    io: synodic_net::Io,
+    cluster: synodic_net::cluster::Cluster,
+}
+
+/// `run --nodes N`: starts N-1 `synodic node`s that join this one and end
+/// with it (the kernel kills them when this OS process dies, however it
+/// dies), and waits until all N see each other.
+fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().context("cannot find the synodic executable to start nodes")?;
+    let cookie = args.cluster.cookie_path()?;
+    let me = rt.node_name();
+    let (base, host) = me.split_once('@').unwrap_or((&me, "localhost"));
+    for i in 2..=args.nodes {
+        let mut cmd = std::process::Command::new(&exe);
+        cmd.args(["node", "--quiet", "--listen", "127.0.0.1:0", "--join", &cluster.cluster.addr().to_string()])
+            .arg("--name")
+            .arg(format!("{base}-{i}@{host}"))
+            .arg("--cookie-file")
+            .arg(&cookie)
+            .stdin(std::process::Stdio::null());
+        if args.workers > 0 {
+            cmd.arg("--workers").arg(args.workers.to_string());
+        }
+        // SAFETY: prctl is async-signal-safe; the child only asks to be
+        // killed when its parent (this thread, which lives as long as the
+        // run) is gone.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        cmd.spawn().with_context(|| format!("cannot start node {i} of {}", args.nodes))?;
+    }
+    cluster.cluster.wait_for_nodes(&cluster.io, args.nodes.into(), std::time::Duration::from_secs(20))?;
     Ok(())
 }
 

@@ -10,6 +10,35 @@ use std::sync::mpsc;
 
 use common::{output_within, scratch_dir, synodic_command, text, KillOnDrop, LIMIT};
 
+/// Runs `tests/lua/cluster/NAME.lua` (its first line asks for `--nodes N`)
+/// with a cookie of its own.
+fn run_cluster_script(name: &str) {
+    let dir = scratch_dir(&format!("cluster-script-{name}"));
+    let cookie = cookie_in(&dir, "cookie", "a cookie for the cluster scripts");
+    common::run_lua_script_with(&cluster_scripts_dir(), name, &["--cookie-file".as_ref(), cookie.as_os_str()]);
+}
+
+fn cluster_scripts_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lua/cluster")
+}
+
+macro_rules! cluster_scripts {
+    ($($name:ident),* $(,)?) => {
+        $( #[test] fn $name() { run_cluster_script(stringify!($name)) } )*
+
+        #[test]
+        fn every_cluster_script_is_listed() {
+            let listed = [$(stringify!($name)),*];
+            for entry in std::fs::read_dir(cluster_scripts_dir()).unwrap() {
+                let stem = entry.unwrap().path().file_stem().unwrap().to_string_lossy().into_owned();
+                assert!(listed.contains(&stem.as_str()), "tests/lua/cluster/{stem}.lua is not listed in cluster.rs");
+            }
+        }
+    };
+}
+
+cluster_scripts!(remote_spawn, remote_send, remote_monitor, node_lost);
+
 /// A `synodic node` running in the background, with where it listens and
 /// the lines it writes on stderr.
 struct Node {

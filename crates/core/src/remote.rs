@@ -1,11 +1,18 @@
 //! The runtime's window onto other nodes. The core knows nothing of sockets:
 //! the cluster transport (`synodic-net`) implements [`Remote`] and installs
 //! it with `Runtime::set_remote`; from then on whatever `Runtime::route`
-//! finds on another node (a send, a monitor) goes through it. Without one,
-//! a node is alone and pids of other nodes reach nothing.
+//! finds on another node (a send, a monitor) goes through it, and so do the
+//! requests that need an answer from another node (a spawn, a name). Without
+//! one, a node is alone and pids of other nodes reach nothing.
+//!
+//! A request's answer comes back to its caller as an ordinary message,
+//! `"$reply", tag, value` or `"$reply", tag, nil, error` ([`reply`]), which
+//! the caller waits for by its tag (a selective receive): no thread ever
+//! blocks on the network.
 
 use std::sync::Arc;
 
+use crate::wire::{Reader, Tag, Writer};
 use crate::{Message, Pid};
 
 pub trait Remote: Send + Sync {
@@ -18,6 +25,71 @@ pub trait Remote: Send + Sync {
     /// is not connected: the caller then gets its DOWN at once.
     fn monitor(&self, watcher: Pid, target: Pid) -> bool;
 
+    /// `watcher` gets `"nodedown", node` when the connection to `node` is
+    /// lost. False when it is not connected (the caller says so at once).
+    fn monitor_node(&self, watcher: Pid, node: &str) -> bool;
+
+    /// Starts the process that `body` (a spawn message: function, then
+    /// arguments) describes on `node`; its pid reaches `caller` as the reply
+    /// tagged `tag`. An error says why the request could not even be sent.
+    fn spawn(&self, caller: Pid, tag: u64, node: &str, body: Message) -> Result<(), String>;
+
+    /// The least loaded live node, this one included, from the load the
+    /// nodes tell each other.
+    fn least_loaded(&self) -> Arc<str>;
+
     /// The names of the live nodes, this one included, sorted.
     fn nodes(&self) -> Vec<Arc<str>>;
+}
+
+const REPLY: &[u8] = b"$reply";
+
+/// The answer to the request tagged `tag`.
+pub fn reply(tag: u64, answer: Result<Pid, &str>) -> Message {
+    let mut w = Writer::message(if answer.is_ok() { 3 } else { 4 });
+    w.str(REPLY);
+    w.int(tag as i64);
+    match answer {
+        Ok(pid) => w.pid(pid),
+        Err(e) => {
+            w.tag(Tag::Nil);
+            w.str(e.as_bytes());
+        }
+    }
+    Message::from_vec(w.finish_small())
+}
+
+/// The tag of `msg` if it is a reply.
+pub fn reply_tag(msg: &[u8]) -> Option<u64> {
+    let (mut r, count) = Reader::message(msg).ok()?;
+    if count < 3 || r.tag().ok()? != Tag::Str || r.bytes().ok()? != REPLY || r.tag().ok()? != Tag::Int {
+        return None;
+    }
+    r.int().ok().map(|t| t as u64)
+}
+
+/// The pid a DOWN notice (`"DOWN", pid, reason`) is about, if `msg` is one.
+pub fn down_of(msg: &[u8]) -> Option<Pid> {
+    let (mut r, count) = Reader::message(msg).ok()?;
+    if count != 3 || r.tag().ok()? != Tag::Str || r.bytes().ok()? != b"DOWN" || r.tag().ok()? != Tag::Pid {
+        return None;
+    }
+    r.pid().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_and_downs_are_told_apart() {
+        let pid = Pid::new(0, 3, 1);
+        assert_eq!(reply_tag(&reply(7, Ok(pid)).to_vec()), Some(7));
+        assert_eq!(reply_tag(&reply(9, Err("no")).to_vec()), Some(9));
+        let down = crate::runtime::down_message(pid, &crate::ExitReason::Normal);
+        assert_eq!(down_of(&down.to_vec()), Some(pid));
+        assert_eq!(reply_tag(&down.to_vec()), None);
+        assert_eq!(down_of(&reply(7, Ok(pid)).to_vec()), None);
+        assert_eq!(down_of(b"junk"), None);
+    }
 }

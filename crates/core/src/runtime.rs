@@ -15,6 +15,7 @@
 //! 6. if it was the main process, the waiter in `run_main` returns.
 
 use std::sync::atomic::Ordering::*;
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -99,6 +100,8 @@ pub(crate) struct Shared {
     main_ended: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
     remote: std::sync::OnceLock<Arc<dyn Remote>>,
+    /// The last tag given to a request to another node (see `remote`).
+    tags: AtomicU64,
 }
 
 impl Runtime {
@@ -125,6 +128,7 @@ impl Runtime {
             main_ended: Condvar::new(),
             threads: Mutex::new(Vec::new()),
             remote: std::sync::OnceLock::new(),
+            tags: AtomicU64::new(0),
         });
         let rt = Runtime { shared };
         for _ in 0..rt.scheduler().target {
@@ -161,6 +165,35 @@ impl Runtime {
     /// one was installed already.
     pub fn set_remote(&self, remote: Arc<dyn Remote>) -> bool {
         self.shared.remote.set(remote).is_ok()
+    }
+
+    /// The transport to other nodes, once a cluster has installed one.
+    pub fn remote(&self) -> Option<&Arc<dyn Remote>> {
+        self.shared.remote.get()
+    }
+
+    /// A fresh tag for a request to another node (see `remote`).
+    pub fn next_tag(&self) -> u64 {
+        self.shared.tags.fetch_add(1, Relaxed) + 1
+    }
+
+    /// How many worker threads run processes.
+    pub fn workers(&self) -> usize {
+        self.scheduler().target
+    }
+
+    /// How loaded this node is: live processes per worker thread, ×1000.
+    pub fn load(&self) -> u32 {
+        let per_worker = self.shared.table.occupied() * 1000 / self.scheduler().target.max(1);
+        per_worker.min(u32::MAX as usize) as u32
+    }
+
+    /// The least loaded live node (this one when it is alone).
+    pub fn least_loaded_node(&self) -> Arc<str> {
+        match self.shared.remote.get() {
+            Some(remote) => remote.least_loaded(),
+            None => self.node_name(),
+        }
     }
 
     /// The names of the live nodes, this one included, sorted.

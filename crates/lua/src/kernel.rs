@@ -112,14 +112,24 @@ unsafe extern "C-unwind" fn spawn(L: *mut ffi::lua_State) -> c_int {
     }
 }
 
+/// `spawn_on(node, f, ...)`: here, or on another node (`"any"`: the least
+/// loaded), where the call waits for the new pid (see `remote`).
 unsafe extern "C-unwind" fn spawn_on(L: *mut ffi::lua_State) -> c_int {
-    let result = match to_bytes(L, 1) {
-        Some(b"any") => spawn_from(L, 2, "spawn_on"),
-        Some(node) if node == ctx(L).rt().node_name().as_bytes() => spawn_from(L, 2, "spawn_on"),
-        Some(node) => Err(format!("spawn_on: no such node '{}'", String::from_utf8_lossy(node))),
-        None => Err(format!("bad argument #1 to 'spawn_on' (node name expected, got {})", type_name(L, 1))),
+    let Some(asked) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
+        return raise(L, format!("bad argument #1 to 'spawn_on' (node name expected, got {})", type_name(L, 1)));
     };
-    match result {
+    if ffi::lua_type(L, 2) != ffi::LUA_TFUNCTION {
+        return raise(L, format!("bad argument #2 to 'spawn_on' (function expected, got {})", type_name(L, 2)));
+    }
+    let rt = ctx(L).rt();
+    let node = match asked {
+        b"any" => rt.least_loaded_node(),
+        named => String::from_utf8_lossy(named).into(),
+    };
+    if node != rt.node_name() {
+        return crate::remote::spawn_on(L, &node, 2);
+    }
+    match spawn_from(L, 2, "spawn_on") {
         Ok(pid) => {
             push_pid(L, pid);
             1
@@ -189,7 +199,7 @@ unsafe fn not_in_filter(L: *mut ffi::lua_State, fname: &str) -> Result<(), Strin
 
 /// Blocks on the mailbox (a message or the deadline wakes the process),
 /// continuing in `k` with `cursor` as its context.
-unsafe fn block_on_mailbox(L: *mut ffi::lua_State, k: unsafe extern "C-unwind" fn(*mut ffi::lua_State, c_int, ffi::lua_KContext) -> c_int, cursor: ffi::lua_KContext, what: &str) -> c_int {
+pub(crate) unsafe fn block_on_mailbox(L: *mut ffi::lua_State, k: unsafe extern "C-unwind" fn(*mut ffi::lua_State, c_int, ffi::lua_KContext) -> c_int, cursor: ffi::lua_KContext, what: &str) -> c_int {
     if ffi::lua_isyieldable(L) == 0 {
         return wait::cannot_block(L, what);
     }
@@ -391,7 +401,9 @@ unsafe extern "C-unwind" fn monitor_node(L: *mut ffi::lua_State) -> c_int {
         return raise(L, format!("bad argument #1 to 'monitor_node' (node name expected, got {})", type_name(L, 1)));
     };
     let c = ctx(L);
-    if node != c.rt().node_name().as_bytes() {
+    let here = node == c.rt().node_name().as_bytes();
+    let watched = here || c.rt().remote().is_some_and(|r| r.monitor_node(c.proc().pid(), &String::from_utf8_lossy(node)));
+    if !watched {
         let mut w = synodic_core::wire::Writer::message(2);
         w.str(b"nodedown");
         w.str(node);

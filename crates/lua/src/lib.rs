@@ -9,7 +9,7 @@
 //!
 //! | module | Lua name | gives |
 //! |---|---|---|
-//! | [`kernel`] | `synodic` | spawn, spawn_opt, spawn_on, self, main, send, receive, receive_match, sleep, monitor, register, whereis, exit, halt, node, nodes, is_alive, clock |
+//! | [`kernel`] | `synodic` | spawn, spawn_opt, spawn_on, self, main, send, receive, receive_match, sleep, monitor, monitor_node, register, whereis, exit, halt, node, nodes, is_alive, clock |
 //! | [`chan`] | `synodic.chan` | new, send, receive, delete |
 //! | [`linda`] | `synodic.linda` | open, new, default, formals, where; space methods out, take/in, rd, inp, rdp, take_within, rd_within, count, take_all, clear, eval |
 //! | [`buffer`] | `synodic.buffer` | new, from, fromtable, shares; get/set/[i], #, kind, size, view, bytes, fill, totable |
@@ -17,6 +17,7 @@
 //! | [`coroutine`] | `coroutine.resume`, `wrap`, `yield`, `isyieldable` | scheduler-aware replacements |
 //! | [`codec`] | – | Lua values ⇄ wire format; `Sendable`, the userdata kinds that cross (buffers, space handles) |
 //! | `wait` | – | what a blocked process waits for, and withdrawing it |
+//! | `remote` | – | requests another node answers (`spawn_on` elsewhere): sent, then the reply awaited by its tag |
 //! | [`state`] | – | state creation, `require`, `print`, `warn`; a new state's first collection (`csrc/gc.c`) |
 //! | `lazy` | – | lazy library tables (the vendored Lua's hooks, `csrc/lazy.c`); every library's template |
 //! | [`preempt`] | – | the signal handler and hook that make an overrunning process yield (`csrc/preempt.c`) |
@@ -73,6 +74,7 @@ mod peek;
 mod plain;
 pub mod preempt;
 pub mod process;
+mod remote;
 pub mod state;
 mod util;
 mod wait;

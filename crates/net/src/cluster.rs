@@ -14,6 +14,14 @@
 //!    writes whatever frames have queued since its last write in one system
 //!    call, so a stream of small messages costs far less than a call each.
 //! 3. A frame that does not parse ends the link with one line on stderr.
+//! 4. When the link ends (its peer closed it, or membership declared the
+//!    peer down), whatever waited on the peer is told at once: monitors get
+//!    DOWN `"noconnection"`, node monitors `"nodedown"`, a spawn waiting
+//!    for its pid an error.
+//!
+//! Every 500 ms each link carries this node's load (`Runtime::load`);
+//! `spawn_on("any")` picks the node that reported the least, counting the
+//! processes it has started there since.
 //!
 //! Between nodes a pid's node alias is the sender's: before the first frame
 //! that carries a pid of some node, the sender sends `Node` saying which
@@ -22,13 +30,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use synodic_core::remote::Remote;
-use synodic_core::wire::{self, WireError};
-use synodic_core::{Message, NodeId, Pid, Runtime};
+use synodic_core::remote::{self, Remote};
+use synodic_core::wire::{self, WireError, Writer};
+use synodic_core::{ExitReason, Message, NodeId, Pid, Runtime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::Notify;
@@ -39,6 +48,12 @@ use crate::membership::{self, Event, Member, Membership, Output};
 use crate::{Error, Io};
 
 const HANDSHAKE_TIME: Duration = Duration::from_secs(5);
+const LOAD_EVERY: Duration = Duration::from_millis(500);
+
+/// Starts the process a spawn message (function, then arguments) describes:
+/// what a `Spawn` frame from another node asks for. The runtime's bodies
+/// are the Lua layer's, which the transport does not know.
+pub type Spawner = Arc<dyn Fn(Message) -> Result<Pid, String> + Send + Sync>;
 
 /// This node's place in a cluster.
 #[derive(Clone)]
@@ -55,9 +70,13 @@ struct Inner {
     udp: Arc<UdpSocket>,
     membership: Mutex<Membership>,
     links: Mutex<HashMap<u16, Arc<Link>>>,
+    /// This node and the nodes it has a link to.
     live: Mutex<BTreeSet<Arc<str>>>,
     /// Woken whenever a node comes up (for `join`).
     changed: Notify,
+    spawner: Spawner,
+    /// Processes here that monitor a node (`monitor_node`).
+    node_watchers: Mutex<HashMap<Arc<str>, Vec<Pid>>>,
 }
 
 /// One authenticated connection to a peer node.
@@ -68,6 +87,23 @@ struct Link {
     wake: Notify,
     /// The peer's aliases, as it announced them, mapped to ours.
     theirs: Mutex<HashMap<u16, u16>>,
+    /// What processes here wait for from the peer.
+    awaited: Mutex<Awaited>,
+    /// The peer's last reported load, plus what was spawned there since.
+    load: AtomicU32,
+    /// Set once the link has ended and its waiters have been told.
+    ended: AtomicBool,
+    reader: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+/// What processes of this node wait for from a link's peer: told of the
+/// peer's loss if it ends first.
+#[derive(Default)]
+struct Awaited {
+    /// (watcher here, target there), with how many times it was asked for.
+    monitors: HashMap<(Pid, Pid), u32>,
+    /// Tags of spawns waiting for their pid, and who waits.
+    replies: HashMap<u64, Pid>,
 }
 
 #[derive(Default)]
@@ -81,7 +117,7 @@ struct Outbox {
 impl Cluster {
     /// Listens on `addr` (TCP and UDP, the same port) and installs itself
     /// as the runtime's [`Remote`].
-    pub fn start(io: &Io, rt: Runtime, addr: &str, cookie: Vec<u8>) -> Result<Cluster, Error> {
+    pub fn start(io: &Io, rt: Runtime, addr: &str, cookie: Vec<u8>, spawner: Spawner) -> Result<Cluster, Error> {
         let addr_owned = addr.to_string();
         let (tcp, udp) = io
             .run(async move {
@@ -105,11 +141,14 @@ impl Cluster {
             links: Mutex::new(HashMap::new()),
             live: Mutex::new(BTreeSet::from([me.name.clone()])),
             changed: Notify::new(),
+            spawner,
+            node_watchers: Mutex::new(HashMap::new()),
         });
         let cluster = Cluster { inner };
         rt.set_remote(Arc::new(cluster.clone()));
         io.spawn(cluster.clone().accept(tcp));
         io.spawn(cluster.clone().datagrams());
+        io.spawn(cluster.clone().report_load());
         Ok(cluster)
     }
 
@@ -145,6 +184,26 @@ impl Cluster {
         })
     }
 
+    /// Waits until `count` nodes (this one included) are linked, or says
+    /// how many were after `limit`.
+    pub fn wait_for_nodes(&self, io: &Io, count: usize, limit: Duration) -> Result<(), Error> {
+        let cluster = self.clone();
+        io.run(async move {
+            let wait = async {
+                loop {
+                    let notified = cluster.inner.changed.notified();
+                    if cluster.inner.live.lock().len() >= count {
+                        return;
+                    }
+                    notified.await;
+                }
+            };
+            tokio::time::timeout(limit, wait)
+                .await
+                .map_err(|_| Error::Protocol(format!("only {} of {count} nodes formed a cluster within {} s", cluster.inner.live.lock().len(), limit.as_secs())))
+        })
+    }
+
     async fn accept(self, tcp: TcpListener) {
         loop {
             let Ok((stream, from)) = tcp.accept().await else { continue };
@@ -177,13 +236,28 @@ impl Cluster {
         }
         decoder.authenticated();
         let alias = self.inner.rt.nodes().alias(&peer.node).ok_or_else(|| Error::Protocol("the node table is full".into()))?;
-        let link = Arc::new(Link { peer: peer.node.clone(), alias, outbox: Mutex::new(Outbox::default()), wake: Notify::new(), theirs: Mutex::new(HashMap::new()) });
-        if let Some(old) = self.inner.links.lock().insert(alias, link.clone()) {
-            old.close();
-        }
+        let link = Arc::new(Link {
+            peer: peer.node.clone(),
+            alias,
+            outbox: Mutex::new(Outbox::default()),
+            wake: Notify::new(),
+            theirs: Mutex::new(HashMap::new()),
+            awaited: Mutex::new(Awaited::default()),
+            load: AtomicU32::new(u32::MAX),
+            ended: AtomicBool::new(false),
+            reader: Mutex::new(None),
+        });
+        link.push(|out| Frame::Load(self.inner.rt.load()).encode(&mut out.bytes));
         let (reader, writer) = stream.into_split();
         tokio::spawn(link.clone().write(writer));
-        tokio::spawn(self.clone().read(link, reader, decoder));
+        let read = tokio::spawn(self.clone().read(link.clone(), reader, decoder));
+        *link.reader.lock() = Some(read.abort_handle());
+        let old = self.inner.links.lock().insert(alias, link.clone());
+        if let Some(old) = old {
+            self.end(&old);
+        }
+        self.inner.live.lock().insert(peer.node.name.clone());
+        self.inner.changed.notify_waiters();
         Ok(peer)
     }
 
@@ -207,34 +281,84 @@ impl Cluster {
         if let Some(e) = end {
             eprintln!("synodic: link to node {} closed: {e}", link.peer.name);
         }
+        self.end(&link);
+    }
+
+    /// Step 4: the link is over; whoever waited on its peer is told.
+    fn end(&self, link: &Arc<Link>) {
+        if link.ended.swap(true, Relaxed) {
+            return;
+        }
         link.close();
-        let mut links = self.inner.links.lock();
-        if links.get(&link.alias).is_some_and(|l| Arc::ptr_eq(l, &link)) {
-            links.remove(&link.alias);
+        if let Some(reader) = link.reader.lock().take() {
+            reader.abort();
+        }
+        let still_linked = {
+            let mut links = self.inner.links.lock();
+            if links.get(&link.alias).is_some_and(|l| Arc::ptr_eq(l, link)) {
+                links.remove(&link.alias);
+            }
+            links.values().any(|l| l.peer.name == link.peer.name)
+        };
+        let rt = &self.inner.rt;
+        let awaited = std::mem::take(&mut *link.awaited.lock());
+        let lost = ExitReason::Value(synodic_core::runtime::noconnection());
+        for (watcher, target) in awaited.monitors.into_keys() {
+            rt.send(watcher, synodic_core::runtime::down_message(target, &lost));
+        }
+        let why = format!("node lost: {}", link.peer.name);
+        for (tag, caller) in awaited.replies {
+            rt.send(caller, remote::reply(tag, Err(&why)));
+        }
+        if still_linked {
+            return;
+        }
+        self.inner.live.lock().remove(&link.peer.name);
+        let watchers = self.inner.node_watchers.lock().remove(&link.peer.name).unwrap_or_default();
+        for watcher in watchers {
+            rt.send(watcher, nodedown(&link.peer.name));
         }
     }
 
     /// One frame from an authenticated peer.
     fn receive(&self, link: &Link, frame: Frame) -> Result<(), Error> {
+        let rt = &self.inner.rt;
         match frame {
             Frame::Node { alias, node } => {
-                let ours = self.inner.rt.nodes().alias(&node).ok_or_else(|| Error::Protocol("the node table is full".into()))?;
+                let ours = rt.nodes().alias(&node).ok_or_else(|| Error::Protocol("the node table is full".into()))?;
                 link.theirs.lock().insert(alias, ours);
             }
-            Frame::Send { to, message, .. } => {
-                let mut message = message;
-                let theirs = link.theirs.lock();
-                wire::map_pids(&mut message, |p, at| {
-                    let node = if p.node() == 0 { link.alias } else { *theirs.get(&p.node()).ok_or(WireError::UnknownNode(at))? };
-                    Ok(Pid::new(node, p.index(), p.generation()))
-                })
-                .map_err(|e| Error::Protocol(format!("bad message: {e}")))?;
-                drop(theirs);
-                self.inner.rt.send(Pid::new(0, to.index(), to.generation()), Message::from_vec(message));
+            Frame::Send { to, from, message } => {
+                let message = link.arrived(message)?;
+                if from == to {
+                    // The runtime's own notices (DOWN, replies) answer something awaited.
+                    link.settle(to, &message);
+                }
+                rt.send(here(to), Message::from_vec(message));
             }
+            Frame::Monitor { watcher, target } => rt.monitor(link.ours(watcher)?, here(target)),
+            Frame::Spawn { caller, tag, message } => {
+                let caller = link.ours(caller)?;
+                let message = link.arrived(message)?;
+                let started = (self.inner.spawner)(Message::from_vec(message));
+                rt.send(caller, remote::reply(tag, started.as_ref().map(|p| *p).map_err(|e| e.as_str())));
+            }
+            Frame::Load(load) => link.load.store(load, Relaxed),
             other => return Err(Error::Protocol(format!("unexpected frame {other:?}").chars().take(80).collect())),
         }
         Ok(())
+    }
+
+    /// Tells every peer this node's load, now and then.
+    async fn report_load(self) {
+        loop {
+            tokio::time::sleep(LOAD_EVERY).await;
+            let load = self.inner.rt.load();
+            let links: Vec<_> = self.inner.links.lock().values().cloned().collect();
+            for link in links {
+                link.push(|out| Frame::Load(load).encode(&mut out.bytes));
+            }
+        }
     }
 
     async fn datagrams(self) {
@@ -274,8 +398,6 @@ impl Cluster {
                     });
                 }
                 Output::Event(Event::Up(member)) => {
-                    self.inner.live.lock().insert(member.name.clone());
-                    self.inner.changed.notify_waiters();
                     let dial = self.inner.me.name < member.name && !self.linked(&member.name);
                     if dial {
                         let cluster = self.clone();
@@ -287,10 +409,9 @@ impl Cluster {
                     }
                 }
                 Output::Event(Event::Down(member)) => {
-                    self.inner.live.lock().remove(&member.name);
                     let gone: Vec<_> = self.inner.links.lock().values().filter(|l| l.peer.name == member.name).cloned().collect();
                     for link in gone {
-                        link.close();
+                        self.end(&link);
                     }
                 }
             }
@@ -300,9 +421,86 @@ impl Cluster {
     fn linked(&self, name: &str) -> bool {
         self.inner.links.lock().values().any(|l| &*l.peer.name == name)
     }
+
+    fn link_to(&self, name: &str) -> Option<Arc<Link>> {
+        self.inner.links.lock().values().find(|l| &*l.peer.name == name).cloned()
+    }
+}
+
+/// A pid of this node, from a frame that names it with the sender's alias for us.
+fn here(pid: Pid) -> Pid {
+    Pid::new(0, pid.index(), pid.generation())
+}
+
+fn nodedown(node: &str) -> Message {
+    let mut w = Writer::message(2);
+    w.str(b"nodedown");
+    w.str(node.as_bytes());
+    Message::from_vec(w.finish_small())
 }
 
 impl Link {
+    /// A pid named in a frame from the peer, with our alias for its node.
+    fn ours(&self, pid: Pid) -> Result<Pid, Error> {
+        let node = match pid.node() {
+            0 => self.alias,
+            theirs => *self.theirs.lock().get(&theirs).ok_or_else(|| Error::Protocol(format!("pid of node alias {theirs}, never announced")))?,
+        };
+        Ok(Pid::new(node, pid.index(), pid.generation()))
+    }
+
+    /// A message from the peer, its pids rewritten to our aliases.
+    fn arrived(&self, mut message: Vec<u8>) -> Result<Vec<u8>, Error> {
+        let theirs = self.theirs.lock();
+        wire::map_pids(&mut message, |p, at| {
+            let node = if p.node() == 0 { self.alias } else { *theirs.get(&p.node()).ok_or(WireError::UnknownNode(at))? };
+            Ok(Pid::new(node, p.index(), p.generation()))
+        })
+        .map_err(|e| Error::Protocol(format!("bad message: {e}")))?;
+        Ok(message)
+    }
+
+    /// A notice for `to` has arrived: what it answers is no longer awaited.
+    fn settle(&self, to: Pid, message: &[u8]) {
+        let mut awaited = self.awaited.lock();
+        if let Some(tag) = remote::reply_tag(message) {
+            awaited.replies.remove(&tag);
+        } else if let Some(target) = remote::down_of(message) {
+            let key = (here(to), target);
+            if let Some(n) = awaited.monitors.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    awaited.monitors.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// Queues the frames for a message to the peer, announcing first the
+    /// nodes its pids name; false when the link has closed or the message
+    /// cannot cross (a shared value).
+    fn push_message(&self, nodes: &synodic_core::node::Nodes, mut bytes: Vec<u8>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
+        let mut named = BTreeSet::new();
+        let walked = wire::map_pids(&mut bytes, |p, _| {
+            named.insert(p.node());
+            Ok(p)
+        });
+        if walked.is_err() {
+            return false;
+        }
+        named.remove(&0);
+        self.push(|out| {
+            for alias in named {
+                if out.announced.insert(alias) {
+                    if let Some(node) = nodes.id(alias) {
+                        Frame::Node { alias, node }.encode(&mut out.bytes);
+                    }
+                }
+            }
+            frame(bytes).encode(&mut out.bytes);
+        })
+    }
+
     /// Queues a frame; false when the link has closed.
     fn push(&self, frame: impl FnOnce(&mut Outbox)) -> bool {
         let mut out = self.outbox.lock();
@@ -383,32 +581,53 @@ fn parse_addr(listen: &str, dialed: &str) -> Result<SocketAddr, Error> {
 impl Remote for Cluster {
     fn send(&self, from: Pid, to: Pid, msg: Message) -> bool {
         let Some(link) = self.inner.links.lock().get(&to.node()).cloned() else { return false };
-        // The nodes its pids name; shared values (attachments) cannot cross yet.
-        let mut bytes = msg.to_vec();
-        let mut named = BTreeSet::new();
-        let walked = wire::map_pids(&mut bytes, |p, _| {
-            named.insert(p.node());
-            Ok(p)
-        });
-        if walked.is_err() {
-            return false;
-        }
-        named.remove(&0);
-        let nodes = self.inner.rt.nodes();
-        link.push(|out| {
-            for alias in named {
-                if out.announced.insert(alias) {
-                    if let Some(node) = nodes.id(alias) {
-                        Frame::Node { alias, node }.encode(&mut out.bytes);
-                    }
-                }
-            }
-            Frame::Send { to, from, message: bytes }.encode(&mut out.bytes);
-        })
+        link.push_message(self.inner.rt.nodes(), msg.to_vec(), |message| Frame::Send { to, from, message })
     }
 
-    fn monitor(&self, _watcher: Pid, _target: Pid) -> bool {
-        false
+    fn monitor(&self, watcher: Pid, target: Pid) -> bool {
+        let Some(link) = self.inner.links.lock().get(&target.node()).cloned() else { return false };
+        *link.awaited.lock().monitors.entry((watcher, target)).or_default() += 1;
+        // Told nothing yet, the peer has no alias for us to announce: the watcher is ours (alias 0).
+        let sent = link.push(|out| Frame::Monitor { watcher, target }.encode(&mut out.bytes));
+        if !sent {
+            link.awaited.lock().monitors.remove(&(watcher, target));
+        }
+        sent
+    }
+
+    fn monitor_node(&self, watcher: Pid, node: &str) -> bool {
+        let Some(link) = self.link_to(node) else { return false };
+        self.inner.node_watchers.lock().entry(link.peer.name.clone()).or_default().push(watcher);
+        // The link may have ended meanwhile, before the watcher was entered.
+        if link.ended.load(Relaxed) && !self.linked(node) {
+            self.inner.node_watchers.lock().remove(node);
+            return false;
+        }
+        true
+    }
+
+    fn spawn(&self, caller: Pid, tag: u64, node: &str, body: Message) -> Result<(), String> {
+        let link = self.link_to(node).ok_or_else(|| format!("no such node: {node}"))?;
+        link.awaited.lock().replies.insert(tag, caller);
+        if !link.push_message(self.inner.rt.nodes(), body.to_vec(), |message| Frame::Spawn { caller, tag, message }) {
+            link.awaited.lock().replies.remove(&tag);
+            return Err(format!("cannot send this function to node {node} (a buffer or handle that cannot cross, or the node was lost)"));
+        }
+        // Until the node reports again, count what was just started there.
+        let step = 1000 / self.inner.rt.workers().max(1) as u32;
+        let _ = link.load.fetch_update(Relaxed, Relaxed, |l| Some(l.saturating_add(step)));
+        Ok(())
+    }
+
+    fn least_loaded(&self) -> Arc<str> {
+        let mut best = (self.inner.rt.load(), self.inner.me.name.clone());
+        for link in self.inner.links.lock().values() {
+            let load = link.load.load(Relaxed);
+            if load < best.0 || (load == best.0 && link.peer.name < best.1) {
+                best = (load, link.peer.name.clone());
+            }
+        }
+        best.1
     }
 
     fn nodes(&self) -> Vec<Arc<str>> {

@@ -101,13 +101,18 @@ pub const SCRIPT_LIMIT: Duration = Duration::from_secs(60);
 /// `synodic run`; `-- synodic-limit: SECONDS` (among the first three lines)
 /// sets its own time limit.
 pub fn run_lua_script(dir: &std::path::Path, name: &str) {
+    run_lua_script_with(dir, name, &[])
+}
+
+/// [`run_lua_script`], with `extra` flags for `synodic run` before the script's own.
+pub fn run_lua_script_with(dir: &std::path::Path, name: &str, extra: &[&std::ffi::OsStr]) {
     let path = dir.join(format!("{name}.lua"));
     let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let header = |key: &str| source.lines().take(3).find_map(|l| l.strip_prefix(key)).map(str::trim);
     let flags: Vec<&str> = header("-- synodic-args:").map(|a| a.split_whitespace().collect()).unwrap_or_default();
     let limit = header("-- synodic-limit:").map_or(SCRIPT_LIMIT, |s| Duration::from_secs(s.parse().expect("synodic-limit: seconds")));
     let mut cmd = synodic_command();
-    cmd.arg("run").args(&flags).arg(&path);
+    cmd.arg("run").args(extra).args(&flags).arg(&path);
     let out = output_within(cmd, limit, &path.display().to_string());
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{name}.lua failed ({}):\n{stdout}\n{stderr}", out.status);

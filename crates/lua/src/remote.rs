@@ -1,0 +1,68 @@
+//! Requests from Lua that another node answers: `spawn_on` a node elsewhere
+//! (and, through it, `"any"` when the least loaded node is another). The
+//! request goes out through the runtime's `Remote`; the caller then waits,
+//! like a `receive_match`, for the reply tagged with the request's tag
+//! (`synodic_core::remote::reply`), leaving every other message queued.
+//! If the other node is lost meanwhile, the transport answers in its stead.
+
+use std::ffi::c_int;
+
+use mlua_sys as ffi;
+use synodic_core::remote::reply_tag;
+
+use crate::codec;
+use crate::ctx::ctx;
+use crate::kernel::block_on_mailbox;
+use crate::util::*;
+use crate::wait;
+
+/// `spawn_on(node, f, ...)` for a node other than this one; `f` is at
+/// `first`. Returns what the Lua function returns (the pid), or raises.
+pub(crate) unsafe fn spawn_on(L: *mut ffi::lua_State, node: &str, first: c_int) -> c_int {
+    let sent = (|| {
+        let msg = codec::encode(L, first, ffi::lua_gettop(L)).map_err(|e| format!("spawn_on: {e}"))?;
+        let c = ctx(L);
+        let rt = c.rt();
+        let remote = rt.remote().ok_or_else(|| format!("spawn_on: no such node: {node}"))?;
+        let tag = rt.next_tag();
+        remote.spawn(c.proc().pid(), tag, node, msg).map_err(|e| format!("spawn_on: {e}"))?;
+        Ok::<u64, String>(tag)
+    })();
+    match sent {
+        Ok(tag) => await_reply(L, tag, c"spawn_on"),
+        Err(e) => raise(L, e),
+    }
+}
+
+/// Waits for the reply tagged `tag`; `what` names the call in errors.
+unsafe fn await_reply(L: *mut ffi::lua_State, tag: u64, what: &'static std::ffi::CStr) -> c_int {
+    ffi::lua_settop(L, 0);
+    ffi::lua_pushinteger(L, tag as ffi::lua_Integer);
+    ffi::lua_pushstring(L, what.as_ptr());
+    reply_k(L, ffi::LUA_OK, 0)
+}
+
+unsafe extern "C-unwind" fn reply_k(L: *mut ffi::lua_State, _status: c_int, cursor: ffi::lua_KContext) -> c_int {
+    let tag = ffi::lua_tointegerx(L, 1, std::ptr::null_mut()) as u64;
+    // Borrowed from the stack: nothing here may own memory across a raise.
+    let what = to_bytes(L, 2).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("request");
+    let found = ctx(L).proc().take_first_match(cursor as usize, |m| reply_tag(m) == Some(tag));
+    let decoded = match found {
+        Ok(msg) => codec::decode(L, &msg),
+        Err(next) => {
+            if wait::take_withdrawn(L) {
+                return wait::cannot_block(L, what);
+            }
+            return block_on_mailbox(L, reply_k, next as ffi::lua_KContext, what);
+        }
+    };
+    // "$reply", tag, value  or  "$reply", tag, nil, error
+    match decoded {
+        Ok(3) => 1,
+        Ok(_) => {
+            let why = to_bytes(L, -1).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("failed");
+            raise(L, format!("{what}: {why}"))
+        }
+        Err(e) => raise(L, format!("{what}: {e}")),
+    }
+}

@@ -1,0 +1,46 @@
+-- synodic-args: --nodes 2
+-- monitor across nodes: DOWN with the remote process's reason (normal, an
+-- error, an exit value), at once for one that has already ended; and
+-- monitor_node on a live node says nothing.
+local s = require "synodic"
+
+local me = s.self()
+local other
+for _, n in ipairs(s.nodes()) do if n ~= s.node() then other = n end end
+
+local function remote(f) return s.spawn_on(other, f, me) end
+
+-- Each waits for a word before it ends, so the monitor comes first.
+local normal = remote(function() require("synodic").receive() end)
+local failing = remote(function() require("synodic").receive() error("bad thing") end)
+local exiting = remote(function() local s = require "synodic" s.receive() s.exit({code = 7}) end)
+for _, p in ipairs({normal, failing, exiting}) do s.monitor(p) end
+s.monitor(normal) -- twice: two DOWNs, as on one node
+for _, p in ipairs({normal, failing, exiting}) do s.send(p, "go") end
+
+local downs = {}
+for _ = 1, 4 do
+  local tag, pid, reason = s.receive_match("DOWN", 5)
+  assert(tag == "DOWN", "a DOWN for each monitor")
+  downs[#downs + 1] = {pid, reason}
+end
+local count = {}
+for _, d in ipairs(downs) do
+  local pid, reason = d[1], d[2]
+  count[pid] = (count[pid] or 0) + 1
+  if pid == normal then assert(reason == "normal", tostring(reason))
+  elseif pid == failing then assert(type(reason) == "string" and reason:find("bad thing"), tostring(reason))
+  else assert(pid == exiting and type(reason) == "table" and reason.code == 7) end
+end
+assert(count[normal] == 2 and count[failing] == 1 and count[exiting] == 1)
+
+-- An ended remote process: DOWN at once (noproc, or its remembered reason).
+s.monitor(failing)
+local tag, pid, reason = s.receive_match("DOWN", 5)
+assert(tag == "DOWN" and pid == failing and reason ~= "noconnection", tostring(reason))
+
+-- A live node: monitor_node says nothing while it stays up.
+s.monitor_node(other)
+assert(select("#", s.receive_match("nodedown", 0.1)) == 0)
+
+print("remote_monitor ok")
