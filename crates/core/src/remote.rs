@@ -34,6 +34,14 @@ pub trait Remote: Send + Sync {
     /// tagged `tag`. An error says why the request could not even be sent.
     fn spawn(&self, caller: Pid, tag: u64, node: &str, body: Message) -> Result<(), String>;
 
+    /// Asks the cluster for `name` for `pid` (a process of this node): the
+    /// node that arbitrates the name enters it everywhere, or refuses it
+    /// because another holds it, and replies to `caller` with the tag.
+    fn claim(&self, caller: Pid, tag: u64, name: &[u8], pid: Pid) -> Result<(), String>;
+
+    /// `pid`, of this node, has ended holding `names`: every node forgets them.
+    fn released(&self, pid: Pid, names: &[Box<[u8]>]);
+
     /// The least loaded live node, this one included, from the load the
     /// nodes tell each other.
     fn least_loaded(&self) -> Arc<str>;
@@ -44,13 +52,14 @@ pub trait Remote: Send + Sync {
 
 const REPLY: &[u8] = b"$reply";
 
-/// The answer to the request tagged `tag`.
-pub fn reply(tag: u64, answer: Result<Pid, &str>) -> Message {
+/// The answer to the request tagged `tag`: a pid, `true` (`None`), or an error.
+pub fn reply(tag: u64, answer: Result<Option<Pid>, &str>) -> Message {
     let mut w = Writer::message(if answer.is_ok() { 3 } else { 4 });
     w.str(REPLY);
     w.int(tag as i64);
     match answer {
-        Ok(pid) => w.pid(pid),
+        Ok(Some(pid)) => w.pid(pid),
+        Ok(None) => w.tag(Tag::True),
         Err(e) => {
             w.tag(Tag::Nil);
             w.str(e.as_bytes());
@@ -61,11 +70,38 @@ pub fn reply(tag: u64, answer: Result<Pid, &str>) -> Message {
 
 /// The tag of `msg` if it is a reply.
 pub fn reply_tag(msg: &[u8]) -> Option<u64> {
+    reply_of(msg).map(|(tag, _)| tag)
+}
+
+/// The tag of `msg` if it is a reply, and whether it grants what was asked
+/// (it is not an error).
+pub fn reply_of(msg: &[u8]) -> Option<(u64, bool)> {
     let (mut r, count) = Reader::message(msg).ok()?;
     if count < 3 || r.tag().ok()? != Tag::Str || r.bytes().ok()? != REPLY || r.tag().ok()? != Tag::Int {
         return None;
     }
-    r.int().ok().map(|t| t as u64)
+    r.int().ok().map(|t| (t as u64, count == 3))
+}
+
+/// A name and a pid as a message (what the transport carries of a name).
+pub fn name_message(name: &[u8], pid: Pid) -> Vec<u8> {
+    let mut w = Writer::message(2);
+    w.str(name);
+    w.pid(pid);
+    w.finish_small()
+}
+
+/// The name and pid of a [`name_message`].
+pub fn name_of(msg: &[u8]) -> Option<(&[u8], Pid)> {
+    let (mut r, count) = Reader::message(msg).ok()?;
+    if count != 2 || r.tag().ok()? != Tag::Str {
+        return None;
+    }
+    let name = r.bytes().ok()?;
+    if r.tag().ok()? != Tag::Pid {
+        return None;
+    }
+    Some((name, r.pid().ok()?))
 }
 
 /// The pid a DOWN notice (`"DOWN", pid, reason`) is about, if `msg` is one.
@@ -84,12 +120,13 @@ mod tests {
     #[test]
     fn replies_and_downs_are_told_apart() {
         let pid = Pid::new(0, 3, 1);
-        assert_eq!(reply_tag(&reply(7, Ok(pid)).to_vec()), Some(7));
-        assert_eq!(reply_tag(&reply(9, Err("no")).to_vec()), Some(9));
+        assert_eq!(reply_tag(&reply(7, Ok(Some(pid))).to_vec()), Some(7));
+        assert_eq!(reply_of(&reply(9, Err("no")).to_vec()), Some((9, false)));
+        assert_eq!(reply_of(&reply(9, Ok(None)).to_vec()), Some((9, true)));
         let down = crate::runtime::down_message(pid, &crate::ExitReason::Normal);
         assert_eq!(down_of(&down.to_vec()), Some(pid));
         assert_eq!(reply_tag(&down.to_vec()), None);
-        assert_eq!(down_of(&reply(7, Ok(pid)).to_vec()), None);
+        assert_eq!(down_of(&reply(7, Ok(Some(pid))).to_vec()), None);
         assert_eq!(down_of(b"junk"), None);
     }
 }

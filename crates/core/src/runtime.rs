@@ -414,6 +414,32 @@ impl Runtime {
         self.shared.names.whereis(name)
     }
 
+    /// Enters a name the cluster has given `pid`, a process of any node
+    /// (see `names`). Refused when the name is held by another, or `pid`
+    /// is of this node and has ended.
+    pub fn enter_name(&self, name: &[u8], pid: Pid) -> Result<(), Error> {
+        match self.route(pid) {
+            Route::Here(_) => self.register(name, pid),
+            Route::Elsewhere(_) => self.shared.names.enter_remote(name, pid),
+            Route::Nowhere => Err(Error::NoProcess(pid)),
+        }
+    }
+
+    /// Removes `name` if `pid` holds it (its process ended on another node).
+    pub fn remove_name(&self, name: &[u8], pid: Pid) {
+        self.shared.names.remove(name, pid)
+    }
+
+    /// Forgets the names held on the node with this alias (it was lost).
+    pub fn drop_names_of(&self, alias: u16) {
+        self.shared.names.drop_node(alias)
+    }
+
+    /// The names held by this node's processes.
+    pub fn names_held_here(&self) -> Vec<(Box<[u8]>, Pid)> {
+        self.shared.names.held_here()
+    }
+
     /// Runs `body` as the main process and blocks until the run ends: when
     /// that process ends, or when some process calls [`Runtime::halt`].
     pub fn run_main(&self, body: Box<dyn Body>) -> RunEnd {
@@ -554,7 +580,10 @@ impl Runtime {
             more
         };
         let reusable = proc.vacate();
-        self.shared.names.release(pid, more.names);
+        self.shared.names.release(pid, &more.names);
+        if let Some(remote) = self.shared.remote.get().filter(|_| !more.names.is_empty()) {
+            remote.released(pid, &more.names);
+        }
         if !more.monitors.is_empty() {
             let down = down_message(pid, &reason);
             for watcher in more.monitors {

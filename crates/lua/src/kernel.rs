@@ -412,6 +412,9 @@ unsafe extern "C-unwind" fn monitor_node(L: *mut ffi::lua_State) -> c_int {
     0
 }
 
+/// `register(name, pid)`: on a node alone, at once; in a cluster, the node
+/// that arbitrates the name decides, and the caller waits for its answer
+/// (see `remote`).
 unsafe extern "C-unwind" fn register(L: *mut ffi::lua_State) -> c_int {
     let Some(name) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
         return raise(L, format!("bad argument #1 to 'register' (string expected, got {})", type_name(L, 1)));
@@ -419,6 +422,9 @@ unsafe extern "C-unwind" fn register(L: *mut ffi::lua_State) -> c_int {
     let Some(pid) = to_pid(L, 2) else {
         return raise(L, format!("bad argument #2 to 'register' (pid expected, got {})", type_name(L, 2)));
     };
+    if ctx(L).rt().remote().is_some() {
+        return crate::remote::register(L, name, pid);
+    }
     let failed = ctx(L).rt().register(name, pid).err().map(|e| format!("register: {e}"));
     match failed {
         None => {

@@ -1,5 +1,6 @@
 //! Requests from Lua that another node answers: `spawn_on` a node elsewhere
-//! (and, through it, `"any"` when the least loaded node is another). The
+//! (and, through it, `"any"` when the least loaded node is another), and
+//! `register` in a cluster (the node that arbitrates the name answers). The
 //! request goes out through the runtime's `Remote`; the caller then waits,
 //! like a `receive_match`, for the reply tagged with the request's tag
 //! (`synodic_core::remote::reply`), leaving every other message queued.
@@ -30,6 +31,38 @@ pub(crate) unsafe fn spawn_on(L: *mut ffi::lua_State, node: &str, first: c_int) 
     })();
     match sent {
         Ok(tag) => await_reply(L, tag, c"spawn_on"),
+        Err(e) => raise(L, e),
+    }
+}
+
+/// `register(name, pid)` in a cluster; `pid` must be of this node (its
+/// node keeps the name's life: it is released when the process ends).
+pub(crate) unsafe fn register(L: *mut ffi::lua_State, name: &[u8], pid: synodic_core::Pid) -> c_int {
+    let sent = (|| {
+        let c = ctx(L);
+        let rt = c.rt();
+        if !rt.is_alive(pid) {
+            return Err(match pid.node() {
+                0 => format!("register: no such process {pid}"),
+                _ => format!("register: {pid} is a process of another node; register it there"),
+            });
+        }
+        match rt.whereis(name) {
+            Some(holder) if holder == pid => return Ok(None),
+            Some(_) => return Err(format!("register: name '{}' is already registered", String::from_utf8_lossy(name))),
+            None => {}
+        }
+        let remote = rt.remote().expect("register asks only in a cluster");
+        let tag = rt.next_tag();
+        remote.claim(c.proc().pid(), tag, name, pid).map_err(|e| format!("register: {e}"))?;
+        Ok(Some(tag))
+    })();
+    match sent {
+        Ok(Some(tag)) => await_reply(L, tag, c"register"),
+        Ok(None) => {
+            ffi::lua_pushboolean(L, 1);
+            1
+        }
         Err(e) => raise(L, e),
     }
 }

@@ -91,6 +91,8 @@ struct Link {
     awaited: Mutex<Awaited>,
     /// The peer's last reported load, plus what was spawned there since.
     load: AtomicU32,
+    /// How many live nodes the peer last said it sees, itself included.
+    sees: AtomicU32,
     /// Set once the link has ended and its waiters have been told.
     ended: AtomicBool,
     reader: Mutex<Option<tokio::task::AbortHandle>>,
@@ -102,8 +104,10 @@ struct Link {
 struct Awaited {
     /// (watcher here, target there), with how many times it was asked for.
     monitors: HashMap<(Pid, Pid), u32>,
-    /// Tags of spawns waiting for their pid, and who waits.
+    /// Tags of requests (spawns, claims) waiting for their answer, and who waits.
     replies: HashMap<u64, Pid>,
+    /// Tags of name claims, and the name and pid claimed.
+    claims: HashMap<u64, (Box<[u8]>, Pid)>,
 }
 
 #[derive(Default)]
@@ -184,15 +188,16 @@ impl Cluster {
         })
     }
 
-    /// Waits until `count` nodes (this one included) are linked, or says
-    /// how many were after `limit`.
+    /// Waits until `count` nodes (this one included) are linked and each
+    /// of them says it sees `count`, or says how many there were after `limit`.
     pub fn wait_for_nodes(&self, io: &Io, count: usize, limit: Duration) -> Result<(), Error> {
         let cluster = self.clone();
         io.run(async move {
             let wait = async {
                 loop {
                     let notified = cluster.inner.changed.notified();
-                    if cluster.inner.live.lock().len() >= count {
+                    let linked = cluster.inner.live.lock().len() >= count;
+                    if linked && cluster.inner.links.lock().values().all(|l| l.sees.load(Relaxed) as usize >= count) {
                         return;
                     }
                     notified.await;
@@ -244,10 +249,13 @@ impl Cluster {
             theirs: Mutex::new(HashMap::new()),
             awaited: Mutex::new(Awaited::default()),
             load: AtomicU32::new(u32::MAX),
+            sees: AtomicU32::new(0),
             ended: AtomicBool::new(false),
             reader: Mutex::new(None),
         });
-        link.push(|out| Frame::Load(self.inner.rt.load()).encode(&mut out.bytes));
+        for (name, pid) in self.inner.rt.names_held_here() {
+            link.push_message(self.inner.rt.nodes(), remote::name_message(&name, pid), |message| Frame::Named { message });
+        }
         let (reader, writer) = stream.into_split();
         tokio::spawn(link.clone().write(writer));
         let read = tokio::spawn(self.clone().read(link.clone(), reader, decoder));
@@ -257,7 +265,7 @@ impl Cluster {
             self.end(&old);
         }
         self.inner.live.lock().insert(peer.node.name.clone());
-        self.inner.changed.notify_waiters();
+        self.tell_load();
         Ok(peer)
     }
 
@@ -314,6 +322,8 @@ impl Cluster {
             return;
         }
         self.inner.live.lock().remove(&link.peer.name);
+        self.tell_load();
+        rt.drop_names_of(link.alias);
         let watchers = self.inner.node_watchers.lock().remove(&link.peer.name).unwrap_or_default();
         for watcher in watchers {
             rt.send(watcher, nodedown(&link.peer.name));
@@ -332,7 +342,9 @@ impl Cluster {
                 let message = link.arrived(message)?;
                 if from == to {
                     // The runtime's own notices (DOWN, replies) answer something awaited.
-                    link.settle(to, &message);
+                    if let Some((name, pid)) = link.settle(to, &message) {
+                        self.name_granted(&name, pid);
+                    }
                 }
                 rt.send(here(to), Message::from_vec(message));
             }
@@ -341,24 +353,89 @@ impl Cluster {
                 let caller = link.ours(caller)?;
                 let message = link.arrived(message)?;
                 let started = (self.inner.spawner)(Message::from_vec(message));
-                rt.send(caller, remote::reply(tag, started.as_ref().map(|p| *p).map_err(|e| e.as_str())));
+                rt.send(caller, remote::reply(tag, started.as_ref().map(|p| Some(*p)).map_err(|e| e.as_str())));
             }
-            Frame::Load(load) => link.load.store(load, Relaxed),
+            Frame::Claim { caller, tag, message } => {
+                let caller = link.ours(caller)?;
+                let message = link.arrived(message)?;
+                let (name, pid) = remote::name_of(&message).ok_or_else(|| Error::Protocol("malformed name claim".into()))?;
+                let answer = rt.enter_name(name, pid).map_err(|e| e.to_string());
+                rt.send(caller, remote::reply(tag, answer.as_ref().map(|()| None).map_err(|e| e.as_str())));
+            }
+            Frame::Named { message } => {
+                let message = link.arrived(message)?;
+                let (name, pid) = remote::name_of(&message).ok_or_else(|| Error::Protocol("malformed name".into()))?;
+                if rt.enter_name(name, pid).is_err() && pid.node() == 0 && !rt.is_alive(pid) {
+                    // Ours, and ended before the name reached us: the name goes with it.
+                    self.released(pid, &[name.into()]);
+                }
+            }
+            Frame::Unnamed { message } => {
+                let message = link.arrived(message)?;
+                let (name, pid) = remote::name_of(&message).ok_or_else(|| Error::Protocol("malformed name".into()))?;
+                rt.remove_name(name, pid);
+            }
+            Frame::Load { load, nodes } => {
+                link.load.store(load, Relaxed);
+                link.sees.store(nodes, Relaxed);
+                self.inner.changed.notify_waiters();
+            }
             other => return Err(Error::Protocol(format!("unexpected frame {other:?}").chars().take(80).collect())),
         }
         Ok(())
+    }
+
+    /// The name's arbiter gave `name` to `pid`, of this node: it is
+    /// entered here and told to every peer, before anything the process
+    /// sends after its `register` returns (links keep order). If the
+    /// process ended meanwhile, the name goes with it.
+    fn name_granted(&self, name: &[u8], pid: Pid) {
+        match self.inner.rt.enter_name(name, pid) {
+            Ok(()) => self.broadcast(|| remote::name_message(name, pid), |message| Frame::Named { message }),
+            Err(_) => self.released(pid, &[name.into()]),
+        }
+    }
+
+    /// Sends a message-carrying frame to every peer.
+    fn broadcast(&self, message: impl Fn() -> Vec<u8>, frame: impl Fn(Vec<u8>) -> Frame) {
+        let links: Vec<_> = self.inner.links.lock().values().cloned().collect();
+        for link in links {
+            link.push_message(self.inner.rt.nodes(), message(), &frame);
+        }
+    }
+
+    /// The live node that arbitrates `name`: the one whose name hashed
+    /// with it scores highest (rendezvous hashing), so that every node
+    /// with the same view asks the same one, and a node leaving moves only
+    /// its own names' arbiter.
+    fn home_of(&self, name: &[u8]) -> Arc<str> {
+        use std::hash::{Hash, Hasher};
+        let score = |node: &str| {
+            let mut h = std::hash::DefaultHasher::new();
+            (name, node).hash(&mut h);
+            h.finish()
+        };
+        let live = self.inner.live.lock();
+        live.iter().max_by_key(|n| score(n)).cloned().unwrap_or_else(|| self.inner.me.name.clone())
     }
 
     /// Tells every peer this node's load, now and then.
     async fn report_load(self) {
         loop {
             tokio::time::sleep(LOAD_EVERY).await;
-            let load = self.inner.rt.load();
-            let links: Vec<_> = self.inner.links.lock().values().cloned().collect();
-            for link in links {
-                link.push(|out| Frame::Load(load).encode(&mut out.bytes));
-            }
+            self.tell_load();
         }
+    }
+
+    /// Tells every peer this node's load and how many nodes it sees (at
+    /// once when that changes: `wait_for_nodes` waits for all to agree).
+    fn tell_load(&self) {
+        let (load, nodes) = (self.inner.rt.load(), self.inner.live.lock().len() as u32);
+        let links: Vec<_> = self.inner.links.lock().values().cloned().collect();
+        for link in links {
+            link.push(|out| Frame::Load { load, nodes }.encode(&mut out.bytes));
+        }
+        self.inner.changed.notify_waiters();
     }
 
     async fn datagrams(self) {
@@ -461,10 +538,12 @@ impl Link {
     }
 
     /// A notice for `to` has arrived: what it answers is no longer awaited.
-    fn settle(&self, to: Pid, message: &[u8]) {
+    /// Returns the name and pid of a claim it grants.
+    fn settle(&self, to: Pid, message: &[u8]) -> Option<(Box<[u8]>, Pid)> {
         let mut awaited = self.awaited.lock();
-        if let Some(tag) = remote::reply_tag(message) {
+        if let Some((tag, granted)) = remote::reply_of(message) {
             awaited.replies.remove(&tag);
+            return awaited.claims.remove(&tag).filter(|_| granted);
         } else if let Some(target) = remote::down_of(message) {
             let key = (here(to), target);
             if let Some(n) = awaited.monitors.get_mut(&key) {
@@ -474,6 +553,7 @@ impl Link {
                 }
             }
         }
+        None
     }
 
     /// Queues the frames for a message to the peer, announcing first the
@@ -617,6 +697,38 @@ impl Remote for Cluster {
         let step = 1000 / self.inner.rt.workers().max(1) as u32;
         let _ = link.load.fetch_update(Relaxed, Relaxed, |l| Some(l.saturating_add(step)));
         Ok(())
+    }
+
+    fn claim(&self, caller: Pid, tag: u64, name: &[u8], pid: Pid) -> Result<(), String> {
+        let home = self.home_of(name);
+        if home == self.inner.me.name {
+            let answer = self.inner.rt.enter_name(name, pid).map_err(|e| e.to_string());
+            if answer.is_ok() {
+                self.broadcast(|| remote::name_message(name, pid), |message| Frame::Named { message });
+            }
+            self.inner.rt.send(caller, remote::reply(tag, answer.as_ref().map(|()| None).map_err(|e| e.as_str())));
+            return Ok(());
+        }
+        let link = self.link_to(&home).ok_or_else(|| format!("node {home}, which keeps this name, was lost"))?;
+        {
+            let mut awaited = link.awaited.lock();
+            awaited.replies.insert(tag, caller);
+            awaited.claims.insert(tag, (name.into(), pid));
+        }
+        if !link.push_message(self.inner.rt.nodes(), remote::name_message(name, pid), |message| Frame::Claim { caller, tag, message }) {
+            let mut awaited = link.awaited.lock();
+            awaited.replies.remove(&tag);
+            awaited.claims.remove(&tag);
+            drop(awaited);
+            return Err(format!("node {home}, which keeps this name, was lost"));
+        }
+        Ok(())
+    }
+
+    fn released(&self, pid: Pid, names: &[Box<[u8]>]) {
+        for name in names {
+            self.broadcast(|| remote::name_message(name, pid), |message| Frame::Unnamed { message });
+        }
     }
 
     fn least_loaded(&self) -> Arc<str> {

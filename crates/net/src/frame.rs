@@ -53,8 +53,16 @@ pub enum Frame {
     /// Start the function and arguments of a spawn `message`; tell `caller`
     /// `"$spawned", tag, pid` (or `"$spawned", tag, nil, error`).
     Spawn { caller: Pid, tag: u64, message: Vec<u8> },
-    /// The sender's load (running and runnable processes per worker, ×1000).
-    Load(u32),
+    /// The sender's load (live processes per worker thread, ×1000) and how
+    /// many live nodes it sees, itself included.
+    Load { load: u32, nodes: u32 },
+    /// `caller` asks the receiving node, which arbitrates the name, for the
+    /// name and pid in `message`; the answer is the reply tagged `tag`.
+    Claim { caller: Pid, tag: u64, message: Vec<u8> },
+    /// The name and pid in `message` now go together, cluster-wide.
+    Named { message: Vec<u8> },
+    /// The name in `message` is no longer that pid's (its process ended).
+    Unnamed { message: Vec<u8> },
 }
 
 mod kind {
@@ -66,6 +74,9 @@ mod kind {
     pub const MONITOR: u8 = 6;
     pub const SPAWN: u8 = 7;
     pub const LOAD: u8 = 8;
+    pub const CLAIM: u8 = 9;
+    pub const NAMED: u8 = 10;
+    pub const UNNAMED: u8 = 11;
 }
 
 impl Frame {
@@ -116,9 +127,24 @@ impl Frame {
                 w.raw(message);
                 kind::SPAWN
             }
-            Frame::Load(load) => {
+            Frame::Load { load, nodes } => {
                 w.varint(*load as u64);
+                w.varint(*nodes as u64);
                 kind::LOAD
+            }
+            Frame::Claim { caller, tag, message } => {
+                w.u64(caller.raw());
+                w.varint(*tag);
+                w.raw(message);
+                kind::CLAIM
+            }
+            Frame::Named { message } => {
+                w.raw(message);
+                kind::NAMED
+            }
+            Frame::Unnamed { message } => {
+                w.raw(message);
+                kind::UNNAMED
             }
         };
         *out = w.finish_small();
@@ -186,7 +212,14 @@ fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
             let tag = r.varint()?;
             Frame::Spawn { caller, tag, message: rest(r) }
         }
-        kind::LOAD => Frame::Load(u32::try_from(r.varint()?).unwrap_or(u32::MAX)),
+        kind::LOAD => Frame::Load { load: u32::try_from(r.varint()?).unwrap_or(u32::MAX), nodes: u32::try_from(r.varint()?).unwrap_or(u32::MAX) },
+        kind::CLAIM => {
+            let caller = pid(r)?;
+            let tag = r.varint()?;
+            Frame::Claim { caller, tag, message: rest(r) }
+        }
+        kind::NAMED => Frame::Named { message: rest(r) },
+        kind::UNNAMED => Frame::Unnamed { message: rest(r) },
         other => return Err(Parse::Other(format!("unknown frame kind {other}"))),
     };
     match r.remaining() {
@@ -290,7 +323,10 @@ mod tests {
             Frame::Part { stream: 12, to: p, from: q, total: 1 << 20, bytes: vec![1; 100] },
             Frame::Monitor { watcher: p, target: q },
             Frame::Spawn { caller: q, tag: 5, message: vec![2, 0] },
-            Frame::Load(1500),
+            Frame::Load { load: 1500, nodes: 3 },
+            Frame::Claim { caller: p, tag: 3, message: vec![2, 2, 5, 1, b'x', 9] },
+            Frame::Named { message: vec![2, 0] },
+            Frame::Unnamed { message: vec![2, 0] },
         ]
     }
 

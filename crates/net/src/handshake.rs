@@ -179,7 +179,7 @@ mod tests {
         let (mut a, _) = Handshake::start(Role::Dialer, b"k", hello("a"));
         assert!(matches!(a.receive(Frame::Proof([0; 32])), Err(Error::Protocol(_))));
         let (mut a, _) = Handshake::start(Role::Dialer, b"k", hello("a"));
-        assert!(matches!(a.receive(Frame::Load(1)), Err(Error::Protocol(_))));
+        assert!(matches!(a.receive(Frame::Load { load: 1, nodes: 1 }), Err(Error::Protocol(_))));
         a.receive(Frame::Hello(hello("b"))).unwrap();
         assert!(matches!(a.receive(Frame::Hello(hello("b"))), Err(Error::Protocol(_))));
     }

@@ -1,7 +1,8 @@
 -- synodic-args: --nodes 3
 -- A node that dies (its OS process ends): monitors of its processes get
--- DOWN "noconnection", node monitors "nodedown", it leaves s.nodes(), and
--- spawn_on it is "no such node"; the other nodes go on.
+-- DOWN "noconnection", node monitors "nodedown", it leaves s.nodes(), its
+-- names are released, and spawn_on it is "no such node"; the other nodes
+-- go on.
 local s = require "synodic"
 
 local me = s.self()
@@ -11,7 +12,14 @@ local others = {}
 for _, n in ipairs(nodes) do if n ~= s.node() then others[#others + 1] = n end end
 local doomed, survivor = others[1], others[2]
 
-local resident = s.spawn_on(doomed, function() require("synodic").receive() end)
+local resident = s.spawn_on(doomed, function(parent)
+  local s = require "synodic"
+  s.register("resident", s.self())
+  s.send(parent, "named")
+  s.receive()
+end, me)
+assert(s.receive_match("named", 5))
+assert(s.whereis("resident") == resident)
 local killer = s.spawn_on(doomed, function() require("synodic").receive() os.exit(3) end)
 local safe = s.spawn_on(survivor, function() require("synodic").receive() end)
 s.monitor(resident)
@@ -29,6 +37,7 @@ end
 assert(got.DOWN[2] == resident and got.DOWN[3] == "noconnection", tostring(got.DOWN[3]))
 assert(got.nodedown[2] == doomed)
 
+assert(s.whereis("resident") == nil, "names held on a lost node are released")
 local listed = table.concat(s.nodes(), " ")
 assert(#s.nodes() == 2 and not listed:find(doomed, 1, true), listed)
 local ok, err = pcall(s.spawn_on, doomed, function() end)
