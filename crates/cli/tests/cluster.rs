@@ -126,3 +126,31 @@ fn a_wrong_cookie_is_one_line_on_each_side() {
     let out = join_and_run(&dir, "friend", &a.addr, &cookie, "assert(#require('synodic').nodes() == 2) print('friend ok')");
     assert!(text(&out.stdout).contains("friend ok"), "{}", text(&out.stderr));
 }
+
+/// Runs `examples/cluster/NAME` on a cluster of `nodes` nodes.
+fn run_cluster_example(name: &str, nodes: &str, args: &[&str]) -> std::process::Output {
+    let dir = scratch_dir(&format!("cluster-example-{name}"));
+    let cookie = cookie_in(&dir, "cookie", "a cookie for the cluster examples");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster").join(name);
+    let mut cmd = synodic_command();
+    cmd.args(["run", "--nodes", nodes, "--cookie-file"]).arg(&cookie).arg(&file).args(args);
+    output_within(cmd, LIMIT, &format!("examples/cluster/{name} on {nodes} nodes"))
+}
+
+#[test]
+fn the_ring_spreads_over_three_nodes() {
+    let out = run_cluster_example("ring.lua", "3", &["90", "5"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.starts_with("ring of 90 processes over 3 node(s) ["), "{stdout}");
+    assert_eq!(stdout.matches(":30").count(), 3, "30 members on each node: {stdout}");
+}
+
+#[test]
+fn the_worker_pool_survives_losing_a_node() {
+    let out = run_cluster_example("worker_pool.lua", "3", &["60", "2", "lose"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    // The primes below 10001..10060, each counted once: the same total as on one node.
+    assert!(stdout.starts_with("60 jobs on 3 node(s), 4 workers left; 73888 primes in all\nlost "), "{stdout}");
+}
