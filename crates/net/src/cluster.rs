@@ -32,7 +32,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use synodic_core::remote::{self, Remote};
@@ -96,6 +96,9 @@ struct Link {
     /// Set once the link has ended and its waiters have been told.
     ended: AtomicBool,
     reader: Mutex<Option<tokio::task::AbortHandle>>,
+    /// The socket, for senders' direct writes (a duplicate descriptor, so
+    /// it stays this socket's for as long as the link exists).
+    direct: Option<std::os::fd::OwnedFd>,
 }
 
 /// What processes of this node wait for from a link's peer: told of the
@@ -116,7 +119,17 @@ struct Outbox {
     /// Aliases of ours the peer has been told about.
     announced: BTreeSet<u16>,
     closed: bool,
+    /// Someone (the writer task, or a sender writing directly) is writing:
+    /// whatever queues meanwhile is theirs to write next.
+    writing: bool,
+    /// When a frame was last queued (see [`Link::push`]).
+    last_push: Option<Instant>,
 }
+
+/// A sender writes its frame to the socket itself, sparing the I/O
+/// thread's wake-up, when the link has been quiet this long; a stream of
+/// messages queues instead and goes out in batches.
+const QUIET: Duration = Duration::from_micros(20);
 
 impl Cluster {
     /// Listens on `addr` (TCP and UDP, the same port) and installs itself
@@ -241,7 +254,12 @@ impl Cluster {
         }
         decoder.authenticated();
         let alias = self.inner.rt.nodes().alias(&peer.node).ok_or_else(|| Error::Protocol("the node table is full".into()))?;
+        let direct = {
+            use std::os::fd::AsFd;
+            stream.as_fd().try_clone_to_owned().ok()
+        };
         let link = Arc::new(Link {
+            direct,
             peer: peer.node.clone(),
             alias,
             outbox: Mutex::new(Outbox::default()),
@@ -589,11 +607,50 @@ impl Link {
         }
         let was_empty = out.bytes.is_empty();
         frame(&mut out);
+        let now = Instant::now();
+        let quiet = out.last_push.is_none_or(|t| now.duration_since(t) >= QUIET);
+        out.last_push = Some(now);
+        if out.writing || !was_empty {
+            return true;
+        }
+        if self.direct.is_none() || !quiet {
+            drop(out);
+            self.wake.notify_one();
+            return true;
+        }
+        out.writing = true;
+        let bytes = std::mem::take(&mut out.bytes);
         drop(out);
-        if was_empty {
+        let written = self.write_now(&bytes);
+        let mut out = self.outbox.lock();
+        out.writing = false;
+        if written < bytes.len() {
+            // The socket is full (or failing): the writer task takes the rest.
+            let later = std::mem::replace(&mut out.bytes, bytes[written..].to_vec());
+            out.bytes.extend_from_slice(&later);
+        }
+        let more = !out.bytes.is_empty();
+        drop(out);
+        if more {
             self.wake.notify_one();
         }
         true
+    }
+
+    /// Writes what the socket takes without waiting; returns how much.
+    fn write_now(&self, bytes: &[u8]) -> usize {
+        use std::os::fd::AsRawFd;
+        let Some(fd) = &self.direct else { return 0 };
+        let mut done = 0;
+        while done < bytes.len() {
+            // SAFETY: the descriptor is ours and open; the buffer is valid for its length.
+            let n = unsafe { libc::send(fd.as_raw_fd(), bytes[done..].as_ptr().cast(), bytes.len() - done, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+            if n <= 0 {
+                break;
+            }
+            done += n as usize;
+        }
+        done
     }
 
     fn close(&self) {
@@ -610,7 +667,10 @@ impl Link {
                 if out.closed {
                     break;
                 }
-                std::mem::swap(&mut out.bytes, &mut spare);
+                if !out.writing {
+                    std::mem::swap(&mut out.bytes, &mut spare);
+                    out.writing = !spare.is_empty();
+                }
                 std::mem::take(&mut spare)
             };
             if batch.is_empty() {
@@ -618,7 +678,9 @@ impl Link {
                 spare = batch;
                 continue;
             }
-            if writer.write_all(&batch).await.is_err() {
+            let wrote = writer.write_all(&batch).await;
+            self.outbox.lock().writing = false;
+            if wrote.is_err() {
                 break;
             }
             spare = batch;

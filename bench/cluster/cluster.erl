@@ -1,0 +1,54 @@
+%% bench/cluster, Erlang's side: the same measures as cluster.lua, between
+%% this node and Peer (another `erl -sname` node on this machine).
+%% usage: erl -sname a -setcookie C -noshell -pa DIR -run cluster main PEER MODE N
+%% (the peer is started with the same -pa DIR, so it has this module too)
+-module(cluster).
+-export([main/1, echo/0, sink/2, hello/1]).
+
+main([Peer0, Mode, N0]) ->
+    Peer = list_to_atom(Peer0),
+    N = list_to_integer(N0),
+    pong = net_adm:ping(Peer),
+    run(Mode, Peer, N),
+    rpc:call(Peer, init, stop, []),
+    init:stop().
+
+run("pingpong", Peer, N) ->
+    Echo = spawn(Peer, cluster, echo, []),
+    loop(Echo, 1000),
+    T = now_us(),
+    loop(Echo, N),
+    io:format("pingpong_us=~.2f~n", [(now_us() - T) / N]);
+run("stream", Peer, N) ->
+    Sink = spawn(Peer, cluster, sink, [self(), N]),
+    receive ready -> ok end,
+    T = now_us(),
+    [Sink ! I || I <- lists:seq(1, N)],
+    receive got_all -> ok end,
+    io:format("stream_msgs_per_s=~.0f~n", [N / ((now_us() - T) / 1.0e6)]);
+run("spawn", Peer, N) ->
+    Me = self(),
+    [begin spawn(Peer, cluster, hello, [Me]), receive hi -> ok end end || _ <- lists:seq(1, 100)],
+    T = now_us(),
+    [begin spawn(Peer, cluster, hello, [Me]), receive hi -> ok end end || _ <- lists:seq(1, N)],
+    io:format("spawn_us=~.2f~n", [(now_us() - T) / N]).
+
+loop(_, 0) -> ok;
+loop(Echo, I) ->
+    Echo ! {self(), I},
+    receive I -> loop(Echo, I - 1) end.
+
+echo() ->
+    receive {From, I} -> From ! I, echo() end.
+
+sink(Boss, N) ->
+    Boss ! ready,
+    drain(N),
+    Boss ! got_all.
+
+drain(0) -> ok;
+drain(N) -> receive _ -> drain(N - 1) end.
+
+hello(Boss) -> Boss ! hi.
+
+now_us() -> erlang:monotonic_time(microsecond).
