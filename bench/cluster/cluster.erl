@@ -25,7 +25,7 @@ run("stream", Peer, N) ->
     T = now_us(),
     [Sink ! I || I <- lists:seq(1, N)],
     receive got_all -> ok end,
-    io:format("stream_msgs_per_s=~.0f~n", [N / ((now_us() - T) / 1.0e6)]);
+    io:format("stream_msgs_per_s=~.1f~n", [N / ((now_us() - T) / 1.0e6)]);
 run("spawn", Peer, N) ->
     Me = self(),
     [begin spawn(Peer, cluster, hello, [Me]), receive hi -> ok end end || _ <- lists:seq(1, 100)],
