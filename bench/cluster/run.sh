@@ -73,6 +73,7 @@ syn_detect() {
   local victim_log="$work/victim.log" victim addr t0
   "$synodic" node --listen 127.0.0.1:0 --name "victim$$" --cookie-file "$work/cookie" 2> "$victim_log" &
   victim=$!
+  disown "$victim" # killed on purpose: no job notice
   until grep -q "listening on" "$victim_log"; do sleep 0.01; done
   addr=$(grep -o 'listening on .*' "$victim_log" | awk '{print $3}')
   coproc W { "$synodic" run --join "$addr" --cookie-file "$work/cookie" "$here/detect.lua" "victim$$@$host" 2>/dev/null; }
@@ -80,7 +81,6 @@ syn_detect() {
   t0=$(now_ns); kill -9 "$victim"
   read -r _ <&"${W[0]}" || true
   echo $(( ($(now_ns) - t0) / 1000000 ))
-  wait "$victim" 2>/dev/null || true
   wait "$W_PID" 2>/dev/null || true
 }
 erl_detect() {
