@@ -161,6 +161,9 @@ unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<(), String> {
         return Err("send: nothing to send (give at least one value)".into());
     }
     let msg = codec::encode(L, 2, top).map_err(|e| format!("send: {e}"))?;
+    if dest.is_some_and(|pid| pid.node() != 0) && !msg.attachments().is_empty() {
+        return Err("send: buffers and space handles cannot cross to another node yet".into());
+    }
     if let Some(pid) = dest {
         let ctx = ctx(L);
         ctx.rt().send_from(ctx.proc(), pid, msg);
