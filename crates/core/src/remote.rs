@@ -83,6 +83,14 @@ pub fn reply_of(msg: &[u8]) -> Option<(u64, bool)> {
     r.int().ok().map(|t| (t as u64, count == 3))
 }
 
+/// `"nodedown", node`: what a node monitor gets when `node` is lost.
+pub fn nodedown(node: &[u8]) -> Message {
+    let mut w = Writer::message(2);
+    w.str(b"nodedown");
+    w.str(node);
+    Message::from_vec(w.finish_small())
+}
+
 /// A name and a pid as a message (what the transport carries of a name).
 pub fn name_message(name: &[u8], pid: Pid) -> Vec<u8> {
     let mut w = Writer::message(2);

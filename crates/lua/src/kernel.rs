@@ -407,10 +407,7 @@ unsafe extern "C-unwind" fn monitor_node(L: *mut ffi::lua_State) -> c_int {
     let here = node == c.rt().node_name().as_bytes();
     let watched = here || c.rt().remote().is_some_and(|r| r.monitor_node(c.proc().pid(), &String::from_utf8_lossy(node)));
     if !watched {
-        let mut w = synodic_core::wire::Writer::message(2);
-        w.str(b"nodedown");
-        w.str(node);
-        c.rt().send(c.proc().pid(), synodic_core::Message::from_vec(w.finish_small()));
+        c.rt().send(c.proc().pid(), synodic_core::remote::nodedown(node));
     }
     0
 }

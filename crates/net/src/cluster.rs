@@ -10,7 +10,7 @@
 //! 1. The dialer connects; both sides run the handshake (`handshake`) with a
 //!    5 s limit. A failure is one line on stderr naming the address.
 //! 2. The link is entered under the peer's node alias; the one reader task
-//!    decodes frames and hands them to [`Link::receive`]; the writer task
+//!    decodes frames and hands them to `Cluster::receive`; the writer task
 //!    writes whatever frames have queued since its last write in one system
 //!    call, so a stream of small messages costs far less than a call each.
 //! 3. A frame that does not parse ends the link with one line on stderr.
@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use synodic_core::remote::{self, Remote};
-use synodic_core::wire::{self, WireError, Writer};
+use synodic_core::wire::{self, WireError};
 use synodic_core::{ExitReason, Message, NodeId, Pid, Runtime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
@@ -188,16 +188,8 @@ impl Cluster {
                 m.drain()
             };
             cluster.drive(out);
-            let wait = async {
-                loop {
-                    let notified = cluster.inner.changed.notified();
-                    if cluster.inner.live.lock().contains(&hello.node.name) {
-                        return;
-                    }
-                    notified.await;
-                }
-            };
-            tokio::time::timeout(Duration::from_secs(10), wait).await.map_err(|_| Error::Join { addr: addr.clone(), why: "no answer from its membership".into() })
+            let joined = cluster.until(Duration::from_secs(10), || cluster.inner.live.lock().contains(&hello.node.name)).await;
+            joined.map_err(|_| Error::Join { addr: addr.clone(), why: "no answer from its membership".into() })
         })
     }
 
@@ -206,20 +198,25 @@ impl Cluster {
     pub fn wait_for_nodes(&self, io: &Io, count: usize, limit: Duration) -> Result<(), Error> {
         let cluster = self.clone();
         io.run(async move {
-            let wait = async {
-                loop {
-                    let notified = cluster.inner.changed.notified();
-                    let linked = cluster.inner.live.lock().len() >= count;
-                    if linked && cluster.inner.links.lock().values().all(|l| l.sees.load(Relaxed) as usize >= count) {
-                        return;
-                    }
-                    notified.await;
-                }
-            };
-            tokio::time::timeout(limit, wait)
-                .await
-                .map_err(|_| Error::Protocol(format!("only {} of {count} nodes formed a cluster within {} s", cluster.inner.live.lock().len(), limit.as_secs())))
+            let formed = || cluster.inner.live.lock().len() >= count && cluster.inner.links.lock().values().all(|l| l.sees.load(Relaxed) as usize >= count);
+            let waited = cluster.until(limit, formed).await;
+            waited.map_err(|_| Error::Protocol(format!("only {} of {count} nodes formed a cluster within {} s", cluster.inner.live.lock().len(), limit.as_secs())))
         })
+    }
+
+    /// Waits until `done` holds (checked whenever the set of nodes or what
+    /// they report changes); `Err` after `limit`.
+    async fn until(&self, limit: Duration, done: impl Fn() -> bool) -> Result<(), tokio::time::error::Elapsed> {
+        let wait = async {
+            loop {
+                let notified = self.inner.changed.notified();
+                if done() {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        tokio::time::timeout(limit, wait).await
     }
 
     async fn accept(self, tcp: TcpListener) {
@@ -344,7 +341,7 @@ impl Cluster {
         rt.drop_names_of(link.alias);
         let watchers = self.inner.node_watchers.lock().remove(&link.peer.name).unwrap_or_default();
         for watcher in watchers {
-            rt.send(watcher, nodedown(&link.peer.name));
+            rt.send(watcher, remote::nodedown(link.peer.name.as_bytes()));
         }
     }
 
@@ -527,31 +524,26 @@ fn here(pid: Pid) -> Pid {
     Pid::new(0, pid.index(), pid.generation())
 }
 
-fn nodedown(node: &str) -> Message {
-    let mut w = Writer::message(2);
-    w.str(b"nodedown");
-    w.str(node.as_bytes());
-    Message::from_vec(w.finish_small())
-}
-
 impl Link {
-    /// A pid named in a frame from the peer, with our alias for its node.
-    fn ours(&self, pid: Pid) -> Result<Pid, Error> {
+    /// A pid named in a frame from the peer, with our alias for its node
+    /// (`None`: an alias the peer never announced).
+    fn translate(&self, theirs: &HashMap<u16, u16>, pid: Pid) -> Option<Pid> {
         let node = match pid.node() {
             0 => self.alias,
-            theirs => *self.theirs.lock().get(&theirs).ok_or_else(|| Error::Protocol(format!("pid of node alias {theirs}, never announced")))?,
+            alias => *theirs.get(&alias)?,
         };
-        Ok(Pid::new(node, pid.index(), pid.generation()))
+        Some(Pid::new(node, pid.index(), pid.generation()))
+    }
+
+    /// [`Link::translate`] for a pid in a frame's header.
+    fn ours(&self, pid: Pid) -> Result<Pid, Error> {
+        self.translate(&self.theirs.lock(), pid).ok_or_else(|| Error::Protocol(format!("pid of node alias {}, never announced", pid.node())))
     }
 
     /// A message from the peer, its pids rewritten to our aliases.
     fn arrived(&self, mut message: Vec<u8>) -> Result<Vec<u8>, Error> {
         let theirs = self.theirs.lock();
-        wire::map_pids(&mut message, |p, at| {
-            let node = if p.node() == 0 { self.alias } else { *theirs.get(&p.node()).ok_or(WireError::UnknownNode(at))? };
-            Ok(Pid::new(node, p.index(), p.generation()))
-        })
-        .map_err(|e| Error::Protocol(format!("bad message: {e}")))?;
+        wire::map_pids(&mut message, |p, at| self.translate(&theirs, p).ok_or(WireError::UnknownNode(at))).map_err(|e| Error::Protocol(format!("bad message: {e}")))?;
         Ok(message)
     }
 
