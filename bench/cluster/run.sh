@@ -5,6 +5,8 @@
 #   ping-pong    one small message each way between two nodes, µs per round trip
 #   stream       one-way small messages from a process to one on another node, msgs/s
 #   remote spawn spawn a function on the other node and get its first message, µs
+#   64 MB        one buffer to the other node, GB/s, and the p99 of small round
+#                trips between the same nodes meanwhile, ms
 #   detection    time from SIGKILL of a node to its monitor's nodedown, ms
 #   32 nodes     time for `run --nodes 32` to form a cluster; an idle node's RSS
 # --quick runs few iterations and 8 nodes (the CI smoke).
@@ -17,11 +19,12 @@ n_pingpong=20000
 n_stream=500000
 n_spawn=5000
 big=32
+mb=64
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) repeat=1; n_pingpong=2000; n_stream=20000; n_spawn=200; big=8 ;;
+    --quick) repeat=1; n_pingpong=2000; n_stream=20000; n_spawn=200; big=8; mb=8 ;;
     --repeat) repeat="$2"; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -56,16 +59,22 @@ erl_run() {
   wait "$peer" 2>/dev/null || true
 }
 
-# row LABEL KEY N BETTER: interleaved runs, medians, ratio
-row() {
-  : > "$work/syn"; : > "$work/erl"
+# rows MODE N (FIELD LABEL GOAL)...: interleaved runs of one mode, and a
+# row of medians and their ratio for each field it prints
+rows() {
+  local mode=$1 n=$2 s e
+  shift 2
+  : > "$work/syn.out"; : > "$work/erl.out"
   for _ in $(seq "$repeat"); do
-    field "$(syn "$2" "$3")" "$1" >> "$work/syn"
-    field "$(erl_run "$2" "$3")" "$1" >> "$work/erl"
+    syn "$mode" "$n" >> "$work/syn.out"
+    erl_run "$mode" "$n" >> "$work/erl.out"
   done
-  local s e
-  s=$(median < "$work/syn"); e=$(median < "$work/erl")
-  echo "| $4 | $s | $e | $(ratio "$s" "$e") | $5 |"
+  while [ $# -gt 0 ]; do
+    s=$(grep -o "$1=[0-9.]*" "$work/syn.out" | cut -d= -f2 | median)
+    e=$(grep -o "$1=[0-9.]*" "$work/erl.out" | cut -d= -f2 | median)
+    echo "| $2 | $s | $e | $(ratio "$s" "$e") | $3 |"
+    shift 3
+  done
 }
 
 # Detection: a node is killed with SIGKILL once the watcher says "ready".
@@ -98,9 +107,11 @@ erl_detect() {
 
 echo "| measure | Synodic | Erlang | Synodic ÷ Erlang | goal |"
 echo "|---|---|---|---|---|"
-row pingpong_us pingpong "$n_pingpong" "ping-pong round trip, µs" "≤ 0.5"
-row stream_msgs_per_s stream "$n_stream" "one-way stream, msgs/s" "≥ 4"
-row spawn_us spawn "$n_spawn" "remote spawn + first reply, µs" "≤ 1"
+rows pingpong "$n_pingpong" pingpong_us "ping-pong round trip, µs" "≤ 0.5"
+rows stream "$n_stream" stream_msgs_per_s "one-way stream, msgs/s" "≥ 4"
+rows spawn "$n_spawn" spawn_us "remote spawn + first reply, µs" "≤ 1"
+rows big "$mb" big_gb_per_s "one $mb MB buffer node to node, GB/s" "≥ 1 GB/s" \
+  big_p99_ms "small round trip meanwhile, p99 ms" "≤ 5 ms"
 : > "$work/syn"; : > "$work/erl"
 for _ in $(seq "$repeat"); do syn_detect >> "$work/syn"; erl_detect >> "$work/erl"; done
 s=$(median < "$work/syn"); e=$(median < "$work/erl")
@@ -108,4 +119,3 @@ echo "| SIGKILLed node detected, ms | $s | $e | $(ratio "$s" "$e") | ≤ 3000 ms
 line=$("$synodic" run --nodes "$big" --cookie-file "$work/cookie" "$here/idle.lua")
 echo "| $big local nodes form a cluster, s | $(field "$line" formed_s) | – | – | ≤ 5 s (32 nodes) |"
 echo "| idle node RSS, MB | $(field "$line" max_idle_rss_mb) | – | – | ≤ 20 MB |"
-echo "| one 64 MB buffer node to node | not measured: buffers do not cross nodes yet | | | ≥ 1 GB/s |"

@@ -37,7 +37,7 @@ macro_rules! cluster_scripts {
     };
 }
 
-cluster_scripts!(remote_spawn, remote_send, remote_monitor, node_lost, names);
+cluster_scripts!(remote_spawn, remote_send, remote_monitor, node_lost, names, long_messages, backpressure);
 
 /// A `synodic node` running in the background, with where it listens and
 /// the lines it writes on stderr.

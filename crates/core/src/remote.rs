@@ -42,6 +42,12 @@ pub trait Remote: Send + Sync {
     /// `pid`, of this node, has ended holding `names`: every node forgets them.
     fn released(&self, pid: Pid, names: &[Box<[u8]>]);
 
+    /// Whether the link to `to`'s node has room for more. When it has not
+    /// (the peer reads slower than this node sends), `sender`, a process
+    /// here, is woken once it has: so a sender is slowed in `send` and the
+    /// memory a link holds stays bounded.
+    fn room_for(&self, to: Pid, sender: Pid) -> bool;
+
     /// The least loaded live node, this one included, from the load the
     /// nodes tell each other.
     fn least_loaded(&self) -> Arc<str>;
@@ -49,6 +55,11 @@ pub trait Remote: Send + Sync {
     /// The names of the live nodes, this one included, sorted.
     fn nodes(&self) -> Vec<Arc<str>>;
 }
+
+/// The longest message (bytes and buffers together) that crosses between nodes.
+pub const MESSAGE_MAX: u64 = 1 << 30;
+/// The most buffers one message may carry to another node.
+pub const ATTACHMENTS_MAX: usize = 4096;
 
 const REPLY: &[u8] = b"$reply";
 

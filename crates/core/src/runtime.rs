@@ -329,6 +329,14 @@ impl Runtime {
         }
     }
 
+    /// Wakes the process `pid` of this node, if it lives, to look again at
+    /// what it waits for.
+    pub fn nudge(&self, pid: Pid) {
+        if let Some(slot) = self.live(pid) {
+            self.wake(slot);
+        }
+    }
+
     /// Lets a process know something it may wait for has happened.
     #[inline]
     pub fn wake(&self, proc: &'static Process) {

@@ -82,8 +82,6 @@ pub enum WireError {
     Trailing(usize),
     #[error("a pid of a node this link cannot name, at byte {0}")]
     UnknownNode(usize),
-    #[error("a shared value (buffer or space handle) cannot go to another node")]
-    SharedAcrossNodes,
 }
 
 /// The largest message (its encoded bytes): a sender's program may size a
@@ -431,7 +429,7 @@ impl<'a> Reader<'a> {
 /// through `map`, writing back what `map` returns: the cluster transport
 /// rewrites the node aliases of pids this way as a message crosses to
 /// another node (a pid is fixed-size, so the message keeps its length).
-/// Shared values (attachments) cannot cross and fail the walk.
+/// Shared values are passed over: their attachments cross beside the bytes.
 pub fn map_pids(buf: &mut [u8], mut map: impl FnMut(Pid, usize) -> Result<Pid, WireError>) -> Result<(), WireError> {
     let (mut r, count) = Reader::message(buf)?;
     let mut pids = Vec::new();
@@ -486,7 +484,11 @@ fn skim_value(r: &mut Reader, depth: usize, pids: &mut Vec<usize>) -> Result<(),
             r.bytes()?;
         }
         Tag::SharedUpvalue => return Err(WireError::BadTag { tag: Tag::SharedUpvalue as u8, at: r.position() - 1 }),
-        Tag::Shared => return Err(WireError::SharedAcrossNodes),
+        Tag::Shared => {
+            r.byte_value()?;
+            r.byte_value()?;
+            r.varint()?;
+        }
     }
     Ok(())
 }

@@ -6,7 +6,7 @@
 use std::ffi::{c_int, CStr};
 
 use mlua_sys as ffi;
-use synodic_core::{ExitReason, Pid};
+use synodic_core::{ExitReason, Message, Pid};
 
 use synodic_core::linda::Field;
 use synodic_core::wire::{Reader, Tag};
@@ -154,27 +154,55 @@ unsafe fn destination(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result
     Err(format!("bad argument #{idx} to '{fname}' (pid or name expected, got {})", type_name(L, idx)))
 }
 
-unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<(), String> {
+unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<Option<Pid>, String> {
     let dest = destination(L, 1, "send")?;
     let top = ffi::lua_gettop(L);
     if top < 2 {
         return Err("send: nothing to send (give at least one value)".into());
     }
     let msg = codec::encode(L, 2, top).map_err(|e| format!("send: {e}"))?;
-    if dest.is_some_and(|pid| pid.node() != 0) && !msg.attachments().is_empty() {
-        return Err("send: buffers and space handles cannot cross to another node yet".into());
+    let Some(pid) = dest else { return Ok(None) };
+    if pid.node() != 0 {
+        crosses(&msg).map_err(|e| format!("send: {e}"))?;
     }
-    if let Some(pid) = dest {
-        let ctx = ctx(L);
-        ctx.rt().send_from(ctx.proc(), pid, msg);
+    let ctx = ctx(L);
+    ctx.rt().send_from(ctx.proc(), pid, msg);
+    // A sender to a node that cannot keep up waits here for room.
+    let full = pid.node() != 0 && ffi::lua_isyieldable(L) != 0 && ctx.rt().remote().is_some_and(|r| !r.room_for(pid, ctx.proc().pid()));
+    Ok(full.then_some(pid))
+}
+
+/// Whether `msg` can go to another node: buffers cross as their bytes,
+/// tuple-space handles not (yet), and the whole must not be too long.
+pub(crate) fn crosses(msg: &Message) -> Result<(), String> {
+    use synodic_core::remote::{ATTACHMENTS_MAX, MESSAGE_MAX};
+    if msg.attachments().iter().any(|a| a.downcast_ref::<Vec<u8>>().is_none()) {
+        return Err("a tuple-space handle cannot cross to another node yet".into());
+    }
+    if msg.attachments().len() > ATTACHMENTS_MAX {
+        return Err(format!("a message to another node carries at most {ATTACHMENTS_MAX} buffers"));
+    }
+    if msg.size() as u64 > MESSAGE_MAX {
+        return Err(format!("a message of {} bytes is too long for another node (at most {MESSAGE_MAX})", msg.size()));
     }
     Ok(())
 }
 
 unsafe extern "C-unwind" fn send(L: *mut ffi::lua_State) -> c_int {
     match send_inner(L) {
-        Ok(()) => 0,
+        Ok(None) => 0,
+        Ok(Some(full)) => block_on_mailbox(L, send_k, full.raw() as ffi::lua_KContext, "send"),
         Err(e) => raise(L, e),
+    }
+}
+
+/// A sender slowed until the link to `to`'s node has room again.
+unsafe extern "C-unwind" fn send_k(L: *mut ffi::lua_State, _status: c_int, to: ffi::lua_KContext) -> c_int {
+    let to = Pid::from_raw(to as u64).expect("the pid send_inner gave");
+    let ctx = ctx(L);
+    match ctx.rt().remote().is_some_and(|r| !r.room_for(to, ctx.proc().pid())) {
+        true => block_on_mailbox(L, send_k, to.raw() as ffi::lua_KContext, "send"),
+        false => 0,
     }
 }
 

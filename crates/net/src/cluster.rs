@@ -28,7 +28,7 @@
 //! node that alias means, and the receiver rewrites aliases as frames
 //! arrive (`wire::map_pids`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
 use std::sync::Arc;
@@ -37,14 +37,15 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use synodic_core::remote::{self, Remote};
 use synodic_core::wire::{self, WireError};
-use synodic_core::{ExitReason, Message, NodeId, Pid, Runtime};
+use synodic_core::{Attachment, ExitReason, Message, NodeId, Pid, Runtime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::Notify;
 
-use crate::frame::{Decoder, Frame, Hello};
+use crate::frame::{Decoder, Frame, Hello, Next, PART};
 use crate::handshake::{self, Handshake, Role, Step};
 use crate::membership::{self, Event, Member, Membership, Output};
+use crate::parcel::{Assembler, Bytes, Parcel};
 use crate::{Error, Io};
 
 const HANDSHAKE_TIME: Duration = Duration::from_secs(5);
@@ -115,7 +116,17 @@ struct Awaited {
 
 #[derive(Default)]
 struct Outbox {
+    /// Whole frames, written in order.
     bytes: Vec<u8>,
+    /// Parcels being cut into parts, one part per write, so that what
+    /// queues in `bytes` meanwhile waits for one part at most; and frames
+    /// held behind a parcel for the same receiving process.
+    long: VecDeque<Long>,
+    /// The bytes of `long` not yet written.
+    long_bytes: u64,
+    next_stream: u64,
+    /// Processes of this node slowed in `send` until the outbox drains.
+    slowed: Vec<Pid>,
     /// Aliases of ours the peer has been told about.
     announced: BTreeSet<u16>,
     closed: bool,
@@ -124,6 +135,83 @@ struct Outbox {
     writing: bool,
     /// When a frame was last queued (see [`Link::push`]).
     last_push: Option<Instant>,
+}
+
+/// What waits in an outbox's `long` queue.
+enum Long {
+    Parcel { to: Option<Pid>, parcel: Parcel },
+    /// An encoded frame for `to`, which a parcel for `to` ahead of it keeps
+    /// waiting: messages between two processes arrive in the order sent.
+    Held { to: Pid, frame: Vec<u8> },
+}
+
+impl Long {
+    fn to(&self) -> Option<Pid> {
+        match self {
+            Long::Parcel { to, .. } => *to,
+            Long::Held { to, .. } => Some(*to),
+        }
+    }
+}
+
+/// Above this many queued bytes a link is full: senders are slowed in
+/// `send` until it drains below [`ROOM`].
+const FULL: usize = 8 << 20;
+const ROOM: usize = 2 << 20;
+
+impl Outbox {
+    fn queued(&self) -> usize {
+        self.bytes.len() + self.long_bytes as usize
+    }
+
+    fn holds_for(&self, to: Pid) -> bool {
+        self.long.iter().any(|l| l.to() == Some(to))
+    }
+
+    /// Queues `frame`, for the process `to` if it is a message; a frame
+    /// too long for one, or one with buffers, becomes a parcel.
+    fn enqueue(&mut self, frame: Frame, len: usize, to: Option<Pid>, shared: Vec<Bytes>) -> Result<(), String> {
+        if shared.is_empty() && len <= PART {
+            match to.filter(|&to| self.holds_for(to)) {
+                None => frame.encode(&mut self.bytes),
+                Some(to) => {
+                    let mut encoded = Vec::new();
+                    frame.encode(&mut encoded);
+                    self.long_bytes += encoded.len() as u64;
+                    self.long.push_back(Long::Held { to, frame: encoded });
+                }
+            }
+            return Ok(());
+        }
+        self.next_stream += 1;
+        let parcel = Parcel::new(self.next_stream, &frame, shared)?;
+        self.long_bytes += parcel.left();
+        self.long.push_back(Long::Parcel { to, parcel });
+        Ok(())
+    }
+
+    /// Appends to `batch` the frames held at the front of `long` and one
+    /// part of the parcel there.
+    fn cut(&mut self, batch: &mut Vec<u8>) {
+        let mut cut_one = false;
+        while let Some(front) = self.long.front_mut() {
+            match front {
+                Long::Held { frame, .. } => {
+                    self.long_bytes -= frame.len() as u64;
+                    batch.extend_from_slice(frame);
+                }
+                Long::Parcel { .. } if cut_one => return,
+                Long::Parcel { parcel, .. } => {
+                    self.long_bytes -= parcel.next_part(batch) as u64;
+                    cut_one = true;
+                    if parcel.left() > 0 {
+                        return;
+                    }
+                }
+            }
+            self.long.pop_front();
+        }
+    }
 }
 
 /// A sender writes its frame to the socket itself, sparing the I/O
@@ -269,10 +357,10 @@ impl Cluster {
             reader: Mutex::new(None),
         });
         for (name, pid) in self.inner.rt.names_held_here() {
-            link.push_message(self.inner.rt.nodes(), remote::name_message(&name, pid), |message| Frame::Named { message });
+            link.push_message(self.inner.rt.nodes(), &Message::from_vec(remote::name_message(&name, pid)), None, |message| Frame::Named { message });
         }
         let (reader, writer) = stream.into_split();
-        tokio::spawn(link.clone().write(writer));
+        tokio::spawn(link.clone().write(self.inner.rt.clone(), writer));
         let read = tokio::spawn(self.clone().read(link.clone(), reader, decoder));
         *link.reader.lock() = Some(read.abort_handle());
         let old = self.inner.links.lock().insert(alias, link.clone());
@@ -285,13 +373,20 @@ impl Cluster {
     }
 
     async fn read(self, link: Arc<Link>, mut reader: tokio::net::tcp::OwnedReadHalf, mut decoder: Decoder) {
+        let mut parcels = Assembler::default();
         let end = loop {
-            match decoder.next_frame() {
-                Ok(Some(frame)) => match self.receive(&link, frame) {
-                    Ok(()) => continue,
-                    Err(e) => break Some(e),
+            let next = match decoder.next() {
+                Ok(Some(Next::Frame(frame))) => self.receive(&link, frame, Vec::new()),
+                Ok(Some(Next::Part { stream, total, bytes, more })) => match parcels.begin(stream, total, bytes) {
+                    Ok(()) => self.read_part(&link, &mut reader, &mut parcels, more).await,
+                    Err(e) => Err(e),
                 },
-                Ok(None) => {}
+                Ok(None) => Ok(false),
+                Err(e) => Err(e),
+            };
+            match next {
+                Ok(true) => continue,
+                Ok(false) => {}
                 Err(e) => break Some(e),
             }
             let buf = decoder.space(64 << 10);
@@ -312,7 +407,8 @@ impl Cluster {
         if link.ended.swap(true, Relaxed) {
             return;
         }
-        link.close();
+        let rt = &self.inner.rt;
+        link.close().into_iter().for_each(|pid| rt.nudge(pid));
         if let Some(reader) = link.reader.lock().take() {
             reader.abort();
         }
@@ -323,7 +419,6 @@ impl Cluster {
             }
             links.values().any(|l| l.peer.name == link.peer.name)
         };
-        let rt = &self.inner.rt;
         let awaited = std::mem::take(&mut *link.awaited.lock());
         let lost = ExitReason::Value(synodic_core::runtime::noconnection());
         for (watcher, target) in awaited.monitors.into_keys() {
@@ -345,8 +440,33 @@ impl Cluster {
         }
     }
 
-    /// One frame from an authenticated peer.
-    fn receive(&self, link: &Link, frame: Frame) -> Result<(), Error> {
+    /// The `more` bytes of a part that had not arrived with its header,
+    /// read from the connection straight into the parcel; then the
+    /// parcel's frame, if that was its last part. Ok(true): go on.
+    async fn read_part(&self, link: &Link, reader: &mut tokio::net::tcp::OwnedReadHalf, parcels: &mut Assembler, mut more: usize) -> Result<bool, Error> {
+        while more > 0 {
+            let Some((piece, room)) = parcels.room() else {
+                return Err(Error::Protocol("a part longer than its parcel".into()));
+            };
+            let want = room.min(more);
+            let mut limited = (&mut *reader).take(want as u64);
+            match limited.read_buf(piece).await {
+                Ok(0) => return Err(Error::Protocol("the peer closed the connection in the middle of a frame".into())),
+                Ok(n) => more -= n,
+                Err(e) => return Err(Error::Protocol(e.to_string())),
+            }
+            parcels.filled();
+        }
+        if let Some((frame, shared)) = parcels.finish()? {
+            self.receive(link, frame, shared)?;
+        }
+        Ok(true)
+    }
+
+    /// One frame from an authenticated peer, with the buffers its message
+    /// carries (a parcel's); Ok(true): go on.
+    fn receive(&self, link: &Link, frame: Frame, shared: Vec<Bytes>) -> Result<bool, Error> {
+        let attach = |message: Vec<u8>| Message::with_attachments(message, shared.into_iter().map(|b| b as Attachment).collect());
         let rt = &self.inner.rt;
         match frame {
             Frame::Node { alias, node } => {
@@ -361,13 +481,13 @@ impl Cluster {
                         self.name_granted(&name, pid);
                     }
                 }
-                rt.send(here(to), Message::from_vec(message));
+                rt.send(here(to), attach(message));
             }
             Frame::Monitor { watcher, target } => rt.monitor(link.ours(watcher)?, here(target)),
             Frame::Spawn { caller, tag, message } => {
                 let caller = link.ours(caller)?;
                 let message = link.arrived(message)?;
-                let started = (self.inner.spawner)(Message::from_vec(message));
+                let started = (self.inner.spawner)(attach(message));
                 rt.send(caller, remote::reply(tag, started.as_ref().map(|p| Some(*p)).map_err(|e| e.as_str())));
             }
             Frame::Claim { caller, tag, message } => {
@@ -397,7 +517,7 @@ impl Cluster {
             }
             other => return Err(Error::Protocol(format!("unexpected frame {other:?}").chars().take(80).collect())),
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The name's arbiter gave `name` to `pid`, of this node: it is
@@ -415,7 +535,7 @@ impl Cluster {
     fn broadcast(&self, message: impl Fn() -> Vec<u8>, frame: impl Fn(Vec<u8>) -> Frame) {
         let links: Vec<_> = self.inner.links.lock().values().cloned().collect();
         for link in links {
-            link.push_message(self.inner.rt.nodes(), message(), &frame);
+            link.push_message(self.inner.rt.nodes(), &Message::from_vec(message()), None, &frame);
         }
     }
 
@@ -566,10 +686,13 @@ impl Link {
         None
     }
 
-    /// Queues the frames for a message to the peer, announcing first the
-    /// nodes its pids name; false when the link has closed or the message
-    /// cannot cross (a shared value).
-    fn push_message(&self, nodes: &synodic_core::node::Nodes, mut bytes: Vec<u8>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
+    /// Queues the frames for a message to the peer (for the process `to`,
+    /// if it is a process's), announcing first the nodes its pids name;
+    /// false when the link has closed or the message cannot cross (a shared
+    /// value other than a buffer, or too long).
+    fn push_message(&self, nodes: &synodic_core::node::Nodes, msg: &Message, to: Option<Pid>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
+        let Some(shared) = msg.attachments().iter().map(buffer_bytes).collect::<Option<Vec<Bytes>>>() else { return false };
+        let mut bytes = msg.to_vec();
         let mut named = BTreeSet::new();
         let walked = wire::map_pids(&mut bytes, |p, _| {
             named.insert(p.node());
@@ -579,7 +702,9 @@ impl Link {
             return false;
         }
         named.remove(&0);
-        self.push(|out| {
+        let len = bytes.len();
+        let mut fits = true;
+        let open = self.push(|out| {
             for alias in named {
                 if out.announced.insert(alias) {
                     if let Some(node) = nodes.id(alias) {
@@ -587,8 +712,9 @@ impl Link {
                     }
                 }
             }
-            frame(bytes).encode(&mut out.bytes);
-        })
+            fits = out.enqueue(frame(bytes), len, to, shared).is_ok();
+        });
+        open && fits
     }
 
     /// Queues a frame; false when the link has closed.
@@ -597,15 +723,15 @@ impl Link {
         if out.closed {
             return false;
         }
-        let was_empty = out.bytes.is_empty();
+        let was_idle = out.bytes.is_empty() && out.long.is_empty();
         frame(&mut out);
         let now = Instant::now();
         let quiet = out.last_push.is_none_or(|t| now.duration_since(t) >= QUIET);
         out.last_push = Some(now);
-        if out.writing || !was_empty {
+        if out.writing || !was_idle {
             return true;
         }
-        if self.direct.is_none() || !quiet {
+        if self.direct.is_none() || !quiet || !out.long.is_empty() {
             drop(out);
             self.wake.notify_one();
             return true;
@@ -621,7 +747,7 @@ impl Link {
             let later = std::mem::replace(&mut out.bytes, bytes[written..].to_vec());
             out.bytes.extend_from_slice(&later);
         }
-        let more = !out.bytes.is_empty();
+        let more = !out.bytes.is_empty() || !out.long.is_empty();
         drop(out);
         if more {
             self.wake.notify_one();
@@ -645,13 +771,30 @@ impl Link {
         done
     }
 
-    fn close(&self) {
-        self.outbox.lock().closed = true;
+    /// Closes the outbox; returns the senders it had slowed.
+    fn close(&self) -> Vec<Pid> {
+        let slowed = {
+            let mut out = self.outbox.lock();
+            out.closed = true;
+            std::mem::take(&mut out.slowed)
+        };
         self.wake.notify_one();
+        slowed
     }
 
-    /// The writer task: one write for everything queued since the last.
-    async fn write(self: Arc<Link>, mut writer: tokio::net::tcp::OwnedWriteHalf) {
+    /// Whether the outbox has room; if not, `sender` is woken when it has.
+    fn room_for(&self, sender: Pid) -> bool {
+        let mut out = self.outbox.lock();
+        if out.closed || out.queued() <= FULL {
+            return true;
+        }
+        out.slowed.push(sender);
+        false
+    }
+
+    /// The writer task: one write for everything queued since the last,
+    /// and one part of the parcel in front.
+    async fn write(self: Arc<Link>, rt: Runtime, mut writer: tokio::net::tcp::OwnedWriteHalf) {
         let mut spare = Vec::new();
         loop {
             let batch = {
@@ -661,6 +804,7 @@ impl Link {
                 }
                 if !out.writing {
                     std::mem::swap(&mut out.bytes, &mut spare);
+                    out.cut(&mut spare);
                     out.writing = !spare.is_empty();
                 }
                 std::mem::take(&mut spare)
@@ -671,16 +815,29 @@ impl Link {
                 continue;
             }
             let wrote = writer.write_all(&batch).await;
-            self.outbox.lock().writing = false;
+            let drained = {
+                let mut out = self.outbox.lock();
+                out.writing = false;
+                match out.queued() < ROOM {
+                    true => std::mem::take(&mut out.slowed),
+                    false => Vec::new(),
+                }
+            };
+            drained.into_iter().for_each(|pid| rt.nudge(pid));
             if wrote.is_err() {
                 break;
             }
             spare = batch;
             spare.clear();
         }
-        self.close();
+        self.close().into_iter().for_each(|pid| rt.nudge(pid));
         let _ = writer.shutdown().await;
     }
+}
+
+/// A buffer's bytes, the only shared value that crosses to another node.
+fn buffer_bytes(shared: &Attachment) -> Option<Bytes> {
+    shared.clone().downcast::<Vec<u8>>().ok()
 }
 
 /// Runs the handshake on a fresh connection.
@@ -715,7 +872,7 @@ fn parse_addr(listen: &str, dialed: &str) -> Result<SocketAddr, Error> {
 impl Remote for Cluster {
     fn send(&self, from: Pid, to: Pid, msg: Message) -> bool {
         let Some(link) = self.inner.links.lock().get(&to.node()).cloned() else { return false };
-        link.push_message(self.inner.rt.nodes(), msg.to_vec(), |message| Frame::Send { to, from, message })
+        link.push_message(self.inner.rt.nodes(), &msg, Some(to), |message| Frame::Send { to, from, message })
     }
 
     fn monitor(&self, watcher: Pid, target: Pid) -> bool {
@@ -743,9 +900,9 @@ impl Remote for Cluster {
     fn spawn(&self, caller: Pid, tag: u64, node: &str, body: Message) -> Result<(), String> {
         let link = self.link_to(node).ok_or_else(|| format!("no such node: {node}"))?;
         link.awaited.lock().replies.insert(tag, caller);
-        if !link.push_message(self.inner.rt.nodes(), body.to_vec(), |message| Frame::Spawn { caller, tag, message }) {
+        if !link.push_message(self.inner.rt.nodes(), &body, None, |message| Frame::Spawn { caller, tag, message }) {
             link.awaited.lock().replies.remove(&tag);
-            return Err(format!("cannot send this function to node {node} (a buffer or handle that cannot cross, or the node was lost)"));
+            return Err(format!("node lost: {node}"));
         }
         // Until the node reports again, count what was just started there.
         let step = 1000 / self.inner.rt.workers().max(1) as u32;
@@ -769,7 +926,7 @@ impl Remote for Cluster {
             awaited.replies.insert(tag, caller);
             awaited.claims.insert(tag, (name.into(), pid));
         }
-        if !link.push_message(self.inner.rt.nodes(), remote::name_message(name, pid), |message| Frame::Claim { caller, tag, message }) {
+        if !link.push_message(self.inner.rt.nodes(), &Message::from_vec(remote::name_message(name, pid)), None, |message| Frame::Claim { caller, tag, message }) {
             let mut awaited = link.awaited.lock();
             awaited.replies.remove(&tag);
             awaited.claims.remove(&tag);
@@ -783,6 +940,11 @@ impl Remote for Cluster {
         for name in names {
             self.broadcast(|| remote::name_message(name, pid), |message| Frame::Unnamed { message });
         }
+    }
+
+    fn room_for(&self, to: Pid, sender: Pid) -> bool {
+        let link = self.inner.links.lock().get(&to.node()).cloned();
+        link.is_none_or(|link| link.room_for(sender))
     }
 
     fn least_loaded(&self) -> Arc<str> {

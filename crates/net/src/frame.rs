@@ -19,7 +19,7 @@ pub const HANDSHAKE_MAX: usize = 1024;
 pub const FRAME_MAX: usize = 1 << 20;
 /// How much of a long message one `Part` frame carries: small enough that a
 /// small message waits for at most one part on a busy link.
-pub const PART: usize = 64 << 10;
+pub const PART: usize = 256 << 10;
 
 const HEADER: usize = 5;
 const MAGIC: &[u8; 8] = b"SYNODIC1";
@@ -45,9 +45,10 @@ pub enum Frame {
     /// A whole message for the process `to` (its node alias is the
     /// sender's alias for the receiving node), from `from`.
     Send { to: Pid, from: Pid, message: Vec<u8> },
-    /// A piece of a long message: `total` bytes in all, pieces in order, one
-    /// long message at a time per sender–receiver pair (`stream` names it).
-    Part { stream: u64, to: Pid, from: Pid, total: u64, bytes: Vec<u8> },
+    /// A piece of a parcel (`parcel`: a frame too long for one, or a
+    /// message with buffers), `total` bytes in all; the parts of one parcel
+    /// follow each other in order, one parcel at a time (`stream` names it).
+    Part { stream: u64, total: u64, bytes: Vec<u8> },
     /// `watcher` (on the sending node) monitors `target` (on the receiving one).
     Monitor { watcher: Pid, target: Pid },
     /// Start the function and arguments of a spawn `message`; tell `caller`
@@ -108,10 +109,8 @@ impl Frame {
                 w.raw(message);
                 kind::SEND
             }
-            Frame::Part { stream, to, from, total, bytes } => {
+            Frame::Part { stream, total, bytes } => {
                 w.varint(*stream);
-                w.u64(to.raw());
-                w.u64(from.raw());
                 w.varint(*total);
                 w.raw(bytes);
                 kind::PART
@@ -161,6 +160,26 @@ impl Frame {
         })
     }
 
+    /// Appends a `Part` frame whose bytes are `pieces`, one after the other,
+    /// without gathering them first.
+    pub fn encode_part(out: &mut Vec<u8>, stream: u64, total: u64, pieces: &[&[u8]]) {
+        let start = out.len();
+        Frame::Part { stream, total, bytes: Vec::new() }.encode(out);
+        let added: usize = pieces.iter().map(|p| p.len()).sum();
+        let len = u32::from_le_bytes(out[start..start + 4].try_into().expect("four bytes")) as usize + added;
+        out[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
+        for piece in pieces {
+            out.extend_from_slice(piece);
+        }
+    }
+
+    /// The frame's kind byte and body, without its length: what a parcel carries.
+    pub fn encode_bare(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode(&mut out);
+        out.split_off(4)
+    }
+
     /// The hello's bytes as they are sent (the proofs sign them).
     pub fn hello_body(hello: &Hello) -> Vec<u8> {
         let mut out = Vec::new();
@@ -202,9 +221,8 @@ fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
         }
         kind::PART => {
             let stream = r.varint()?;
-            let (to, from) = (pid(r)?, pid(r)?);
             let total = r.varint()?;
-            Frame::Part { stream, to, from, total, bytes: rest(r) }
+            Frame::Part { stream, total, bytes: rest(r) }
         }
         kind::MONITOR => Frame::Monitor { watcher: pid(r)?, target: pid(r)? },
         kind::SPAWN => {
@@ -250,6 +268,15 @@ fn rest(r: &mut Reader) -> Vec<u8> {
     r.bytes_raw(r.remaining()).expect("the rest is there").to_vec()
 }
 
+/// What [`Decoder::next`] gives.
+#[derive(Debug, PartialEq)]
+pub enum Next<'a> {
+    Frame(Frame),
+    /// A `Part`: the payload bytes that have arrived, and how many more
+    /// the connection will bring (not through the decoder).
+    Part { stream: u64, total: u64, bytes: &'a [u8], more: usize },
+}
+
 /// Cuts frames out of a byte stream.
 pub struct Decoder {
     buf: Vec<u8>,
@@ -280,6 +307,41 @@ impl Decoder {
 
     /// The next whole frame, if one has arrived.
     pub fn next_frame(&mut self) -> Result<Option<Frame>, Error> {
+        let Some(len) = self.frame_len()? else { return Ok(None) };
+        let pending = &self.buf[self.start..];
+        if pending.len() < 4 + len {
+            return Ok(None);
+        }
+        let frame = Frame::decode(pending[4], &pending[HEADER..4 + len]);
+        self.start += 4 + len;
+        frame.map(Some)
+    }
+
+    /// The next frame, where a `Part` is given as soon as its header has
+    /// arrived: its payload bytes received so far, borrowed, and how many
+    /// are still to come, which the caller reads from the connection
+    /// itself, straight to where they belong (a long message's bytes are
+    /// copied once, not once per layer).
+    pub fn next(&mut self) -> Result<Option<Next<'_>>, Error> {
+        let Some(len) = self.frame_len()? else { return Ok(None) };
+        let base = self.start;
+        if self.buf[base + 4] != kind::PART {
+            return Ok(self.next_frame()?.map(Next::Frame));
+        }
+        let arrived = (self.buf.len() - base).min(4 + len);
+        let mut r = Reader::fields(&self.buf[base + HEADER..base + arrived]);
+        let (stream, total) = match (r.varint(), r.varint()) {
+            (Ok(stream), Ok(total)) => (stream, total),
+            _ if arrived < 4 + len => return Ok(None),
+            _ => return Err(Error::Protocol("malformed frame of kind 5: its header is cut short".into())),
+        };
+        let head = HEADER + r.position();
+        self.start += arrived;
+        Ok(Some(Next::Part { stream, total, bytes: &self.buf[base + head..base + arrived], more: 4 + len - arrived }))
+    }
+
+    /// The length of the frame in front, once its header has arrived.
+    fn frame_len(&self) -> Result<Option<usize>, Error> {
         let pending = &self.buf[self.start..];
         if pending.len() < HEADER {
             return Ok(None);
@@ -288,12 +350,7 @@ impl Decoder {
         if len == 0 || len > self.max {
             return Err(Error::Protocol(format!("frame of {len} bytes (at most {} here)", self.max)));
         }
-        if pending.len() < 4 + len {
-            return Ok(None);
-        }
-        let frame = Frame::decode(pending[4], &pending[HEADER..4 + len]);
-        self.start += 4 + len;
-        frame.map(Some)
+        Ok(Some(len))
     }
 
     /// Bytes received that do not yet make a whole frame.
@@ -320,7 +377,7 @@ mod tests {
             Frame::Proof([9; 32]),
             Frame::Node { alias: 4, node },
             Frame::Send { to: p, from: q, message: vec![2, 1, 3, 4] },
-            Frame::Part { stream: 12, to: p, from: q, total: 1 << 20, bytes: vec![1; 100] },
+            Frame::Part { stream: 12, total: 1 << 20, bytes: vec![1; 100] },
             Frame::Monitor { watcher: p, target: q },
             Frame::Spawn { caller: q, tag: 5, message: vec![2, 0] },
             Frame::Load { load: 1500, nodes: 3 },
@@ -348,6 +405,35 @@ mod tests {
             assert_eq!(got, samples(), "fed {step} bytes at a time");
             assert_eq!(d.buffered(), 0);
         }
+    }
+
+    #[test]
+    fn a_part_is_given_as_soon_as_its_header_has_come() {
+        let mut out = Vec::new();
+        Frame::encode_part(&mut out, 300, 9, &[b"abcdefghi"]);
+        Frame::Proof([1; 32]).encode(&mut out);
+        let cut = out.len() - 37 - 4;
+        let mut d = Decoder::new();
+        d.space(cut).extend_from_slice(&out[..3]);
+        assert_eq!(d.next().unwrap(), None);
+        d.space(cut).extend_from_slice(&out[3..cut]);
+        assert_eq!(d.next().unwrap(), Some(Next::Part { stream: 300, total: 9, bytes: b"abcde", more: 4 }));
+        // The caller reads the last four itself; the decoder goes on after them.
+        d.space(64).extend_from_slice(&out[cut + 4..]);
+        assert_eq!(d.next().unwrap(), Some(Next::Frame(Frame::Proof([1; 32]))));
+        // A part whose header does not parse, though whole, is an error.
+        let mut d = Decoder::new();
+        d.space(8).extend_from_slice(&[2, 0, 0, 0, kind::PART, 0x80]);
+        assert!(d.next().unwrap_err().to_string().contains("cut short"));
+    }
+
+    #[test]
+    fn a_part_encoded_from_pieces_is_a_part() {
+        let mut out = Vec::new();
+        Frame::encode_part(&mut out, 3, 9, &[b"abc", b"", b"defgh"]);
+        let mut d = Decoder::new();
+        d.space(out.len()).extend_from_slice(&out);
+        assert_eq!(d.next_frame().unwrap(), Some(Frame::Part { stream: 3, total: 9, bytes: b"abcdefgh".to_vec() }));
     }
 
     #[test]

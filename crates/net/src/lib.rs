@@ -13,6 +13,7 @@
 //! | [`console`] | the console endpoint (`listen`), its line protocol (`HELLO`, `escape`, `unescape`) |
 //! | [`cookie`] | the shared secret: `default_file`, `load_or_create`, warnings about a weak one |
 //! | [`frame`] | the node protocol's frames: `Frame`, `Hello`, the `Decoder` of a byte stream |
+//! | [`parcel`] | long messages and messages with buffers cut into parts and put back together: `Parcel`, `Assembler` |
 //! | [`membership`] | SWIM membership and failure detection (foca), sans-IO: `Membership`, `Member`, `Event`; `seal`/`open` for its datagrams |
 //! | [`handshake`] | mutual challenge–response on the cookie (HMAC-SHA256): `Handshake`, `Role`, `Step` |
 //! | [`Error`] | what can go wrong |
@@ -24,6 +25,7 @@ mod error;
 pub mod frame;
 pub mod handshake;
 pub mod membership;
+pub mod parcel;
 
 pub use error::Error;
 

@@ -1,0 +1,289 @@
+//! Parcels: what crosses a link as a run of `Part` frames rather than as one
+//! frame. A frame longer than a part is a parcel, and so is a message that
+//! carries buffers: their bytes travel beside the message, as within a node
+//! they are shared beside it. Cutting long messages into parts lets a link
+//! put small frames between them, so nothing waits behind a large buffer.
+//! Sans-IO: [`Parcel`] cuts one into parts as the link has room, and
+//! [`Assembler`] puts the parts back together on the other side.
+//!
+//! A parcel's bytes, cut anywhere into parts of at most [`PART`] bytes:
+//!
+//! 1. the envelope: how many pieces (varint), then each piece's length
+//!    (varint);
+//! 2. piece 0: the carried frame, its kind byte and body;
+//! 3. pieces 1…: the message's attachments (buffers' bytes), in order.
+//!
+//! The first part holds the whole envelope (it is at most a few kilobytes,
+//! a part is 64 KiB), so the receiver gives every piece a buffer of its
+//! final size at once and copies each byte once. The parts of one parcel
+//! follow each other; a part of another parcel before the last part is a
+//! protocol error, so a receiver holds at most one parcel per link.
+
+use std::sync::Arc;
+
+use synodic_core::wire::{Reader, Writer};
+
+use crate::frame::{Frame, PART};
+use crate::Error;
+
+pub use synodic_core::remote::{ATTACHMENTS_MAX, MESSAGE_MAX};
+
+/// A buffer's bytes, shared with the processes that hold the buffer.
+pub type Bytes = Arc<Vec<u8>>;
+
+/// A parcel on its way out.
+pub struct Parcel {
+    pub stream: u64,
+    /// Piece 0 is the envelope followed by the frame.
+    pieces: Vec<Bytes>,
+    piece: usize,
+    offset: usize,
+    total: u64,
+    left: u64,
+}
+
+impl Parcel {
+    /// `frame` (a message-carrying frame) with the buffers its message
+    /// refers to; an error when it is too large to cross.
+    pub fn new(stream: u64, frame: &Frame, attachments: Vec<Bytes>) -> Result<Parcel, String> {
+        if attachments.len() > ATTACHMENTS_MAX {
+            return Err(format!("a message to another node carries at most {ATTACHMENTS_MAX} buffers (this one {})", attachments.len()));
+        }
+        let bare = frame.encode_bare();
+        let mut w = Writer::fields_after(Vec::new());
+        w.varint(1 + attachments.len() as u64);
+        w.varint(bare.len() as u64);
+        for a in &attachments {
+            w.varint(a.len() as u64);
+        }
+        let mut head = w.finish_small();
+        head.extend_from_slice(&bare);
+        let total = head.len() as u64 + attachments.iter().map(|a| a.len() as u64).sum::<u64>();
+        if total > MESSAGE_MAX {
+            return Err(format!("a message of {total} bytes is too long to cross to another node (at most {MESSAGE_MAX})"));
+        }
+        let mut pieces = vec![Arc::new(head)];
+        pieces.extend(attachments);
+        Ok(Parcel { stream, pieces, piece: 0, offset: 0, total, left: total })
+    }
+
+    /// Bytes not yet cut into parts.
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+
+    /// Appends the next part to `out`; returns how many of the parcel's
+    /// bytes it carries (0: the parcel has gone).
+    pub fn next_part(&mut self, out: &mut Vec<u8>) -> usize {
+        let mut slices: Vec<&[u8]> = Vec::new();
+        let mut room = PART;
+        let (mut piece, mut offset) = (self.piece, self.offset);
+        while room > 0 && piece < self.pieces.len() {
+            let bytes = &self.pieces[piece][offset..];
+            let take = bytes.len().min(room);
+            slices.push(&bytes[..take]);
+            room -= take;
+            offset += take;
+            if offset == self.pieces[piece].len() {
+                (piece, offset) = (piece + 1, 0);
+            }
+        }
+        let carried = PART - room;
+        if carried > 0 {
+            Frame::encode_part(out, self.stream, self.total, &slices);
+        }
+        (self.piece, self.offset) = (piece, offset);
+        self.left -= carried as u64;
+        carried
+    }
+}
+
+/// Puts parcels back together from the parts that arrive on one link.
+#[derive(Default)]
+pub struct Assembler {
+    open: Option<Open>,
+}
+
+/// A parcel whose parts are arriving.
+struct Open {
+    stream: u64,
+    total: u64,
+    pieces: Vec<Vec<u8>>,
+    lens: Vec<usize>,
+    piece: usize,
+}
+
+impl Assembler {
+    /// Takes one part; returns the carried frame and the buffers' bytes once
+    /// the last part has come.
+    pub fn part(&mut self, stream: u64, total: u64, bytes: &[u8]) -> Result<Option<(Frame, Vec<Bytes>)>, Error> {
+        self.begin(stream, total, bytes)?;
+        self.finish()
+    }
+
+    /// Takes the first bytes of a part (the rest may follow through [`Assembler::room`]).
+    pub fn begin(&mut self, stream: u64, total: u64, bytes: &[u8]) -> Result<(), Error> {
+        let bytes = match &self.open {
+            Some(open) if open.stream != stream => return Err(Error::Protocol(format!("a part of parcel {stream} inside parcel {}", open.stream))),
+            Some(open) if open.total != total => return Err(Error::Protocol(format!("parcel {stream} changed its length"))),
+            Some(_) => bytes,
+            None => {
+                let (open, rest) = Open::start(stream, total, bytes)?;
+                self.open = Some(open);
+                rest
+            }
+        };
+        self.open.as_mut().expect("opened above").fill(bytes)
+    }
+
+    /// Where the next bytes of the open parcel go, and how many that piece
+    /// still takes; the caller appends to it and then calls
+    /// [`Assembler::filled`].
+    pub fn room(&mut self) -> Option<(&mut Vec<u8>, usize)> {
+        let open = self.open.as_mut()?;
+        let len = *open.lens.get(open.piece)?;
+        let piece = &mut open.pieces[open.piece];
+        let left = len - piece.len();
+        Some((piece, left))
+    }
+
+    /// Bytes were appended to the piece [`Assembler::room`] gave.
+    pub fn filled(&mut self) {
+        if let Some(open) = &mut self.open {
+            open.skip_empty();
+        }
+    }
+
+    /// The carried frame and the buffers' bytes, once the parcel is whole.
+    pub fn finish(&mut self) -> Result<Option<(Frame, Vec<Bytes>)>, Error> {
+        let Some(open) = &self.open else { return Ok(None) };
+        if open.piece < open.lens.len() {
+            return Ok(None);
+        }
+        let stream = open.stream;
+        let mut pieces = self.open.take().expect("open").pieces.into_iter();
+        let bare = pieces.next().unwrap_or_default();
+        let Some((&kind, body)) = bare.split_first() else {
+            return Err(Error::Protocol(format!("parcel {stream} carries no frame")));
+        };
+        let frame = Frame::decode(kind, body)?;
+        if matches!(frame, Frame::Part { .. } | Frame::Hello(_) | Frame::Proof(_)) {
+            return Err(Error::Protocol(format!("parcel {stream} carries a frame of kind {kind}")));
+        }
+        Ok(Some((frame, pieces.map(Arc::new).collect())))
+    }
+}
+
+impl Open {
+    /// Reads the envelope from the first part; returns the bytes after it.
+    fn start(stream: u64, total: u64, first: &[u8]) -> Result<(Open, &[u8]), Error> {
+        let bad = |why: &str| Error::Protocol(format!("parcel {stream}: {why}"));
+        if total > MESSAGE_MAX {
+            return Err(bad(&format!("{total} bytes (at most {MESSAGE_MAX})")));
+        }
+        let mut r = Reader::fields(first);
+        let count = r.varint().map_err(|_| bad("its first part does not hold the envelope"))?;
+        if count == 0 || count > 1 + ATTACHMENTS_MAX as u64 {
+            return Err(bad(&format!("{count} pieces")));
+        }
+        let mut lens = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            lens.push(r.varint().map_err(|_| bad("its first part does not hold the envelope"))?);
+        }
+        let sum = lens.iter().try_fold(r.position() as u64, |a, &l| a.checked_add(l));
+        if sum != Some(total) {
+            return Err(bad("its pieces do not add up to its length"));
+        }
+        let lens: Vec<usize> = lens.into_iter().map(|l| l as usize).collect();
+        let pieces = lens.iter().map(|&l| Vec::with_capacity(l)).collect();
+        let mut open = Open { stream, total, pieces, lens, piece: 0 };
+        open.skip_empty();
+        Ok((open, &first[r.position()..]))
+    }
+
+    fn fill(&mut self, mut bytes: &[u8]) -> Result<(), Error> {
+        while !bytes.is_empty() {
+            let Some(&len) = self.lens.get(self.piece) else {
+                return Err(Error::Protocol(format!("parcel {} is longer than it said", self.stream)));
+            };
+            let piece = &mut self.pieces[self.piece];
+            let take = (len - piece.len()).min(bytes.len());
+            piece.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            self.skip_empty();
+        }
+        Ok(())
+    }
+
+    /// Moves past the pieces that are whole.
+    fn skip_empty(&mut self) {
+        while self.piece < self.lens.len() && self.pieces[self.piece].len() == self.lens[self.piece] {
+            self.piece += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame::Decoder;
+    use synodic_core::Pid;
+
+    fn carry(parcel: &mut Parcel) -> Result<Option<(Frame, Vec<Bytes>)>, Error> {
+        let mut bytes = Vec::new();
+        while parcel.next_part(&mut bytes) > 0 {}
+        let mut decoder = Decoder::new();
+        decoder.authenticated();
+        decoder.space(bytes.len()).extend_from_slice(&bytes);
+        let mut assembler = Assembler::default();
+        let mut got = None;
+        while let Some(frame) = decoder.next_frame()? {
+            let Frame::Part { stream, total, bytes } = frame else { panic!("not a part") };
+            assert!(got.is_none(), "a part after the last");
+            got = assembler.part(stream, total, &bytes)?;
+        }
+        Ok(got)
+    }
+
+    #[test]
+    fn a_long_message_with_buffers_crosses_whole() {
+        let frame = Frame::Send { to: Pid::new(0, 1, 1), from: Pid::new(0, 2, 1), message: vec![7; 200_000] };
+        let buffers: Vec<Bytes> = vec![Arc::new((0..300_000u32).map(|i| i as u8).collect()), Arc::new(Vec::new()), Arc::new(vec![1; 10])];
+        let mut parcel = Parcel::new(1, &frame, buffers.clone()).unwrap();
+        let (got, attachments) = carry(&mut parcel).unwrap().expect("whole");
+        assert_eq!(got, frame);
+        assert_eq!(attachments, buffers);
+        assert_eq!(parcel.left(), 0);
+    }
+
+    #[test]
+    fn junk_parcels_are_errors() {
+        let mut a = Assembler::default();
+        assert!(a.part(1, 10, &[]).unwrap_err().to_string().contains("envelope"));
+        assert!(a.part(1, 10, &[1, 1, 5]).unwrap_err().to_string().contains("add up"));
+        assert!(a.part(1, MESSAGE_MAX + 1, &[1]).unwrap_err().to_string().contains("at most"));
+        // One piece of 2 bytes: a bare frame of one kind byte and one body byte.
+        let mut a = Assembler::default();
+        assert!(a.part(2, 4, &[1, 2, 99]).unwrap().is_none());
+        assert!(a.part(3, 4, &[0]).unwrap_err().to_string().contains("inside parcel 2"));
+        let e = a.part(2, 4, &[0]).unwrap_err().to_string();
+        assert!(e.contains("unknown frame kind 99"), "{e}");
+        let mut a = Assembler::default();
+        assert!(a.part(2, 4, &[1, 2, 99, 0, 0]).unwrap_err().to_string().contains("longer"));
+        // Every cut of a good parcel's first part fails cleanly or waits.
+        let frame = Frame::Named { message: vec![2, 0] };
+        let mut parcel = Parcel::new(4, &frame, vec![Arc::new(vec![5; 3])]).unwrap();
+        let mut bytes = Vec::new();
+        parcel.next_part(&mut bytes);
+        for cut in 0..bytes.len() {
+            let _ = Assembler::default().part(4, 99, &bytes[..cut]);
+        }
+    }
+
+    #[test]
+    fn too_many_buffers_is_an_error_at_the_sender() {
+        let frame = Frame::Named { message: vec![2, 0] };
+        let many = vec![Arc::new(Vec::new()); ATTACHMENTS_MAX + 1];
+        assert!(Parcel::new(1, &frame, many).err().unwrap().contains("at most 4096 buffers"));
+    }
+}
