@@ -154,3 +154,70 @@ fn the_worker_pool_survives_losing_a_node() {
     // The primes below 10001..10060, each counted once: the same total as on one node.
     assert!(stdout.starts_with("60 jobs on 3 node(s), 4 workers left; 73888 primes in all\nlost "), "{stdout}");
 }
+
+/// A peer written by hand: connects to `addr` and, with a cookie, passes
+/// the handshake as node `name`; then whatever the test writes.
+fn fake_peer(addr: &str, name: &str, cookie: Option<&str>) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    use synodic_net::frame::{Decoder, Hello};
+    use synodic_net::handshake::{Handshake, Role, Step};
+    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+    let Some(cookie) = cookie else { return tcp };
+    let node = synodic_core::NodeId { name: name.into(), incarnation: 1 };
+    let (mut hs, hello) = Handshake::start(Role::Dialer, cookie.as_bytes(), Hello { node, listen: String::new(), nonce: [3; 32] });
+    let mut out = Vec::new();
+    hello.encode(&mut out);
+    tcp.write_all(&out).unwrap();
+    let mut decoder = Decoder::new();
+    loop {
+        while let Some(frame) = decoder.next_frame().unwrap() {
+            match hs.receive(frame).unwrap() {
+                Step::Send(frame) => {
+                    out.clear();
+                    frame.encode(&mut out);
+                    tcp.write_all(&out).unwrap();
+                }
+                Step::Done(_) => return tcp,
+            }
+        }
+        let mut buf = [0; 1024];
+        let n = tcp.read(&mut buf).unwrap();
+        assert!(n > 0, "the node closed the handshake");
+        decoder.space(n).extend_from_slice(&buf[..n]);
+    }
+}
+
+#[test]
+fn junk_and_cut_frames_on_the_node_port_are_one_line_each_and_the_node_goes_on() {
+    use std::io::Write;
+    let dir = scratch_dir("cluster-junk");
+    let secret = "a cookie of more than sixteen bytes";
+    let cookie = cookie_in(&dir, "cookie", secret);
+    let a = Node::start("a", &cookie);
+    let next_line = || a.stderr.recv_timeout(LIMIT).expect("the node logs one line");
+    // Before the handshake: junk, then a frame cut short.
+    fake_peer(&a.addr, "", None).write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+    let line = next_line();
+    assert!(line.contains("node connection from 127.0.0.1:") && line.contains("frame of") && line.contains("at most 1024"), "{line}");
+    fake_peer(&a.addr, "", None).write_all(&[40, 0, 0, 0, 1, b'S']).unwrap();
+    let line = next_line();
+    assert!(line.contains("closed the connection during the handshake"), "{line}");
+    // After it: a frame of an unknown kind, one too long, one cut short, and
+    // a parcel that says more than it carries.
+    fake_peer(&a.addr, "junk1@host", Some(secret)).write_all(&[1, 0, 0, 0, 99]).unwrap();
+    let line = next_line();
+    assert!(line.contains("link to node junk1@host closed: unknown frame kind 99"), "{line}");
+    fake_peer(&a.addr, "junk2@host", Some(secret)).write_all(&[0xff, 0xff, 0xff, 0x7f, 4]).unwrap();
+    let line = next_line();
+    assert!(line.contains("link to node junk2@host closed: frame of") && line.contains("at most 1048576"), "{line}");
+    fake_peer(&a.addr, "junk3@host", Some(secret)).write_all(&[20, 0, 0, 0, 4, 1, 2]).unwrap();
+    let line = next_line();
+    assert!(line.contains("link to node junk3@host closed: the peer closed the connection in the middle of a frame"), "{line}");
+    fake_peer(&a.addr, "junk4@host", Some(secret)).write_all(&[6, 0, 0, 0, 5, 1, 10, 1, 2, 4]).unwrap();
+    let line = next_line();
+    assert!(line.contains("link to node junk4@host closed: parcel 1: its pieces do not add up"), "{line}");
+    // Nothing else was logged, and the node still takes a program.
+    assert!(a.stderr.try_recv().is_err());
+    let out = join_and_run(&dir, "b", &a.addr, &cookie, "local s = require 'synodic' assert(#s.nodes() == 2, #s.nodes()) print('still ok')");
+    assert!(text(&out.stdout).contains("still ok"), "{}", text(&out.stderr));
+}

@@ -391,6 +391,7 @@ impl Cluster {
             }
             let buf = decoder.space(64 << 10);
             match reader.read_buf(buf).await {
+                Ok(0) if decoder.buffered() > 0 => break Some(Error::Protocol("the peer closed the connection in the middle of a frame".into())),
                 Ok(0) => break None,
                 Ok(_) => {}
                 Err(e) => break Some(Error::Protocol(e.to_string())),
