@@ -139,7 +139,8 @@ struct Outbox {
 
 /// What waits in an outbox's `long` queue.
 enum Long {
-    Parcel { to: Option<Pid>, parcel: Parcel },
+    /// `to` and `from`: the processes a message goes between, if it is one.
+    Parcel { to: Option<Pid>, from: Option<Pid>, parcel: Parcel },
     /// An encoded frame for `to`, which a parcel for `to` ahead of it keeps
     /// waiting: messages between two processes arrive in the order sent.
     Held { to: Pid, frame: Vec<u8> },
@@ -168,9 +169,11 @@ impl Outbox {
         self.long.iter().any(|l| l.to() == Some(to))
     }
 
-    /// Queues `frame`, for the process `to` if it is a message; a frame
-    /// too long for one, or one with buffers, becomes a parcel.
-    fn enqueue(&mut self, frame: Frame, len: usize, to: Option<Pid>, shared: Vec<Bytes>) -> Result<(), String> {
+    /// Queues `frame`, between the processes `between` (from, to) if it is
+    /// a message; a frame too long for one, or one with buffers, becomes a
+    /// parcel.
+    fn enqueue(&mut self, frame: Frame, len: usize, between: Option<(Pid, Pid)>, shared: Vec<Bytes>) -> Result<(), String> {
+        let (from, to) = (between.map(|b| b.0), between.map(|b| b.1));
         if shared.is_empty() && len <= PART {
             match to.filter(|&to| self.holds_for(to)) {
                 None => frame.encode(&mut self.bytes),
@@ -186,7 +189,7 @@ impl Outbox {
         self.next_stream += 1;
         let parcel = Parcel::new(self.next_stream, &frame, shared)?;
         self.long_bytes += parcel.left();
-        self.long.push_back(Long::Parcel { to, parcel });
+        self.long.push_back(Long::Parcel { to, from, parcel });
         Ok(())
     }
 
@@ -687,11 +690,11 @@ impl Link {
         None
     }
 
-    /// Queues the frames for a message to the peer (for the process `to`,
-    /// if it is a process's), announcing first the nodes its pids name;
-    /// false when the link has closed or the message cannot cross (a shared
-    /// value other than a buffer, or too long).
-    fn push_message(&self, nodes: &synodic_core::node::Nodes, msg: &Message, to: Option<Pid>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
+    /// Queues the frames for a message to the peer (between the processes
+    /// `between`, from and to, if it is a process's), announcing first the
+    /// nodes its pids name; false when the link has closed or the message
+    /// cannot cross (a shared value other than a buffer, or too long).
+    fn push_message(&self, nodes: &synodic_core::node::Nodes, msg: &Message, between: Option<(Pid, Pid)>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
         let Some(shared) = msg.attachments().iter().map(buffer_bytes).collect::<Option<Vec<Bytes>>>() else { return false };
         let mut bytes = msg.to_vec();
         let mut named = BTreeSet::new();
@@ -713,7 +716,7 @@ impl Link {
                     }
                 }
             }
-            fits = out.enqueue(frame(bytes), len, to, shared).is_ok();
+            fits = out.enqueue(frame(bytes), len, between, shared).is_ok();
         });
         open && fits
     }
@@ -783,10 +786,15 @@ impl Link {
         slowed
     }
 
-    /// Whether the outbox has room; if not, `sender` is woken when it has.
+    /// Whether the outbox has room for `sender`; if not, it is woken when
+    /// it has. Only those who fill the link wait: a sender with a long
+    /// message still queued, or everyone once whole frames alone fill it
+    /// (a peer that stops reading). A process sending a small message
+    /// beside someone's large one goes on.
     fn room_for(&self, sender: Pid) -> bool {
         let mut out = self.outbox.lock();
-        if out.closed || out.queued() <= FULL {
+        let full = out.bytes.len() > FULL || (out.queued() > FULL && out.long.iter().any(|l| matches!(l, Long::Parcel { from: Some(f), .. } if *f == sender)));
+        if out.closed || !full {
             return true;
         }
         out.slowed.push(sender);
@@ -873,7 +881,7 @@ fn parse_addr(listen: &str, dialed: &str) -> Result<SocketAddr, Error> {
 impl Remote for Cluster {
     fn send(&self, from: Pid, to: Pid, msg: Message) -> bool {
         let Some(link) = self.inner.links.lock().get(&to.node()).cloned() else { return false };
-        link.push_message(self.inner.rt.nodes(), &msg, Some(to), |message| Frame::Send { to, from, message })
+        link.push_message(self.inner.rt.nodes(), &msg, Some((from, to)), |message| Frame::Send { to, from, message })
     }
 
     fn monitor(&self, watcher: Pid, target: Pid) -> bool {

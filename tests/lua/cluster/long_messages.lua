@@ -66,15 +66,21 @@ assert(#got == 200000 and got[123456] == 123456)
 assert(s.receive(10) == 3)
 
 -- A 64 MB buffer in flight does not hold up a small round trip between
--- the same nodes: the reply comes back before the buffer has arrived.
+-- the same nodes: the reply comes back before the buffer has arrived (its
+-- sender is slowed until most of it has gone; this process is not).
 local sink = s.spawn_on(other, function(parent)
   local s = require "synodic"
   local buf = s.receive()
   s.send(parent, "arrived", #buf, buf[#buf])
 end, me)
-local huge = buffer.new(64 << 20)
-huge[#huge] = 77
-s.send(sink, huge)
+s.spawn(function(parent, sink)
+  local s = require "synodic"
+  local huge = require("synodic.buffer").new(64 << 20)
+  huge[#huge] = 77
+  s.send(parent, "sending")
+  s.send(sink, huge)
+end, me, sink)
+assert(s.receive_match("sending", 10))
 s.send(echo, me, "ping")
 local first = table.pack(s.receive_match(function(m) return m == "ping" or m == "arrived" end, 30))
 assert(first[1] == "ping", "the small message waited behind the 64 MB buffer")
