@@ -29,11 +29,7 @@ macro_rules! cluster_scripts {
 
         #[test]
         fn every_cluster_script_is_listed() {
-            let listed = [$(stringify!($name)),*];
-            for entry in std::fs::read_dir(cluster_scripts_dir()).unwrap() {
-                let stem = entry.unwrap().path().file_stem().unwrap().to_string_lossy().into_owned();
-                assert!(listed.contains(&stem.as_str()), "tests/lua/cluster/{stem}.lua is not listed in cluster.rs");
-            }
+            common::assert_every_script_listed(&cluster_scripts_dir(), &[$(stringify!($name)),*], "cluster.rs");
         }
     };
 }

@@ -24,14 +24,7 @@ macro_rules! lua_tests {
 
         #[test]
         fn every_script_is_listed() {
-            let listed = [$(stringify!($name)),*];
-            for entry in std::fs::read_dir(scripts_dir()).unwrap() {
-                let path = entry.unwrap().path();
-                if path.extension().is_some_and(|e| e == "lua") {
-                    let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-                    assert!(listed.contains(&stem.as_str()), "tests/lua/{stem}.lua is not listed in lua_scripts.rs");
-                }
-            }
+            common::assert_every_script_listed(&scripts_dir(), &[$(stringify!($name)),*], "lua_scripts.rs");
         }
     };
 }

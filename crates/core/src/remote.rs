@@ -61,6 +61,22 @@ pub const MESSAGE_MAX: u64 = 1 << 30;
 /// The most buffers one message may carry to another node.
 pub const ATTACHMENTS_MAX: usize = 4096;
 
+/// Whether `msg` can go to another node: buffers (attachments that are
+/// bytes) cross as their bytes, tuple-space handles not yet, and the whole
+/// must not be too long. The error says what is wrong.
+pub fn crossing(msg: &Message) -> Result<(), String> {
+    if msg.attachments().iter().any(|a| a.downcast_ref::<Vec<u8>>().is_none()) {
+        return Err("a tuple-space handle cannot cross to another node yet".into());
+    }
+    if msg.attachments().len() > ATTACHMENTS_MAX {
+        return Err(format!("a message to another node carries at most {ATTACHMENTS_MAX} buffers"));
+    }
+    if msg.size() as u64 > MESSAGE_MAX {
+        return Err(format!("a message of {} bytes is too long for another node (at most {MESSAGE_MAX})", msg.size()));
+    }
+    Ok(())
+}
+
 const REPLY: &[u8] = b"$reply";
 
 /// The answer to the request tagged `tag`: a pid, `true` (`None`), or an error.

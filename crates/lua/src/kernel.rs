@@ -6,7 +6,7 @@
 use std::ffi::{c_int, CStr};
 
 use mlua_sys as ffi;
-use synodic_core::{ExitReason, Message, Pid};
+use synodic_core::{ExitReason, Pid};
 
 use synodic_core::linda::Field;
 use synodic_core::wire::{Reader, Tag};
@@ -162,30 +162,15 @@ unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<Option<Pid>, String> {
     }
     let msg = codec::encode(L, 2, top).map_err(|e| format!("send: {e}"))?;
     let Some(pid) = dest else { return Ok(None) };
-    if pid.node() != 0 {
-        crosses(&msg).map_err(|e| format!("send: {e}"))?;
+    let remote = pid.node() != 0;
+    if remote {
+        synodic_core::remote::crossing(&msg).map_err(|e| format!("send: {e}"))?;
     }
     let ctx = ctx(L);
     ctx.rt().send_from(ctx.proc(), pid, msg);
     // A sender to a node that cannot keep up waits here for room.
-    let full = pid.node() != 0 && ffi::lua_isyieldable(L) != 0 && ctx.rt().remote().is_some_and(|r| !r.room_for(pid, ctx.proc().pid()));
+    let full = remote && ffi::lua_isyieldable(L) != 0 && ctx.rt().remote().is_some_and(|r| !r.room_for(pid, ctx.proc().pid()));
     Ok(full.then_some(pid))
-}
-
-/// Whether `msg` can go to another node: buffers cross as their bytes,
-/// tuple-space handles not (yet), and the whole must not be too long.
-pub(crate) fn crosses(msg: &Message) -> Result<(), String> {
-    use synodic_core::remote::{ATTACHMENTS_MAX, MESSAGE_MAX};
-    if msg.attachments().iter().any(|a| a.downcast_ref::<Vec<u8>>().is_none()) {
-        return Err("a tuple-space handle cannot cross to another node yet".into());
-    }
-    if msg.attachments().len() > ATTACHMENTS_MAX {
-        return Err(format!("a message to another node carries at most {ATTACHMENTS_MAX} buffers"));
-    }
-    if msg.size() as u64 > MESSAGE_MAX {
-        return Err(format!("a message of {} bytes is too long for another node (at most {MESSAGE_MAX})", msg.size()));
-    }
-    Ok(())
 }
 
 unsafe extern "C-unwind" fn send(L: *mut ffi::lua_State) -> c_int {

@@ -22,7 +22,7 @@ use crate::wait;
 pub(crate) unsafe fn spawn_on(L: *mut ffi::lua_State, node: &str, first: c_int) -> c_int {
     let sent = (|| {
         let msg = codec::encode(L, first, ffi::lua_gettop(L)).map_err(|e| format!("spawn_on: {e}"))?;
-        crate::kernel::crosses(&msg).map_err(|e| format!("spawn_on: {e}"))?;
+        synodic_core::remote::crossing(&msg).map_err(|e| format!("spawn_on: {e}"))?;
         let c = ctx(L);
         let rt = c.rt();
         let remote = rt.remote().ok_or_else(|| format!("spawn_on: no such node: {node}"))?;

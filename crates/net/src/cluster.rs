@@ -85,6 +85,10 @@ struct Link {
     peer: NodeId,
     alias: u16,
     outbox: Mutex<Outbox>,
+    /// Set while more than [`FULL`] bytes wait in the outbox, cleared once
+    /// they drain below [`ROOM`]: every remote send asks whether it must
+    /// wait, and this answers without the outbox's lock.
+    congested: AtomicBool,
     wake: Notify,
     /// The peer's aliases, as it announced them, mapped to ours.
     theirs: Mutex<HashMap<u16, u16>>,
@@ -351,6 +355,7 @@ impl Cluster {
             peer: peer.node.clone(),
             alias,
             outbox: Mutex::new(Outbox::default()),
+            congested: AtomicBool::new(false),
             wake: Notify::new(),
             theirs: Mutex::new(HashMap::new()),
             awaited: Mutex::new(Awaited::default()),
@@ -378,16 +383,16 @@ impl Cluster {
     async fn read(self, link: Arc<Link>, mut reader: tokio::net::tcp::OwnedReadHalf, mut decoder: Decoder) {
         let mut parcels = Assembler::default();
         let end = loop {
-            let next = match decoder.next() {
-                Ok(Some(Next::Frame(frame))) => self.receive(&link, frame, Vec::new()),
+            let handled = match decoder.next() {
+                Ok(Some(Next::Frame(frame))) => self.receive(&link, frame, Vec::new()).map(|()| true),
                 Ok(Some(Next::Part { stream, total, bytes, more })) => match parcels.begin(stream, total, bytes) {
-                    Ok(()) => self.read_part(&link, &mut reader, &mut parcels, more).await,
+                    Ok(()) => self.read_part(&link, &mut reader, &mut parcels, more).await.map(|()| true),
                     Err(e) => Err(e),
                 },
                 Ok(None) => Ok(false),
                 Err(e) => Err(e),
             };
-            match next {
+            match handled {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(e) => break Some(e),
@@ -446,8 +451,8 @@ impl Cluster {
 
     /// The `more` bytes of a part that had not arrived with its header,
     /// read from the connection straight into the parcel; then the
-    /// parcel's frame, if that was its last part. Ok(true): go on.
-    async fn read_part(&self, link: &Link, reader: &mut tokio::net::tcp::OwnedReadHalf, parcels: &mut Assembler, mut more: usize) -> Result<bool, Error> {
+    /// parcel's frame, if that was its last part.
+    async fn read_part(&self, link: &Link, reader: &mut tokio::net::tcp::OwnedReadHalf, parcels: &mut Assembler, mut more: usize) -> Result<(), Error> {
         while more > 0 {
             let Some((piece, room)) = parcels.room() else {
                 return Err(Error::Protocol("a part longer than its parcel".into()));
@@ -461,15 +466,15 @@ impl Cluster {
             }
             parcels.filled();
         }
-        if let Some((frame, shared)) = parcels.finish()? {
-            self.receive(link, frame, shared)?;
+        match parcels.finish()? {
+            Some((frame, shared)) => self.receive(link, frame, shared),
+            None => Ok(()),
         }
-        Ok(true)
     }
 
     /// One frame from an authenticated peer, with the buffers its message
-    /// carries (a parcel's); Ok(true): go on.
-    fn receive(&self, link: &Link, frame: Frame, shared: Vec<Bytes>) -> Result<bool, Error> {
+    /// carries (a parcel's).
+    fn receive(&self, link: &Link, frame: Frame, shared: Vec<Bytes>) -> Result<(), Error> {
         let attach = |message: Vec<u8>| Message::with_attachments(message, shared.into_iter().map(|b| b as Attachment).collect());
         let rt = &self.inner.rt;
         match frame {
@@ -521,7 +526,7 @@ impl Cluster {
             }
             other => return Err(Error::Protocol(format!("unexpected frame {other:?}").chars().take(80).collect())),
         }
-        Ok(true)
+        Ok(())
     }
 
     /// The name's arbiter gave `name` to `pid`, of this node: it is
@@ -729,6 +734,9 @@ impl Link {
         }
         let was_idle = out.bytes.is_empty() && out.long.is_empty();
         frame(&mut out);
+        if out.queued() > FULL {
+            self.congested.store(true, Relaxed);
+        }
         let now = Instant::now();
         let quiet = out.last_push.is_none_or(|t| now.duration_since(t) >= QUIET);
         out.last_push = Some(now);
@@ -792,12 +800,18 @@ impl Link {
     /// (a peer that stops reading). A process sending a small message
     /// beside someone's large one goes on.
     fn room_for(&self, sender: Pid) -> bool {
+        if !self.congested.load(Relaxed) {
+            return true;
+        }
         let mut out = self.outbox.lock();
         let full = out.bytes.len() > FULL || (out.queued() > FULL && out.long.iter().any(|l| matches!(l, Long::Parcel { from: Some(f), .. } if *f == sender)));
         if out.closed || !full {
             return true;
         }
-        out.slowed.push(sender);
+        // A slowed sender woken by a message looks again: listed once.
+        if !out.slowed.contains(&sender) {
+            out.slowed.push(sender);
+        }
         false
     }
 
@@ -828,7 +842,10 @@ impl Link {
                 let mut out = self.outbox.lock();
                 out.writing = false;
                 match out.queued() < ROOM {
-                    true => std::mem::take(&mut out.slowed),
+                    true => {
+                        self.congested.store(false, Relaxed);
+                        std::mem::take(&mut out.slowed)
+                    }
                     false => Vec::new(),
                 }
             };
@@ -952,8 +969,11 @@ impl Remote for Cluster {
     }
 
     fn room_for(&self, to: Pid, sender: Pid) -> bool {
-        let link = self.inner.links.lock().get(&to.node()).cloned();
-        link.is_none_or(|link| link.room_for(sender))
+        let link = match self.inner.links.lock().get(&to.node()) {
+            Some(link) if link.congested.load(Relaxed) => link.clone(),
+            _ => return true,
+        };
+        link.room_for(sender)
     }
 
     fn least_loaded(&self) -> Arc<str> {

@@ -120,22 +120,16 @@ impl Frame {
                 w.u64(target.raw());
                 kind::MONITOR
             }
-            Frame::Spawn { caller, tag, message } => {
+            Frame::Spawn { caller, tag, message } | Frame::Claim { caller, tag, message } => {
                 w.u64(caller.raw());
                 w.varint(*tag);
                 w.raw(message);
-                kind::SPAWN
+                if matches!(self, Frame::Spawn { .. }) { kind::SPAWN } else { kind::CLAIM }
             }
             Frame::Load { load, nodes } => {
                 w.varint(*load as u64);
                 w.varint(*nodes as u64);
                 kind::LOAD
-            }
-            Frame::Claim { caller, tag, message } => {
-                w.u64(caller.raw());
-                w.varint(*tag);
-                w.raw(message);
-                kind::CLAIM
             }
             Frame::Named { message } => {
                 w.raw(message);
@@ -225,17 +219,16 @@ fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
             Frame::Part { stream, total, bytes: rest(r) }
         }
         kind::MONITOR => Frame::Monitor { watcher: pid(r)?, target: pid(r)? },
-        kind::SPAWN => {
+        kind::SPAWN | kind::CLAIM => {
             let caller = pid(r)?;
             let tag = r.varint()?;
-            Frame::Spawn { caller, tag, message: rest(r) }
+            let message = rest(r);
+            match kind {
+                kind::SPAWN => Frame::Spawn { caller, tag, message },
+                _ => Frame::Claim { caller, tag, message },
+            }
         }
         kind::LOAD => Frame::Load { load: u32::try_from(r.varint()?).unwrap_or(u32::MAX), nodes: u32::try_from(r.varint()?).unwrap_or(u32::MAX) },
-        kind::CLAIM => {
-            let caller = pid(r)?;
-            let tag = r.varint()?;
-            Frame::Claim { caller, tag, message: rest(r) }
-        }
         kind::NAMED => Frame::Named { message: rest(r) },
         kind::UNNAMED => Frame::Unnamed { message: rest(r) },
         other => return Err(Parse::Other(format!("unknown frame kind {other}"))),
@@ -307,7 +300,14 @@ impl Decoder {
 
     /// The next whole frame, if one has arrived.
     pub fn next_frame(&mut self) -> Result<Option<Frame>, Error> {
-        let Some(len) = self.frame_len()? else { return Ok(None) };
+        match self.frame_len()? {
+            Some(len) => self.whole(len),
+            None => Ok(None),
+        }
+    }
+
+    /// The frame in front, of `len` bytes, once all of it has arrived.
+    fn whole(&mut self, len: usize) -> Result<Option<Frame>, Error> {
         let pending = &self.buf[self.start..];
         if pending.len() < 4 + len {
             return Ok(None);
@@ -326,7 +326,7 @@ impl Decoder {
         let Some(len) = self.frame_len()? else { return Ok(None) };
         let base = self.start;
         if self.buf[base + 4] != kind::PART {
-            return Ok(self.next_frame()?.map(Next::Frame));
+            return Ok(self.whole(len)?.map(Next::Frame));
         }
         let arrived = (self.buf.len() - base).min(4 + len);
         let mut r = Reader::fields(&self.buf[base + HEADER..base + arrived]);

@@ -114,13 +114,6 @@ struct Open {
 }
 
 impl Assembler {
-    /// Takes one part; returns the carried frame and the buffers' bytes once
-    /// the last part has come.
-    pub fn part(&mut self, stream: u64, total: u64, bytes: &[u8]) -> Result<Option<(Frame, Vec<Bytes>)>, Error> {
-        self.begin(stream, total, bytes)?;
-        self.finish()
-    }
-
     /// Takes the first bytes of a part (the rest may follow through [`Assembler::room`]).
     pub fn begin(&mut self, stream: u64, total: u64, bytes: &[u8]) -> Result<(), Error> {
         let bytes = match &self.open {
@@ -150,7 +143,7 @@ impl Assembler {
     /// Bytes were appended to the piece [`Assembler::room`] gave.
     pub fn filled(&mut self) {
         if let Some(open) = &mut self.open {
-            open.skip_empty();
+            open.skip_whole();
         }
     }
 
@@ -197,7 +190,7 @@ impl Open {
         let lens: Vec<usize> = lens.into_iter().map(|l| l as usize).collect();
         let pieces = lens.iter().map(|&l| Vec::with_capacity(l)).collect();
         let mut open = Open { stream, total, pieces, lens, piece: 0 };
-        open.skip_empty();
+        open.skip_whole();
         Ok((open, &first[r.position()..]))
     }
 
@@ -210,13 +203,13 @@ impl Open {
             let take = (len - piece.len()).min(bytes.len());
             piece.extend_from_slice(&bytes[..take]);
             bytes = &bytes[take..];
-            self.skip_empty();
+            self.skip_whole();
         }
         Ok(())
     }
 
-    /// Moves past the pieces that are whole.
-    fn skip_empty(&mut self) {
+    /// Moves past the pieces that are whole (an empty one is at once).
+    fn skip_whole(&mut self) {
         while self.piece < self.lens.len() && self.pieces[self.piece].len() == self.lens[self.piece] {
             self.piece += 1;
         }
@@ -229,6 +222,12 @@ mod tests {
     use crate::frame::Decoder;
     use synodic_core::Pid;
 
+    /// A whole part through the assembler.
+    fn part(a: &mut Assembler, stream: u64, total: u64, bytes: &[u8]) -> Result<Option<(Frame, Vec<Bytes>)>, Error> {
+        a.begin(stream, total, bytes)?;
+        a.finish()
+    }
+
     fn carry(parcel: &mut Parcel) -> Result<Option<(Frame, Vec<Bytes>)>, Error> {
         let mut bytes = Vec::new();
         while parcel.next_part(&mut bytes) > 0 {}
@@ -240,7 +239,7 @@ mod tests {
         while let Some(frame) = decoder.next_frame()? {
             let Frame::Part { stream, total, bytes } = frame else { panic!("not a part") };
             assert!(got.is_none(), "a part after the last");
-            got = assembler.part(stream, total, &bytes)?;
+            got = part(&mut assembler, stream, total, &bytes)?;
         }
         Ok(got)
     }
@@ -259,24 +258,24 @@ mod tests {
     #[test]
     fn junk_parcels_are_errors() {
         let mut a = Assembler::default();
-        assert!(a.part(1, 10, &[]).unwrap_err().to_string().contains("envelope"));
-        assert!(a.part(1, 10, &[1, 1, 5]).unwrap_err().to_string().contains("add up"));
-        assert!(a.part(1, MESSAGE_MAX + 1, &[1]).unwrap_err().to_string().contains("at most"));
+        assert!(part(&mut a, 1, 10, &[]).unwrap_err().to_string().contains("envelope"));
+        assert!(part(&mut a, 1, 10, &[1, 1, 5]).unwrap_err().to_string().contains("add up"));
+        assert!(part(&mut a, 1, MESSAGE_MAX + 1, &[1]).unwrap_err().to_string().contains("at most"));
         // One piece of 2 bytes: a bare frame of one kind byte and one body byte.
         let mut a = Assembler::default();
-        assert!(a.part(2, 4, &[1, 2, 99]).unwrap().is_none());
-        assert!(a.part(3, 4, &[0]).unwrap_err().to_string().contains("inside parcel 2"));
-        let e = a.part(2, 4, &[0]).unwrap_err().to_string();
+        assert!(part(&mut a, 2, 4, &[1, 2, 99]).unwrap().is_none());
+        assert!(part(&mut a, 3, 4, &[0]).unwrap_err().to_string().contains("inside parcel 2"));
+        let e = part(&mut a, 2, 4, &[0]).unwrap_err().to_string();
         assert!(e.contains("unknown frame kind 99"), "{e}");
         let mut a = Assembler::default();
-        assert!(a.part(2, 4, &[1, 2, 99, 0, 0]).unwrap_err().to_string().contains("longer"));
+        assert!(part(&mut a, 2, 4, &[1, 2, 99, 0, 0]).unwrap_err().to_string().contains("longer"));
         // Every cut of a good parcel's first part fails cleanly or waits.
         let frame = Frame::Named { message: vec![2, 0] };
         let mut parcel = Parcel::new(4, &frame, vec![Arc::new(vec![5; 3])]).unwrap();
         let mut bytes = Vec::new();
         parcel.next_part(&mut bytes);
         for cut in 0..bytes.len() {
-            let _ = Assembler::default().part(4, 99, &bytes[..cut]);
+            let _ = part(&mut Assembler::default(), 4, 99, &bytes[..cut]);
         }
     }
 

@@ -5,11 +5,11 @@
 -- for a node that is then killed (SIGKILL) goes on: its sends return and
 -- its monitor says "noconnection".
 local s = require "synodic"
+package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/../modules/?.lua;" .. package.path
+local testkit = require "testkit"
 
 local me = s.self()
-local other
-for _, n in ipairs(s.nodes()) do if n ~= s.node() then other = n end end
-assert(other, "two nodes")
+local other = testkit.other_node()
 
 local sink = s.spawn_on(other, function(boss)
   local s = require "synodic"

@@ -6,20 +6,12 @@
 -- what cannot cross is an error at the sender.
 local s = require "synodic"
 local buffer = require "synodic.buffer"
+package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/../modules/?.lua;" .. package.path
+local testkit = require "testkit"
 
 local me = s.self()
-local other
-for _, n in ipairs(s.nodes()) do if n ~= s.node() then other = n end end
-assert(other, "two nodes")
-
-local echo = s.spawn_on(other, function()
-  local s = require "synodic"
-  while true do
-    local msg = table.pack(s.receive())
-    if msg[2] == "stop" then return end
-    s.send(msg[1], table.unpack(msg, 2, msg.n))
-  end
-end)
+local other = testkit.other_node()
+local echo = testkit.echo_on(other)
 
 -- Buffers of each kind, several in one message, one of them twice.
 local bytes = buffer.new(100000)

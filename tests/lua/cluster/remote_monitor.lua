@@ -3,10 +3,11 @@
 -- error, an exit value), at once for one that has already ended; and
 -- monitor_node on a live node says nothing.
 local s = require "synodic"
+package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/../modules/?.lua;" .. package.path
+local testkit = require "testkit"
 
 local me = s.self()
-local other
-for _, n in ipairs(s.nodes()) do if n ~= s.node() then other = n end end
+local other = testkit.other_node()
 
 local function remote(f) return s.spawn_on(other, f, me) end
 

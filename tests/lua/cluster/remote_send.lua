@@ -3,21 +3,12 @@
 -- order; every kind of value crosses; a name held by a remote process
 -- (whereis) and a message to a dead remote process (dropped).
 local s = require "synodic"
+package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/../modules/?.lua;" .. package.path
+local testkit = require "testkit"
 
 local me = s.self()
-local other
-for _, n in ipairs(s.nodes()) do if n ~= s.node() then other = n end end
-assert(other, "two nodes")
-
--- An echo on the other node: sends back whatever it gets.
-local echo = s.spawn_on(other, function()
-  local s = require "synodic"
-  while true do
-    local msg = table.pack(s.receive())
-    if msg[2] == "stop" then return end
-    s.send(msg[1], table.unpack(msg, 2, msg.n))
-  end
-end)
+local other = testkit.other_node()
+local echo = testkit.echo_on(other)
 
 -- Values: numbers keep their type, strings are binary-safe, tables keep
 -- shared references and cycles, functions keep their upvalues.

@@ -30,4 +30,25 @@ function M.ping_pong(rounds)
   assert(n == rounds, n)
 end
 
+-- The first node of the cluster other than this one.
+function M.other_node()
+  for _, n in ipairs(s.nodes()) do
+    if n ~= s.node() then return n end
+  end
+  error("a cluster of one node")
+end
+
+-- A process on `node` that sends back whatever it gets: `send(echo, me,
+-- ...)` comes back as `...`; `"stop"` ends it.
+function M.echo_on(node)
+  return s.spawn_on(node, function()
+    local s = require "synodic"
+    while true do
+      local msg = table.pack(s.receive())
+      if msg[2] == "stop" then return end
+      s.send(msg[1], table.unpack(msg, 2, msg.n))
+    end
+  end)
+end
+
 return M

@@ -104,6 +104,18 @@ pub fn run_lua_script(dir: &std::path::Path, name: &str) {
     run_lua_script_with(dir, name, &[])
 }
 
+/// Fails naming the first `.lua` script of `dir` whose name `listed` (the
+/// tests of `file`) lacks: a script nobody runs is a test that never fails.
+pub fn assert_every_script_listed(dir: &std::path::Path, listed: &[&str], file: &str) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "lua") {
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            assert!(listed.contains(&stem.as_str()), "{} is not listed in {file}", path.display());
+        }
+    }
+}
+
 /// [`run_lua_script`], with `extra` flags for `synodic run` before the script's own.
 pub fn run_lua_script_with(dir: &std::path::Path, name: &str, extra: &[&std::ffi::OsStr]) {
     let path = dir.join(format!("{name}.lua"));
