@@ -115,6 +115,9 @@ pub fn run(args: ConsoleArgs) -> Result<i32> {
 /// program went away.
 fn send_line(stream: &mut TcpStream, line: &str, done: &mpsc::Receiver<Event>) -> Result<bool> {
     if writeln!(stream, "{line}").is_err() {
+        // The reader sees the same closed connection: let it say so before
+        // the console exits, so the user always learns why.
+        while let Ok(Event::Done) = done.recv() {}
         return Ok(false);
     }
     Ok(matches!(done.recv(), Ok(Event::Done)))
