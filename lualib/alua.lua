@@ -6,8 +6,14 @@
 -- the agent "main": once it has used this module, it goes on handling events
 -- after its chunk returns, until alua.exit() or alua.exit_all().
 --
--- Native primitives used: synodic.spawn, send, receive, register, whereis,
--- self, exit, halt.
+-- In a cluster, agents can be placed on other nodes (`opts.on`); such an
+-- agent registers its id on its own node (a name is given by the node of
+-- the process that holds it) and reports to a local helper process, so the
+-- caller's mailbox sees no monitor messages. Ids of agents without a name
+-- carry their node's name there, so they are unique cluster-wide.
+--
+-- Native primitives used: synodic.spawn, spawn_on, send, receive,
+-- receive_match, monitor, register, whereis, self, main, node, exit, halt.
 
 local s = require "synodic"
 
@@ -16,6 +22,9 @@ local alua = {}
 -- Tags of the messages this module sends; the NUL keeps them apart from
 -- anything a program would send itself.
 local EVENT = "\0alua.event"
+local READY = "\0alua.ready"   -- a placed agent to its helper: registered (or why not)
+local PLACED = "\0alua.placed" -- the helper to the caller of spawn: the ids, or an error
+local EXIT_ALL = "\0alua.exit_all"
 
 local function report(err)
   io.stderr:write(string.format("synodic: agent %s: %s\n", tostring(alua.id), tostring(err)))
@@ -34,24 +43,37 @@ local function handle(code)
   if not ok then report(err) end
 end
 
+-- Handles one message of the event loop.
+local function dispatch(tag, code, ...)
+  if tag == EVENT then
+    handle(code)
+  elseif tag == EXIT_ALL then
+    s.halt(0)
+  elseif tag == "DOWN" and code == alua._run_main and code ~= nil then
+    s.exit()
+  else
+    alua.on_message(tag, code, ...)
+  end
+end
+
 -- Handles events forever (until the agent or the run ends). Messages that are
 -- not events go to alua.on_message, which ignores them by default.
 local function loop()
-  while true do
-    local tag, code = s.receive()
-    if tag == EVENT then
-      handle(code)
-    else
-      alua.on_message(tag, code)
-    end
-  end
+  while true do dispatch(s.receive()) end
 end
 
 function alua.on_message() end
 
--- The id of an agent spawned without a name: from its pid, so unique.
+-- An id made on this node, unique cluster-wide: in a cluster (where node
+-- names are NAME@HOST) it carries this node's name.
+local function qualified(id)
+  if s.node():find("@", 1, true) then return id .. "@" .. s.node() end
+  return id
+end
+
+-- The id of an agent spawned without a name, from its pid on its own node.
 local function anonymous_id(pid)
-  return "agent" .. tostring(pid):sub(2, -2)
+  return qualified("agent" .. tostring(pid):sub(2, -2))
 end
 
 local function check_code(code, fname)
@@ -74,9 +96,39 @@ local function used()
   end
 end
 
+-- Where agent i goes: nil for this node, else a node name or "any".
+local function placement(opts)
+  local on = opts and opts.on
+  if on == nil then return function() return nil end end
+  if type(on) == "string" then on = {on} end
+  if type(on) ~= "table" or #on == 0 then
+    error("alua.spawn: opts.on must be a node name, \"any\" or a list of node names", 3)
+  end
+  for _, node in ipairs(on) do
+    if type(node) ~= "string" then error("alua.spawn: opts.on lists node names (strings)", 3) end
+  end
+  return function(i)
+    local node = on[(i - 1) % #on + 1]
+    if node ~= s.node() then return node end
+  end
+end
+
+-- Starts the agents of `placed` (index -> {node =, name =}) on their nodes
+-- from a helper process, and returns their ids by index; raises the first
+-- failure (a node not in the cluster, a name taken, a node lost meanwhile).
+local placements = 0
+local function place(placed)
+  placements = placements + 1
+  local token = placements
+  s.spawn(function(...) require("synodic.alua")._place(...) end, s.self(), token, placed, s.whereis("main"))
+  local _, _, ok, result = s.receive_match(function(tag, t) return tag == PLACED and t == token end)
+  if not ok then error(result, 0) end
+  return result
+end
+
 --- Starts n agents, or one agent per name in a list; returns their ids once
---- every one of them can receive.
-function alua.spawn(what)
+--- every one of them can receive. opts.on places them on other nodes.
+function alua.spawn(what, opts)
   used()
   local names = {}
   if math.type(what) == "integer" and what >= 0 then
@@ -90,13 +142,24 @@ function alua.spawn(what)
   else
     error("bad argument #1 to 'spawn' (a count or a list of names expected)", 2)
   end
-  local ids = {}
+  local where = placement(opts)
+  local ids, placed = {}, {}
   for i, name in ipairs(names) do
-    -- The new process runs its own copy of this module's agent loop.
-    local pid = s.spawn(function(name) require("synodic.alua")._agent(name) end, name)
-    local id = name or anonymous_id(pid)
-    s.register(id, pid) -- messages to the id queue up from here on
-    ids[i] = id
+    local node = where(i)
+    if node then
+      placed[i] = {node = node, name = name}
+    else
+      -- The new process runs its own copy of this module's agent loop.
+      local pid = s.spawn(function(name) require("synodic.alua")._agent(name) end, name)
+      local id = name or anonymous_id(pid)
+      s.register(id, pid) -- messages to the id queue up from here on
+      ids[i] = id
+    end
+  end
+  if next(placed) then
+    local ok, placed_ids = pcall(place, placed)
+    if not ok then error("alua.spawn: " .. tostring(placed_ids), 2) end
+    for i, id in pairs(placed_ids) do ids[i] = id end
   end
   return ids
 end
@@ -155,8 +218,13 @@ function alua.exit()
   s.exit()
 end
 
---- Ends every agent and the run, status 0.
+--- Ends every agent and the run, status 0. On a node that runs no program
+--- of its own, the run's main agent ends it.
 function alua.exit_all()
+  if s.main() == nil then
+    pcall(s.send, "main", EXIT_ALL)
+    s.exit()
+  end
   s.halt(0)
 end
 
@@ -166,9 +234,52 @@ function alua._agent(name)
   loop()
 end
 
+-- Entry point of an agent placed on another node by `helper`: it takes its
+-- id here and says so. It ends with the run's main agent (`main`), as the
+-- agents of the main's own node do.
+function alua._placed_agent(name, helper, main)
+  alua.id = name or anonymous_id(s.self())
+  local ok, err = pcall(s.register, alua.id, s.self())
+  s.send(helper, READY, s.self(), ok, ok and alua.id or tostring(err))
+  if not ok then return end
+  if main then
+    alua._run_main = main
+    s.monitor(main)
+  end
+  loop()
+end
+
+-- Body of the helper process of `place`: reports to `caller` with
+-- (PLACED, token, true, ids) or (PLACED, token, false, error).
+function alua._place(caller, token, placed, main)
+  local ok, result = pcall(function()
+    local pending, ids, failure = {}, {}, nil
+    for i, p in pairs(placed) do
+      local pid = s.spawn_on(p.node, function(...) require("synodic.alua")._placed_agent(...) end, p.name, s.self(), main)
+      s.monitor(pid)
+      pending[pid] = {node = p.node, index = i}
+    end
+    while next(pending) do
+      local tag, pid, a, b = s.receive()
+      local p = pending[pid]
+      if p and tag == READY then
+        pending[pid] = nil
+        if a then ids[p.index] = b else failure = failure or b end
+      elseif p and tag == "DOWN" then
+        pending[pid] = nil
+        failure = failure or string.format("the agent placed on %s ended before it could receive (%s)", p.node, tostring(a))
+      end
+    end
+    if failure then error(failure, 0) end
+    return ids
+  end)
+  s.send(caller, PLACED, token, ok, result)
+end
+
 -- For other event loops built on this one (the console agent).
 alua._EVENT = EVENT
 alua._run = run
+alua._qualified = qualified
 
 -- Loaded in the main process: this is the agent "main".
 if s.self() == s.main() then alua.id = "main" end

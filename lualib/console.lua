@@ -63,7 +63,8 @@ end
 --- Entry point: serves the console whose output port is `port` until the
 --- user leaves.
 function console.main(port)
-  alua.id = "console" .. port
+  -- The id the endpoint announced (`synodic_net::console::agent_id`).
+  alua.id = alua._qualified("console" .. port)
   s.register(alua.id, s.self())
   _G.print = function(...) output(port, "o", ...) end
 
@@ -78,7 +79,9 @@ function console.main(port)
     local pid = pid_of(who)
     if pid == nil then error("inspect: no process " .. tostring(who), 2) end
     if expr == nil then
-      if not control.probe(pid) then error("inspect: no process " .. tostring(who), 2) end
+      if not control.probe(pid) then
+        error(string.format("inspect: no process %s on this node (inspect(who, expr) reaches an agent on any node)", tostring(who)), 2)
+      end
       local _, _, text = s.receive_match(function(tag, p) return tag == "probe" and p == pid end, 5)
       if not text then error("inspect: no answer from " .. tostring(who), 2) end
       print(text)

@@ -4,7 +4,7 @@
 -- step for all-pairs shortest paths by repeated squaring. The parallel
 -- skeleton deals rows out to agents and collects them by events; both give
 -- the same results.
--- usage: synodic run examples/alua/tuple_multiplication.lua [n] [agents]
+-- usage: synodic run [--nodes 3] examples/alua/tuple_multiplication.lua [n] [agents]
 local N = math.tointeger(tonumber(arg[1])) or 24
 local AGENTS = math.tointeger(tonumber(arg[2])) or 3
 local INF = math.huge
@@ -59,7 +59,11 @@ local node_code = [[
   end
 ]]
 
-local procs = alua.spawn(AGENTS)
+-- The agents are dealt over every node of the cluster (this one alone when
+-- the program runs on one node).
+local nodes = require("synodic").nodes()
+local procs = alua.spawn(AGENTS, {on = nodes})
+print(string.format("%d agents over %d node(s)", #procs, math.min(#procs, #nodes)))
 alua.mcast(procs, node_code)
 
 local master_c, master_i, finish

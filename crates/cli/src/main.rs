@@ -42,11 +42,6 @@ struct RunArgs {
     /// over it ends alone, with reason "memory limit".
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     max_process_memory: Option<u64>,
-    /// Open a console endpoint on this address (host:port; port 0 picks a
-    /// free one), which `synodic console` attaches to; its address is
-    /// printed on stderr. No endpoint without it.
-    #[arg(long, value_name = "ADDR")]
-    console: Option<String>,
     /// Start N-1 more nodes on this machine (OS processes) and form a
     /// cluster with them before the program starts; they end with the run.
     /// The program spreads its work with spawn_on.
@@ -73,9 +68,14 @@ struct NodeArgs {
     quiet: bool,
 }
 
-/// How a node takes part in a cluster (SPEC §8, §9).
+/// How a node takes part in a cluster (SPEC §8, §9), and who may attach.
 #[derive(clap::Args)]
 struct ClusterArgs {
+    /// Open a console endpoint on this address (host:port; port 0 picks a
+    /// free one), which `synodic console` attaches to; its address is
+    /// printed on stderr. No endpoint without it.
+    #[arg(long, value_name = "ADDR")]
+    console: Option<String>,
     /// Listen for other nodes on this address (host:port; port 0 picks a
     /// free one); the address is printed on stderr.
     #[arg(long, value_name = "ADDR")]
@@ -186,7 +186,7 @@ fn run(mut args: RunArgs) -> i32 {
         Some(cluster) if args.nodes > 1 => start_local_nodes(&rt, &cluster, &args),
         _ => Ok(()),
     });
-    if let Err(e) = opened.and_then(|_| open_console(&rt, &args)) {
+    if let Err(e) = opened.and_then(|_| open_console(&rt, &args.cluster)) {
         eprintln!("synodic: {e:#}");
         return 1;
     }
@@ -211,7 +211,7 @@ fn node(args: NodeArgs) -> i32 {
     };
     let mut cluster = args.cluster;
     cluster.listen.get_or_insert_with(|| "127.0.0.1:0".into());
-    if let Err(e) = open_cluster(&rt, &cluster, !args.quiet) {
+    if let Err(e) = open_cluster(&rt, &cluster, !args.quiet).and_then(|_| open_console(&rt, &cluster)) {
         eprintln!("synodic: {e:#}");
         return 1;
     }
@@ -283,9 +283,9 @@ fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow:
 }
 
 /// Opens the console endpoint when `--console` asks for it, and says where.
-fn open_console(rt: &Runtime, args: &RunArgs) -> anyhow::Result<()> {
+fn open_console(rt: &Runtime, args: &ClusterArgs) -> anyhow::Result<()> {
     let Some(addr) = args.console.as_deref() else { return Ok(()) };
-    let cookie = args.cluster.cookie()?;
+    let cookie = args.cookie()?;
     let io = synodic_net::Io::start()?;
     let agents = rt.clone();
     let attach: synodic_net::console::Attach = std::sync::Arc::new(move |port| agents.spawn(LuaProcess::module("synodic.console", port as i64)).map_err(|e| e.to_string()));

@@ -220,6 +220,7 @@ fn the_alua_papers_programs() {
     assert_eq!(run_example("alua/state_machine.lua", &[]), "first answer\nThe End.\n");
     assert_eq!(run_example("alua/self_replicating.lua", &["5"]), "pipeline reported: 1 4 9 16 25\n");
     let tm = run_example("alua/tuple_multiplication.lua", &["16", "4"]);
+    assert!(tm.starts_with("4 agents over 1 node(s)\n"), "{tm}");
     assert!(tm.contains("matrix multiplication 16x16: parallel = sequential"), "{tm}");
     assert!(tm.contains("all-pairs shortest paths on 16 nodes: parallel = sequential"), "{tm}");
     let ateam = run_example("alua/ateam.lua", &["10"]);

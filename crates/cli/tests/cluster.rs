@@ -34,7 +34,7 @@ macro_rules! cluster_scripts {
     };
 }
 
-cluster_scripts!(remote_spawn, remote_send, remote_monitor, node_lost, names, long_messages, backpressure);
+cluster_scripts!(remote_spawn, remote_send, remote_monitor, node_lost, names, long_messages, backpressure, agents);
 
 /// A `synodic node` running in the background, with where it listens and
 /// the lines it writes on stderr.
@@ -46,10 +46,16 @@ struct Node {
 
 impl Node {
     fn start(name: &str, cookie: &Path) -> Node {
+        Node::start_with(name, cookie, &[])
+    }
+
+    /// A node started with `extra` flags too.
+    fn start_with(name: &str, cookie: &Path, extra: &[&str]) -> Node {
         use std::io::BufRead;
         let mut child = synodic_command()
             .args(["node", "--listen", "127.0.0.1:0", "--name", name, "--cookie-file"])
             .arg(cookie)
+            .args(extra)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -124,19 +130,30 @@ fn a_wrong_cookie_is_one_line_on_each_side() {
     assert!(text(&out.stdout).contains("friend ok"), "{}", text(&out.stderr));
 }
 
-/// Runs `examples/cluster/NAME` on a cluster of `nodes` nodes.
+/// Runs `examples/NAME` on a cluster of `nodes` nodes.
 fn run_cluster_example(name: &str, nodes: &str, args: &[&str]) -> std::process::Output {
-    let dir = scratch_dir(&format!("cluster-example-{name}"));
+    let dir = scratch_dir(&format!("cluster-example-{}", name.replace('/', "-")));
     let cookie = cookie_in(&dir, "cookie", "a cookie for the cluster examples");
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/cluster").join(name);
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
     let mut cmd = synodic_command();
     cmd.args(["run", "--nodes", nodes, "--cookie-file"]).arg(&cookie).arg(&file).args(args);
-    output_within(cmd, LIMIT, &format!("examples/cluster/{name} on {nodes} nodes"))
+    output_within(cmd, LIMIT, &format!("examples/{name} on {nodes} nodes"))
+}
+
+/// The ALua paper's tuple multiplication, unchanged, with its agents dealt
+/// over three nodes.
+#[test]
+fn the_alua_matrix_product_runs_over_three_nodes() {
+    let out = run_cluster_example("alua/tuple_multiplication.lua", "3", &["24", "6"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.starts_with("6 agents over 3 node(s)\nmatrix multiplication 24x24: parallel = sequential"), "{stdout}");
+    assert!(stdout.contains("all-pairs shortest paths on 24 nodes: parallel = sequential"), "{stdout}");
 }
 
 #[test]
 fn the_ring_spreads_over_three_nodes() {
-    let out = run_cluster_example("ring.lua", "3", &["90", "5"]);
+    let out = run_cluster_example("cluster/ring.lua", "3", &["90", "5"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     assert!(stdout.starts_with("ring of 90 processes over 3 node(s) ["), "{stdout}");
@@ -145,7 +162,7 @@ fn the_ring_spreads_over_three_nodes() {
 
 #[test]
 fn the_worker_pool_survives_losing_a_node() {
-    let out = run_cluster_example("worker_pool.lua", "3", &["60", "2", "lose"]);
+    let out = run_cluster_example("cluster/worker_pool.lua", "3", &["60", "2", "lose"]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
     // The primes below 10001..10060, each counted once: the same total as on one node.
@@ -310,4 +327,53 @@ fn a_stalled_link_loses_nothing_and_a_cut_one_is_noconnection() {
            print("stall and cut ok")"#,
     );
     assert!(text(&out.stdout).contains("stall and cut ok"), "{}\n{}", text(&out.stdout), text(&out.stderr));
+}
+
+/// A console attached to a node that runs no program reaches the agents of
+/// a program on another node, reads and changes their variables, and sees
+/// an agent placed on its own node; when the program ends, that agent ends
+/// with it and its name is released.
+#[test]
+fn a_console_on_any_node_reaches_every_agent() {
+    let dir = scratch_dir("cluster-console");
+    let cookie = cookie_in(&dir, "cookie", "a cookie for the console test");
+    let a = Node::start_with("a", &cookie, &["--console", "127.0.0.1:0"]);
+    let said = a.stderr.recv_timeout(LIMIT).expect("the node says where its console listens");
+    let console_addr = said.strip_prefix("synodic: console on ").and_then(|l| l.split(' ').next()).unwrap_or_else(|| panic!("{said}"));
+
+    let prog = dir.join("agents.lua");
+    std::fs::write(
+        &prog,
+        r#"local s = require "synodic"
+           local other = s.nodes()[1] == s.node() and s.nodes()[2] or s.nodes()[1]
+           alua.spawn({"here"})
+           alua.spawn({"there"}, {on = other})
+           alua.send("here", "x = 1")
+           print("ready")
+           io.stdout:flush()"#,
+    )
+    .unwrap();
+    let mut child = synodic_command().args(["run", "--join", &a.addr, "--name", "p", "--cookie-file"]).arg(&cookie).arg(&prog).stdout(Stdio::piped()).spawn().unwrap();
+    let ready = common::first_line_within(child.stdout.take().unwrap(), LIMIT, "the program spawning its agents");
+    assert_eq!(ready, "ready\n");
+    let program = KillOnDrop(child);
+
+    let mut console = synodic_command();
+    console.args(["console", console_addr, "--cookie-file"]).arg(&cookie);
+    let lines = "inspect('here', 'x')\n\
+                 alua.send('here', 'x = x + 1')\n\
+                 inspect('here', 'x')\n\
+                 inspect('there', 'require(\"synodic\").node()')\n\
+                 inspect('here')\n\
+                 s = require('synodic') s.monitor(s.whereis('there'))\n\
+                 alua.send('main', 'alua.exit_all()') print(select(3, s.receive_match('DOWN', 10)), s.whereis('there'))\n";
+    let out = common::output_with_input(console, Some(lines.as_bytes()), LIMIT, "synodic console on node a");
+    let stdout = text(&out.stdout);
+    let mut got = stdout.lines();
+    assert_eq!(got.next(), Some("1"), "{stdout}");
+    assert_eq!(got.next(), Some("2"), "{stdout}");
+    assert!(got.next().is_some_and(|l| l.starts_with("a@")), "the agent placed on node a: {stdout}");
+    assert!(stdout.contains("inspect: no process here on this node (inspect(who, expr) reaches an agent on any node)"), "{stdout}");
+    assert!(stdout.ends_with("normal\tnil\n"), "the agent on a ended with the run, its name released: {stdout}");
+    drop(program);
 }

@@ -53,6 +53,15 @@ pub const CLOSED: &[u8] = b"console.closed";
 /// returns its pid, or why not.
 pub type Attach = Arc<dyn Fn(u64) -> Result<Pid, String> + Send + Sync>;
 
+/// The id of the console agent behind `port`: in a cluster it carries the
+/// node's name, as the agent's own registration does (`lualib/console.lua`).
+pub fn agent_id(rt: &Runtime, port: u64) -> String {
+    match rt.remote() {
+        Some(_) => format!("console{port}@{}", rt.node_name()),
+        None => format!("console{port}"),
+    }
+}
+
 /// Listens on `addr` on the I/O thread; returns the address bound.
 pub fn listen(io: &Io, rt: Runtime, addr: &str, cookie: String, attach: Attach) -> Result<SocketAddr, Error> {
     let owned = addr.to_string();
@@ -124,7 +133,7 @@ async fn serve(rt: &Runtime, stream: TcpStream, peer: SocketAddr, cookie: &str, 
             return;
         }
     };
-    if write.write_all(format!("ok console{port}\n").as_bytes()).await.is_err() {
+    if write.write_all(format!("ok {}\n", agent_id(rt, port)).as_bytes()).await.is_err() {
         rt.ports().close(port);
         rt.send(agent, tagged(CLOSED, None));
         return;
