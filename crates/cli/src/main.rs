@@ -3,6 +3,7 @@
 //! its end into an exit status.
 
 mod console;
+mod launch;
 mod signals;
 
 use std::path::PathBuf;
@@ -27,7 +28,12 @@ enum Command {
     /// Run a Lua program as the main process; the run ends when it ends.
     Run(RunArgs),
     /// Run a node that other nodes and programs join; it runs until stopped.
+    /// Under mpirun or srun, the nodes of the job form one cluster by
+    /// themselves (rank 0 says where to join it).
     Node(NodeArgs),
+    /// Start nodes on the hosts of a hostfile over ssh (or take those that
+    /// mpirun or srun started) and run a Lua program on them.
+    Launch(launch::LaunchArgs),
     /// Attach an interactive console to a running program.
     Console(console::ConsoleArgs),
 }
@@ -66,6 +72,10 @@ struct NodeArgs {
     /// Say nothing on start (for nodes that `run --nodes` starts).
     #[arg(long, hide = true)]
     quiet: bool,
+    /// End once the node of this name (NAME or NAME@HOST) has left the
+    /// cluster (for nodes started for one program's run).
+    #[arg(long, hide = true, value_name = "NAME")]
+    follow: Option<String>,
 }
 
 /// How a node takes part in a cluster (SPEC §8, §9), and who may attach.
@@ -89,9 +99,16 @@ struct ClusterArgs {
     name: Option<String>,
     /// The file holding the shared secret that nodes and consoles prove
     /// they hold (default: ~/.synodic/cookie, created readable by you only
-    /// on first use).
+    /// on first use); `-` reads it from the first line of standard input.
     #[arg(long, value_name = "FILE")]
     cookie_file: Option<PathBuf>,
+    /// How long to keep trying to join while the seed is not up yet (nodes
+    /// of one job start in any order).
+    #[arg(skip)]
+    join_patience: std::time::Duration,
+    /// The cookie once read (standard input can be read only once).
+    #[arg(skip)]
+    cookie: std::sync::OnceLock<String>,
 }
 
 impl ClusterArgs {
@@ -114,12 +131,24 @@ impl ClusterArgs {
     }
 
     fn cookie(&self) -> anyhow::Result<String> {
-        let file = self.cookie_path()?;
-        let (cookie, warnings) = synodic_net::cookie::load_or_create(&file)?;
-        for w in warnings {
-            eprintln!("synodic: warning: {w}");
+        if let Some(cookie) = self.cookie.get() {
+            return Ok(cookie.clone());
         }
-        Ok(cookie)
+        let file = self.cookie_path()?;
+        let cookie = if file.as_os_str() == "-" {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line)?;
+            let line = line.trim().to_string();
+            anyhow::ensure!(!line.is_empty(), "no cookie on standard input (--cookie-file -)");
+            line
+        } else {
+            let (cookie, warnings) = synodic_net::cookie::load_or_create(&file)?;
+            for w in warnings {
+                eprintln!("synodic: warning: {w}");
+            }
+            cookie
+        };
+        Ok(self.cookie.get_or_init(|| cookie).clone())
     }
 }
 
@@ -142,6 +171,7 @@ fn main() {
     let code = match cli.command {
         Command::Run(args) => run(args),
         Command::Node(args) => node(args),
+        Command::Launch(args) => launch::launch(args),
         Command::Console(args) => console::run(args).unwrap_or_else(|e| {
             eprintln!("synodic: {e:#}");
             1
@@ -165,7 +195,14 @@ fn usage_error(e: clap::Error) -> i32 {
     2
 }
 
-fn run(mut args: RunArgs) -> i32 {
+fn run(args: RunArgs) -> i32 {
+    run_with(args, |_, _, _| Ok(0))
+}
+
+/// Runs the program once the cluster is formed: the local nodes `--nodes`
+/// asks for, and those `start_others` starts elsewhere (it returns how
+/// many will join).
+fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &RunArgs) -> anyhow::Result<usize>) -> i32 {
     signals::install();
     let mut config = Config { workers: args.workers.into(), max_process_memory: args.max_process_memory, preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
     let say_where = args.cluster.listen.is_some();
@@ -182,9 +219,16 @@ fn run(mut args: RunArgs) -> i32 {
             return 1;
         }
     };
-    let opened = open_cluster(&rt, &args.cluster, say_where).and_then(|cluster| match cluster {
-        Some(cluster) if args.nodes > 1 => start_local_nodes(&rt, &cluster, &args),
-        _ => Ok(()),
+    let opened = open_cluster(&rt, &args.cluster, say_where).and_then(|cluster| {
+        let Some(cluster) = cluster else { return Ok(()) };
+        if args.nodes > 1 {
+            start_local_nodes(&rt, &cluster, &args)?;
+        }
+        let count = usize::from(args.nodes) + start_others(&rt, &cluster, &args)?;
+        if count > 1 {
+            cluster.cluster.wait_for_nodes(&cluster.io, count, std::time::Duration::from_secs(30))?;
+        }
+        Ok(())
     });
     if let Err(e) = opened.and_then(|_| open_console(&rt, &args.cluster)) {
         eprintln!("synodic: {e:#}");
@@ -199,8 +243,15 @@ fn run(mut args: RunArgs) -> i32 {
 }
 
 /// `synodic node`: a node that runs no program of its own.
-fn node(args: NodeArgs) -> i32 {
+fn node(mut args: NodeArgs) -> i32 {
     signals::install();
+    let job = match launch::node_in_job(&mut args) {
+        Ok(job) => job,
+        Err(e) => {
+            eprintln!("synodic: {e:#}");
+            return 1;
+        }
+    };
     let config = Config { workers: args.workers.into(), node_name: args.cluster.node_name(), preempt_signal: Some(synodic_lua::preempt::install()), ..Config::default() };
     let rt = match Runtime::start(config) {
         Ok(rt) => rt,
@@ -211,12 +262,27 @@ fn node(args: NodeArgs) -> i32 {
     };
     let mut cluster = args.cluster;
     cluster.listen.get_or_insert_with(|| "127.0.0.1:0".into());
-    if let Err(e) = open_cluster(&rt, &cluster, !args.quiet).and_then(|_| open_console(&rt, &cluster)) {
-        eprintln!("synodic: {e:#}");
-        return 1;
-    }
-    loop {
-        std::thread::park();
+    let opened = open_cluster(&rt, &cluster, !args.quiet).and_then(|c| open_console(&rt, &cluster).map(|_| c));
+    // Rank 0 of a job says when all of it has joined, and where to join it.
+    let opened = opened.and_then(|c| {
+        if let (Some(c), Some(job)) = (&c, job.as_ref().filter(|job| job.rank == 0)) {
+            c.cluster.wait_for_nodes(&c.io, job.size as usize, std::time::Duration::from_secs(60))?;
+            eprintln!("synodic: the {} nodes of the {} job are up; join through {}", job.size, job.launcher, c.cluster.addr());
+        }
+        Ok(c)
+    });
+    match (opened, &args.follow) {
+        (Err(e), _) => {
+            eprintln!("synodic: {e:#}");
+            1
+        }
+        (Ok(Some(c)), Some(leader)) => {
+            c.cluster.wait_until_gone(&c.io, leader);
+            0
+        }
+        (Ok(_), _) => loop {
+            std::thread::park();
+        },
     }
 }
 
@@ -235,7 +301,13 @@ fn open_cluster(rt: &Runtime, args: &ClusterArgs, say: bool) -> anyhow::Result<O
         eprintln!("synodic: node {} listening on {}", rt.node_name(), cluster.addr());
     }
     if let Some(seed) = &args.join {
-        cluster.join(&io, seed)?;
+        let since = std::time::Instant::now();
+        loop {
+            match cluster.join(&io, seed) {
+                Err(synodic_net::Error::Join { .. }) if since.elapsed() < args.join_patience => std::thread::sleep(std::time::Duration::from_millis(100)),
+                joined => break joined?,
+            }
+        }
     }
     Ok(Some(Cluster { io, cluster }))
 }
@@ -248,10 +320,9 @@ struct Cluster {
 
 /// `run --nodes N`: starts N-1 `synodic node`s that join this one and end
 /// with it (the kernel kills them when this OS process dies, however it
-/// dies), and waits until all N see each other.
+/// dies).
 fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow::Result<()> {
     use anyhow::Context;
-    use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().context("cannot find the synodic executable to start nodes")?;
     let cookie = args.cluster.cookie_path()?;
     let me = rt.node_name();
@@ -267,19 +338,24 @@ fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow:
         if args.workers > 0 {
             cmd.arg("--workers").arg(args.workers.to_string());
         }
-        // SAFETY: prctl is async-signal-safe; the child only asks to be
-        // killed when its parent (this thread, which lives as long as the
-        // run) is gone.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
+        ends_with_this_process(&mut cmd);
         cmd.spawn().with_context(|| format!("cannot start node {i} of {}", args.nodes))?;
     }
-    cluster.cluster.wait_for_nodes(&cluster.io, args.nodes.into(), std::time::Duration::from_secs(20))?;
     Ok(())
+}
+
+/// Has the kernel kill the child `cmd` starts when this OS process dies,
+/// however it dies.
+fn ends_with_this_process(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe; the child only asks to be killed
+    // when its parent (this thread, which lives as long as the run) is gone.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
 }
 
 /// Opens the console endpoint when `--console` asks for it, and says where.

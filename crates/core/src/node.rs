@@ -36,6 +36,12 @@ impl NodeId {
     }
 }
 
+/// Whether the node called `full` (NAME@HOST) is the one `name` means:
+/// the same full name, or NAME alone, whatever its host.
+pub fn is_named(full: &str, name: &str) -> bool {
+    full == name || full.strip_prefix(name).is_some_and(|host| host.starts_with('@'))
+}
+
 /// The node table: alias → identity, and back.
 pub struct Nodes {
     table: RwLock<Table>,
@@ -60,6 +66,12 @@ impl Nodes {
     /// The node behind an alias, if it is one.
     pub fn id(&self, alias: u16) -> Option<NodeId> {
         self.table.read().ids.get(alias as usize).cloned()
+    }
+
+    /// Whether a node called `name` (see [`is_named`]) has been met, in
+    /// any incarnation.
+    pub fn met(&self, name: &str) -> bool {
+        self.table.read().ids.iter().any(|id| is_named(&id.name, name))
     }
 
     /// The alias of `node`, entered if it is new; `None` when the table is

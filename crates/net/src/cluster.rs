@@ -284,7 +284,18 @@ impl Cluster {
             };
             cluster.drive(out);
             let joined = cluster.until(Duration::from_secs(10), || cluster.inner.live.lock().contains(&hello.node.name)).await;
-            joined.map_err(|_| Error::Join { addr: addr.clone(), why: "no answer from its membership".into() })
+            joined.map_err(|_| Error::Join { addr: addr.clone(), why: "no answer from its membership".into() })?;
+            // Then until this node sees every node its peers say they see,
+            // so that a program that joins starts with the whole cluster in
+            // s.nodes() (bounded: membership may be moving meanwhile).
+            let _ = cluster
+                .until(Duration::from_secs(5), || {
+                    let live = cluster.inner.live.lock().len();
+                    let links = cluster.inner.links.lock();
+                    links.values().any(|l| l.sees.load(Relaxed) > 0) && links.values().all(|l| l.sees.load(Relaxed) as usize <= live)
+                })
+                .await;
+            Ok(())
         })
     }
 
@@ -296,6 +307,25 @@ impl Cluster {
             let formed = || cluster.inner.live.lock().len() >= count && cluster.inner.links.lock().values().all(|l| l.sees.load(Relaxed) as usize >= count);
             let waited = cluster.until(limit, formed).await;
             waited.map_err(|_| Error::Protocol(format!("only {} of {count} nodes formed a cluster within {} s", cluster.inner.live.lock().len(), limit.as_secs())))
+        })
+    }
+
+    /// Blocks until the node `name` (NAME, or NAME@HOST) has been a member
+    /// and is one no longer: a node launched for a program ends with it.
+    pub fn wait_until_gone(&self, io: &Io, name: &str) {
+        let cluster = self.clone();
+        let name = name.to_string();
+        io.run(async move {
+            let present = || cluster.inner.live.lock().iter().any(|n| synodic_core::node::is_named(n, &name));
+            for wanted in [true, false] {
+                loop {
+                    let notified = cluster.inner.changed.notified();
+                    if present() == wanted {
+                        break;
+                    }
+                    notified.await;
+                }
+            }
         })
     }
 
@@ -624,7 +654,11 @@ impl Cluster {
                         let cluster = self.clone();
                         self.inner.io.spawn(async move {
                             if let Err(e) = cluster.dial(&member.addr.to_string()).await {
-                                eprintln!("synodic: {e}");
+                                let why = match e {
+                                    Error::Join { why, .. } => why,
+                                    e => e.to_string(),
+                                };
+                                eprintln!("synodic: cannot link to node {} at {}: {why}", member.name, member.addr);
                             }
                         });
                     }

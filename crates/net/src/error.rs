@@ -12,6 +12,9 @@ pub enum Error {
     Join { addr: String, why: String },
     #[error("wrong cookie (the peer does not hold this node's cookie)")]
     WrongCookie,
+    /// A hostfile or a launcher's environment that does not make sense.
+    #[error("{0}")]
+    Launch(String),
     /// A peer broke the node protocol: junk, a malformed or unexpected frame.
     #[error("{0}")]
     Protocol(String),

@@ -15,6 +15,7 @@
 //! | [`frame`] | the node protocol's frames: `Frame`, `Hello`, the `Decoder` of a byte stream |
 //! | [`parcel`] | long messages and messages with buffers cut into parts and put back together: `Parcel`, `Assembler` |
 //! | [`membership`] | SWIM membership and failure detection (foca), sans-IO: `Membership`, `Member`, `Event`; `seal`/`open` for its datagrams |
+//! | [`launch`] | hostfiles (`parse_hostfile`, `place`) and the `Job` mpirun or srun describe in the environment |
 //! | [`handshake`] | mutual challenge–response on the cookie (HMAC-SHA256): `Handshake`, `Role`, `Step` |
 //! | [`Error`] | what can go wrong |
 
@@ -24,6 +25,7 @@ pub mod cookie;
 mod error;
 pub mod frame;
 pub mod handshake;
+pub mod launch;
 pub mod membership;
 pub mod parcel;
 
