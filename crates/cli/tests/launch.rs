@@ -191,3 +191,35 @@ fn under_mpirun_nodes_form_a_cluster_that_programs_join() {
     }
     drop(dir);
 }
+
+/// srun starts every task of a step with the same command and tells each
+/// its rank and the step's hosts; three tasks started with srun's variables
+/// form the cluster, rank 0 running the program.
+#[test]
+fn under_srun_the_tasks_of_a_step_find_each_other() {
+    let (_, cookie, prog) = setup("launch-srun");
+    // A job id of this run's own, so the seed's port is unlikely to be taken.
+    let job = (std::process::id() % 9000 + 1000).to_string();
+    let start = |rank: u32| {
+        let mut cmd = synodic_command();
+        cmd.args(["launch", "--cookie-file"]).arg(&cookie).arg(&prog);
+        cmd.env("SLURM_PROCID", rank.to_string()).env("SLURM_NTASKS", "3").env("SLURM_STEP_ID", "0").env("SLURM_JOB_ID", &job);
+        cmd.env("SLURM_JOB_NODELIST", "localhost").env("SLURMD_NODENAME", "localhost");
+        cmd
+    };
+    // The other tasks start first: they wait for the seed.
+    let others: Vec<KillOnDrop> = (1..3).map(|rank| KillOnDrop(start(rank).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap())).collect();
+    let out = output_within(start(0), LIMIT, "rank 0 of an srun step");
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(stdout.starts_with(&format!("3 nodes answered: job{job}000-0@")), "{stdout}");
+    // The others end with the program.
+    for mut task in others {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let pid = task.0.id();
+        std::thread::spawn(move || {
+            let _ = tx.send(task.0.wait().map(|s| s.success()));
+        });
+        assert_eq!(rx.recv_timeout(LIMIT).ok().and_then(Result::ok), Some(true), "task {pid} ends with the program");
+    }
+}
