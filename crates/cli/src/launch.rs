@@ -161,13 +161,16 @@ fn over_ssh(file: PathBuf, args: LaunchArgs) -> Result<i32> {
                 remote.extend(["--workers".into(), workers.to_string()]);
             }
             let line = remote.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
+            // The cookie goes over the ssh connection, never on a command
+            // line; written into the pipe before ssh starts, so a failing
+            // ssh cannot break the pipe under this process.
+            let (cookie_in, mut cookie_out) = std::io::pipe().context("cannot make a pipe for ssh")?;
+            writeln!(cookie_out, "{cookie}").context("cannot write the cookie for ssh")?;
+            drop(cookie_out);
             let mut cmd = std::process::Command::new(&ssh_program);
-            cmd.args(&ssh_args).arg(host).arg(format!("exec {line}")).stdin(std::process::Stdio::piped());
+            cmd.args(&ssh_args).arg(host).arg(format!("exec {line}")).stdin(cookie_in);
             crate::ends_with_this_process(&mut cmd);
             let mut child = cmd.spawn().with_context(|| format!("cannot run '{ssh_program}' to start a node on {host}"))?;
-            // The cookie goes over the ssh connection, never on a command line.
-            let mut stdin = child.stdin.take().context("no pipe to ssh")?;
-            let _ = writeln!(stdin, "{cookie}");
             // A node that never joins ends the launch at once, rather than
             // after the wait for all of them.
             let (rt, host, name) = (rt.clone(), host.clone(), node_name.clone());
