@@ -262,6 +262,8 @@ fn node(mut args: NodeArgs) -> i32 {
     };
     let mut cluster = args.cluster;
     cluster.listen.get_or_insert_with(|| "127.0.0.1:0".into());
+    // Daemons start in any order: one whose seed is not up yet waits for it.
+    cluster.join_patience = cluster.join_patience.max(std::time::Duration::from_secs(10));
     let opened = open_cluster(&rt, &cluster, !args.quiet).and_then(|c| open_console(&rt, &cluster).map(|_| c));
     // Rank 0 of a job says when all of it has joined, and where to join it.
     let opened = opened.and_then(|c| {
@@ -307,6 +309,9 @@ fn open_cluster(rt: &Runtime, args: &ClusterArgs, say: bool) -> anyhow::Result<O
                 Err(synodic_net::Error::Join { .. }) if since.elapsed() < args.join_patience => std::thread::sleep(std::time::Duration::from_millis(100)),
                 joined => break joined?,
             }
+        }
+        if say {
+            eprintln!("synodic: node {} joined the cluster through {seed}", rt.node_name());
         }
     }
     Ok(Some(Cluster { io, cluster }))

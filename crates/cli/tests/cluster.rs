@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::mpsc;
@@ -51,7 +52,6 @@ impl Node {
 
     /// A node started with `extra` flags too.
     fn start_with(name: &str, cookie: &Path, extra: &[&str]) -> Node {
-        use std::io::BufRead;
         let mut child = synodic_command()
             .args(["node", "--listen", "127.0.0.1:0", "--name", name, "--cookie-file"])
             .arg(cookie)
@@ -172,13 +172,18 @@ fn the_worker_pool_survives_losing_a_node() {
 /// A peer written by hand: connects to `addr` and, with a cookie, passes
 /// the handshake as node `name`; then whatever the test writes.
 fn fake_peer(addr: &str, name: &str, cookie: Option<&str>) -> std::net::TcpStream {
+    fake_peer_with_nonce(addr, name, cookie, [3; 32])
+}
+
+/// [`fake_peer`], with the nonce its hello carries.
+fn fake_peer_with_nonce(addr: &str, name: &str, cookie: Option<&str>, nonce: [u8; 32]) -> std::net::TcpStream {
     use std::io::{Read, Write};
     use synodic_net::frame::{Decoder, Hello};
     use synodic_net::handshake::{Handshake, Role, Step};
     let mut tcp = std::net::TcpStream::connect(addr).unwrap();
     let Some(cookie) = cookie else { return tcp };
     let node = synodic_core::NodeId { name: name.into(), incarnation: 1 };
-    let (mut hs, hello) = Handshake::start(Role::Dialer, cookie.as_bytes(), Hello { node, listen: String::new(), nonce: [3; 32] });
+    let (mut hs, hello) = Handshake::start(Role::Dialer, cookie.as_bytes(), Hello { node, listen: String::new(), nonce });
     let mut out = Vec::new();
     hello.encode(&mut out);
     tcp.write_all(&out).unwrap();
@@ -376,4 +381,103 @@ fn a_console_on_any_node_reaches_every_agent() {
     assert!(stdout.contains("inspect: no process here on this node (inspect(who, expr) reaches an agent on any node)"), "{stdout}");
     assert!(stdout.ends_with("normal\tnil\n"), "the agent on a ended with the run, its name released: {stdout}");
     drop(program);
+}
+
+/// Whether the node closed its side of `tcp`, reading what it sends until
+/// then (`within` bounds the wait; false if it is still open then).
+fn closed_within(tcp: &mut std::net::TcpStream, within: Duration) -> bool {
+    use std::io::Read;
+    let deadline = std::time::Instant::now() + within;
+    let mut buf = [0; 4096];
+    // The node sends its load now and then: read on until the deadline.
+    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()).filter(|d| !d.is_zero()) {
+        tcp.set_read_timeout(Some(left)).unwrap();
+        match tcp.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// Of two links to one peer (two nodes that dialed each other at once, or
+/// a dial repeated), a node keeps the one the peer keeps too: the one the
+/// node with the smaller name dialed, then the one with the larger dialer's
+/// nonce. The other closes quietly, and the peer is not lost.
+#[test]
+fn of_two_links_to_one_peer_both_sides_keep_the_same() {
+    let dir = scratch_dir("cluster-two-links");
+    let secret = "a cookie for the two links test";
+    let cookie = cookie_in(&dir, "cookie", secret);
+    let z = Node::start("z", &cookie);
+    // "a" sorts before "z": every link here is one the smaller name dialed.
+    let mut first = fake_peer_with_nonce(&z.addr, "a", Some(secret), [3; 32]);
+    let mut lower = fake_peer_with_nonce(&z.addr, "a", Some(secret), [2; 32]);
+    assert!(closed_within(&mut lower, Duration::from_secs(20)), "the link with the lower nonce gives way");
+    assert!(!closed_within(&mut first, Duration::from_millis(300)), "the first link is kept");
+    let _higher = fake_peer_with_nonce(&z.addr, "a", Some(secret), [9; 32]);
+    assert!(closed_within(&mut first, Duration::from_secs(20)), "a link with a higher nonce replaces it");
+    assert!(z.stderr.try_recv().is_err(), "links given way to are not failures: {:?}", z.stderr.try_recv());
+}
+
+/// Two nodes started together, each joining the other, form one cluster:
+/// messages and monitors between them work, and neither loses the other.
+#[test]
+fn two_nodes_started_together_each_joining_the_other() {
+    let dir = scratch_dir("cluster-dual");
+    let cookie = cookie_in(&dir, "cookie", "a cookie for the dual link test");
+    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let (pa, pb) = (free(), free());
+    let start = |name: &str, listen: &str, join: &str| {
+        let mut cmd = synodic_command();
+        cmd.args(["node", "--name", name, "--listen", listen, "--join", join, "--cookie-file"]).arg(&cookie);
+        KillOnDrop(cmd.stderr(Stdio::piped()).spawn().unwrap())
+    };
+    let (mut a, mut b) = (start("a", &pa, &pb), start("b", &pb, &pa));
+    // Each says where it listens, then that it has joined the other.
+    let mut said = Vec::new();
+    for node in [&mut a, &mut b] {
+        let mut lines = std::io::BufReader::new(node.0.stderr.take().unwrap()).lines();
+        let (listening, joined) = (lines.next().unwrap().unwrap(), lines.next().unwrap().unwrap());
+        assert!(listening.contains(" listening on ") && joined.contains(" joined the cluster through "), "{listening}\n{joined}");
+        said.push(lines);
+    }
+    let out = join_and_run(
+        &dir,
+        "c",
+        &pa,
+        &cookie,
+        r#"local s = require "synodic"
+           local testkit = (function()
+             package.path = "TESTKIT/?.lua;" .. package.path
+             return require "testkit"
+           end)()
+           assert(#s.nodes() == 3, table.concat(s.nodes(), " "))
+           local a, b = s.nodes()[1], s.nodes()[2]
+           local echo = testkit.echo_on(b)
+           -- From a to b and back, 300 times, with a monitor between them.
+           s.spawn_on(a, function(parent, echo)
+             local s = require "synodic"
+             s.monitor(echo)
+             for i = 1, 300 do
+               s.send(echo, s.self(), i)
+               local got = s.receive(10)
+               assert(got == i, "lost between a and b at " .. i .. ": " .. tostring(got))
+             end
+             s.send(parent, "done", #s.nodes())
+           end, s.self(), echo)
+           local tag, seen = s.receive(20)
+           assert(tag == "done" and seen == 3, tostring(tag) .. " " .. tostring(seen))
+           print("one link ok")"#
+            .replace("TESTKIT", &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lua/modules").display().to_string())
+            .as_str(),
+    );
+    assert!(text(&out.stdout).contains("one link ok"), "{}\n{}", text(&out.stdout), text(&out.stderr));
+    // Neither node said a link closed or failed.
+    drop((a, b));
+    for lines in said {
+        let rest: Vec<String> = lines.map_while(Result::ok).collect();
+        assert!(rest.is_empty(), "{rest:?}");
+    }
 }

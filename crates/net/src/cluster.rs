@@ -13,11 +13,17 @@
 //!    decodes frames and hands them to `Cluster::receive`; the writer task
 //!    writes whatever frames have queued since its last write in one system
 //!    call, so a stream of small messages costs far less than a call each.
+//!    If the two nodes dialed each other at once, both keep the same one of
+//!    the two links (see [`Rank`]); the other writes what it holds and
+//!    closes, and what waited on it moves to the kept one.
 //! 3. A frame that does not parse ends the link with one line on stderr.
 //! 4. When the link ends (its peer closed it, or membership declared the
 //!    peer down), whatever waited on the peer is told at once: monitors get
 //!    DOWN `"noconnection"`, node monitors `"nodedown"`, a spawn waiting
 //!    for its pid an error.
+//! 5. If membership still lists the peer, the node with the smaller name
+//!    dials it again, after pauses that double, until the link is back or
+//!    membership lets the peer go.
 //!
 //! Every 500 ms each link carries this node's load (`Runtime::load`);
 //! `spawn_on("any")` picks the node that reported the least, counting the
@@ -80,10 +86,17 @@ struct Inner {
     node_watchers: Mutex<HashMap<Arc<str>, Vec<Pid>>>,
 }
 
+/// Which of two connections between the same nodes both keep (they may
+/// have dialed each other at once): the one the node with the smaller name
+/// dialed, then the one whose dialer's nonce is larger. Both ends know both
+/// facts about every connection, so they choose the same one.
+type Rank = (bool, [u8; 32]);
+
 /// One authenticated connection to a peer node.
 struct Link {
     peer: NodeId,
     alias: u16,
+    rank: Rank,
     outbox: Mutex<Outbox>,
     /// Set while more than [`FULL`] bytes wait in the outbox, cleared once
     /// they drain below [`ROOM`]: every remote send asks whether it must
@@ -134,6 +147,9 @@ struct Outbox {
     /// Aliases of ours the peer has been told about.
     announced: BTreeSet<u16>,
     closed: bool,
+    /// Set when another link to the same peer is kept instead: the writer
+    /// writes what is queued, then closes its side.
+    draining: bool,
     /// Someone (the writer task, or a sender writing directly) is writing:
     /// whatever queues meanwhile is theirs to write next.
     writing: bool,
@@ -367,6 +383,7 @@ impl Cluster {
     async fn connect(self, mut stream: TcpStream, role: Role) -> Result<Hello, Error> {
         let _ = stream.set_nodelay(true);
         let mine = Hello { node: self.inner.me.clone(), listen: self.inner.listen.to_string(), nonce: handshake::nonce().map_err(|e| Error::Protocol(format!("no random source: {e}")))? };
+        let mine_nonce = mine.nonce;
         let mut decoder = Decoder::new();
         let peer = tokio::time::timeout(HANDSHAKE_TIME, shake(&mut stream, &mut decoder, role, &self.inner.cookie, mine))
             .await
@@ -376,6 +393,10 @@ impl Cluster {
         }
         decoder.authenticated();
         let alias = self.inner.rt.nodes().alias(&peer.node).ok_or_else(|| Error::Protocol("the node table is full".into()))?;
+        let rank = match role {
+            Role::Dialer => (self.inner.me.name < peer.node.name, mine_nonce),
+            Role::Acceptor => (peer.node.name < self.inner.me.name, peer.nonce),
+        };
         let direct = {
             use std::os::fd::AsFd;
             stream.as_fd().try_clone_to_owned().ok()
@@ -384,6 +405,7 @@ impl Cluster {
             direct,
             peer: peer.node.clone(),
             alias,
+            rank,
             outbox: Mutex::new(Outbox::default()),
             congested: AtomicBool::new(false),
             wake: Notify::new(),
@@ -401,12 +423,22 @@ impl Cluster {
         tokio::spawn(link.clone().write(self.inner.rt.clone(), writer));
         let read = tokio::spawn(self.clone().read(link.clone(), reader, decoder));
         *link.reader.lock() = Some(read.abort_handle());
-        let old = self.inner.links.lock().insert(alias, link.clone());
-        if let Some(old) = old {
-            self.end(&old);
+        // Step 2: of two links to one peer, both nodes keep the same one;
+        // the other carries what it already holds, then closes.
+        let retired = {
+            let mut links = self.inner.links.lock();
+            match links.get(&alias) {
+                Some(kept) if kept.rank > link.rank => Some((link.clone(), kept.clone())),
+                _ => links.insert(alias, link.clone()).map(|old| (old, link.clone())),
+            }
+        };
+        if let Some((retired, kept)) = retired {
+            self.retire(&retired, &kept);
         }
-        self.inner.live.lock().insert(peer.node.name.clone());
-        self.tell_load();
+        if !link.ended.load(Relaxed) && !link.outbox.lock().draining {
+            self.inner.live.lock().insert(peer.node.name.clone());
+            self.tell_load();
+        }
         Ok(peer)
     }
 
@@ -439,6 +471,29 @@ impl Cluster {
             eprintln!("synodic: link to node {} closed: {e}", link.peer.name);
         }
         self.end(&link);
+    }
+
+    /// `retired` gives way to `kept`, a link to the same peer: what
+    /// processes wait for moves over, senders it slowed look again, and it
+    /// writes what it holds, then closes its side (the peer does the same;
+    /// each reads the other's last frames until the connection ends).
+    fn retire(&self, retired: &Arc<Link>, kept: &Arc<Link>) {
+        let moved = std::mem::take(&mut *retired.awaited.lock());
+        {
+            let mut awaited = kept.awaited.lock();
+            for (pair, n) in moved.monitors {
+                *awaited.monitors.entry(pair).or_default() += n;
+            }
+            awaited.replies.extend(moved.replies);
+            awaited.claims.extend(moved.claims);
+        }
+        let slowed = {
+            let mut out = retired.outbox.lock();
+            out.draining = true;
+            std::mem::take(&mut out.slowed)
+        };
+        retired.wake.notify_one();
+        slowed.into_iter().for_each(|pid| self.inner.rt.nudge(pid));
     }
 
     /// Step 4: the link is over; whoever waited on its peer is told.
@@ -477,6 +532,33 @@ impl Cluster {
         for watcher in watchers {
             rt.send(watcher, remote::nodedown(link.peer.name.as_bytes()));
         }
+        self.redial(link.peer.clone());
+    }
+
+    /// Step 5: a link that ended while membership still lists its peer (a
+    /// connection cut, a junk frame) is dialed again by the node with the
+    /// smaller name, after pauses that double, until the peer is linked
+    /// again or membership lets it go.
+    fn redial(&self, peer: NodeId) {
+        if self.inner.me.name > peer.name {
+            return;
+        }
+        let cluster = self.clone();
+        self.inner.io.spawn(async move {
+            let mut pause = Duration::from_millis(100);
+            for _ in 0..8 {
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+                if cluster.linked(&peer.name) {
+                    return;
+                }
+                let listed = cluster.inner.membership.lock().members().find(|m| m.name == peer.name && m.incarnation == peer.incarnation).map(|m| m.addr);
+                let Some(addr) = listed else { return };
+                if cluster.clone().dial(&addr.to_string()).await.is_ok() {
+                    return;
+                }
+            }
+        });
     }
 
     /// The `more` bytes of a part that had not arrived with its header,
@@ -867,6 +949,9 @@ impl Link {
                 std::mem::take(&mut spare)
             };
             if batch.is_empty() {
+                if self.outbox.lock().draining {
+                    break;
+                }
                 self.wake.notified().await;
                 spare = batch;
                 continue;
