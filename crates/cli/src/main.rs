@@ -302,6 +302,8 @@ fn open_cluster(rt: &Runtime, args: &ClusterArgs, say: bool) -> anyhow::Result<O
     if say {
         eprintln!("synodic: node {} listening on {}", rt.node_name(), cluster.addr());
     }
+    let leaving = cluster.clone();
+    signals::on_exit(move || leaving.leave());
     if let Some(seed) = &args.join {
         let since = std::time::Instant::now();
         loop {
@@ -397,6 +399,7 @@ fn parse_size(text: &str) -> Result<u64, String> {
 /// destructors run; buffered output is flushed first.
 fn exit(code: i32) -> ! {
     use std::io::Write;
+    signals::farewell();
     let _ = std::io::stdout().flush();
     unsafe {
         libc::fflush(std::ptr::null_mut());

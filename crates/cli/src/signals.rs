@@ -9,6 +9,9 @@
 //!   They are taken by a thread of their own with `sigwait`, so nothing runs
 //!   in a signal handler. Exit status 128 + the signal, as a shell reports it.
 //!
+//! - Before it exits, on SIGTERM or SIGINT or at the end of a run, a node
+//!   leaves its cluster (`on_exit`), so the others hear of it at once.
+//!
 //! `install` must run before any other thread starts: threads inherit the
 //! signal mask that routes the two signals to the waiting thread.
 
@@ -27,10 +30,29 @@ pub fn install() {
             let mut sig = 0;
             if libc::sigwait(&set, &mut sig) == 0 {
                 libc::fflush(std::ptr::null_mut());
+                farewell();
                 let name = if sig == libc::SIGINT { "interrupted" } else { "terminated" };
                 eprintln!("synodic: {name}");
                 libc::_exit(128 + sig);
             }
         });
+    }
+}
+
+type Farewell = Box<dyn Fn() + Send>;
+
+/// What runs before the process exits on a signal, in the order given.
+static FAREWELLS: std::sync::Mutex<Vec<Farewell>> = std::sync::Mutex::new(Vec::new());
+
+/// Has `farewell` run before the process exits, on SIGTERM or SIGINT or
+/// at the end of a run; it must be quick (the exit waits for it).
+pub fn on_exit(farewell: impl Fn() + Send + 'static) {
+    FAREWELLS.lock().unwrap_or_else(|e| e.into_inner()).push(Box::new(farewell));
+}
+
+/// Runs what `on_exit` registered (the process is about to exit).
+pub fn farewell() {
+    for farewell in FAREWELLS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        farewell();
     }
 }

@@ -492,3 +492,26 @@ fn two_nodes_started_together_each_joining_the_other() {
         assert!(rest.is_empty(), "{rest:?}");
     }
 }
+
+/// SIGTERM ends a node cleanly: it leaves the cluster, so the others hear
+/// of it at once: a program that joins right after neither sees it nor
+/// tries to reach it (with SIGKILL, membership would still list it for a
+/// few seconds, and the program would try to link to it and say it could
+/// not).
+#[test]
+fn sigterm_leaves_the_cluster_cleanly() {
+    let dir = scratch_dir("cluster-sigterm");
+    let cookie = cookie_in(&dir, "cookie", "a cookie for the sigterm test");
+    let a = Node::start("a", &cookie);
+    let mut b = Node::start_with("b", &cookie, &["--join", &a.addr]);
+    let joined = b.stderr.recv_timeout(LIMIT).expect("b says it joined");
+    assert!(joined.contains("joined the cluster through"), "{joined}");
+    unsafe { libc::kill(b._process.0.id() as i32, libc::SIGTERM) };
+    assert_eq!(b.stderr.recv_timeout(LIMIT).as_deref(), Ok("synodic: terminated"));
+    let status = b._process.0.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::into_raw(status) >> 8, 143, "{status}");
+    // "aa" sorts before "b": it would be the one to dial b.
+    let out = join_and_run(&dir, "aa", &a.addr, &cookie, "assert(#require('synodic').nodes() == 2) print('b is gone')");
+    assert!(text(&out.stdout).contains("b is gone"), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stderr), "", "nobody tries to reach b");
+}

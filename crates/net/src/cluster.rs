@@ -254,8 +254,8 @@ impl Cluster {
                 let udp = UdpSocket::bind(bound).await?;
                 Ok::<_, std::io::Error>((tcp, udp))
             })
-            .map_err(|source| Error::Listen { addr: addr.to_string(), source })?;
-        let listen = tcp.local_addr().map_err(|source| Error::Listen { addr: addr.to_string(), source })?;
+            .map_err(|why| Error::Listen { addr: addr.to_string(), why })?;
+        let listen = tcp.local_addr().map_err(|why| Error::Listen { addr: addr.to_string(), why })?;
         let me = rt.nodes().me();
         let member = Member { name: me.name.clone(), incarnation: me.incarnation, addr: listen, renewal: 0 };
         let inner = Arc::new(Inner {
@@ -324,6 +324,18 @@ impl Cluster {
             let waited = cluster.until(limit, formed).await;
             waited.map_err(|_| Error::Protocol(format!("only {} of {count} nodes formed a cluster within {} s", cluster.inner.live.lock().len(), limit.as_secs())))
         })
+    }
+
+    /// Leaves the cluster: membership tells the others at once, so they
+    /// neither suspect this node nor dial it again (the links close as the
+    /// OS process ends).
+    pub fn leave(&self) {
+        let out = {
+            let mut m = self.inner.membership.lock();
+            m.leave();
+            m.drain()
+        };
+        self.drive(out);
     }
 
     /// Blocks until the node `name` (NAME, or NAME@HOST) has been a member

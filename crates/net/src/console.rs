@@ -65,8 +65,8 @@ pub fn agent_id(rt: &Runtime, port: u64) -> String {
 /// Listens on `addr` on the I/O thread; returns the address bound.
 pub fn listen(io: &Io, rt: Runtime, addr: &str, cookie: String, attach: Attach) -> Result<SocketAddr, Error> {
     let owned = addr.to_string();
-    let listener = io.run(async move { TcpListener::bind(owned).await }).map_err(|source| Error::Listen { addr: addr.into(), source })?;
-    let bound = listener.local_addr().map_err(|source| Error::Listen { addr: addr.into(), source })?;
+    let listener = io.run(async move { TcpListener::bind(owned).await }).map_err(|why| Error::Listen { addr: addr.into(), why })?;
+    let bound = listener.local_addr().map_err(|why| Error::Listen { addr: addr.into(), why })?;
     let open = Arc::new(AtomicUsize::new(0));
     let cookie: Arc<str> = cookie.into();
     io.spawn(async move {

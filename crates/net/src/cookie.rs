@@ -21,7 +21,7 @@ pub fn default_file() -> Option<PathBuf> {
 /// fresh random cookie if it does not exist. Warnings (a file others can
 /// read, a short cookie) come back with it, one line each.
 pub fn load_or_create(path: &Path) -> Result<(String, Vec<String>), Error> {
-    let fail = |source| Error::Cookie { path: path.display().to_string(), source };
+    let fail = |why| Error::Cookie { path: path.display().to_string(), why };
     match std::fs::read_to_string(path) {
         Ok(text) => {
             let cookie = text.trim().to_string();

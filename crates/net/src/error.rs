@@ -4,10 +4,10 @@
 pub enum Error {
     #[error("cannot start the I/O thread: {0}")]
     Start(std::io::Error),
-    #[error("cannot listen on {addr}: {source}")]
-    Listen { addr: String, source: std::io::Error },
-    #[error("cookie file {path}: {source}")]
-    Cookie { path: String, source: std::io::Error },
+    #[error("cannot listen on {addr}: {why}")]
+    Listen { addr: String, why: std::io::Error },
+    #[error("cookie file {path}: {why}")]
+    Cookie { path: String, why: std::io::Error },
     #[error("cannot join the cluster through {addr}: {why}")]
     Join { addr: String, why: String },
     #[error("wrong cookie (the peer does not hold this node's cookie)")]
