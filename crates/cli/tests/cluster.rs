@@ -130,41 +130,39 @@ fn a_wrong_cookie_is_one_line_on_each_side() {
     assert!(text(&out.stdout).contains("friend ok"), "{}", text(&out.stderr));
 }
 
-/// Runs `examples/NAME` on a cluster of `nodes` nodes.
-fn run_cluster_example(name: &str, nodes: &str, args: &[&str]) -> std::process::Output {
+/// Runs `examples/NAME` on a cluster of `nodes` nodes; its output, once it
+/// has ended well.
+fn run_cluster_example(name: &str, nodes: &str, args: &[&str]) -> String {
     let dir = scratch_dir(&format!("cluster-example-{}", name.replace('/', "-")));
     let cookie = cookie_in(&dir, "cookie", "a cookie for the cluster examples");
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
     let mut cmd = synodic_command();
     cmd.args(["run", "--nodes", nodes, "--cookie-file"]).arg(&cookie).arg(&file).args(args);
-    output_within(cmd, LIMIT, &format!("examples/{name} on {nodes} nodes"))
+    let out = output_within(cmd, LIMIT, &format!("examples/{name} on {nodes} nodes"));
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "examples/{name}: {stdout}\n{}", text(&out.stderr));
+    stdout
 }
 
 /// The ALua paper's tuple multiplication, unchanged, with its agents dealt
 /// over three nodes.
 #[test]
 fn the_alua_matrix_product_runs_over_three_nodes() {
-    let out = run_cluster_example("alua/tuple_multiplication.lua", "3", &["24", "6"]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_cluster_example("alua/tuple_multiplication.lua", "3", &["24", "6"]);
     assert!(stdout.starts_with("6 agents over 3 node(s)\nmatrix multiplication 24x24: parallel = sequential"), "{stdout}");
     assert!(stdout.contains("all-pairs shortest paths on 24 nodes: parallel = sequential"), "{stdout}");
 }
 
 #[test]
 fn the_ring_spreads_over_three_nodes() {
-    let out = run_cluster_example("cluster/ring.lua", "3", &["90", "5"]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_cluster_example("cluster/ring.lua", "3", &["90", "5"]);
     assert!(stdout.starts_with("ring of 90 processes over 3 node(s) ["), "{stdout}");
     assert_eq!(stdout.matches(":30").count(), 3, "30 members on each node: {stdout}");
 }
 
 #[test]
 fn the_worker_pool_survives_losing_a_node() {
-    let out = run_cluster_example("cluster/worker_pool.lua", "3", &["60", "2", "lose"]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let stdout = run_cluster_example("cluster/worker_pool.lua", "3", &["60", "2", "lose"]);
     // The primes below 10001..10060, each counted once: the same total as on one node.
     assert!(stdout.starts_with("60 jobs on 3 node(s), 4 workers left; 73888 primes in all\nlost "), "{stdout}");
 }

@@ -299,7 +299,13 @@ impl Cluster {
                 m.drain()
             };
             cluster.drive(out);
-            let joined = cluster.until(Duration::from_secs(10), || cluster.inner.live.lock().contains(&hello.node.name)).await;
+            // Joined: linked to the seed, and a member of its membership
+            // (so that, for one, leaving reaches it).
+            let joined = cluster
+                .until(Duration::from_secs(10), || {
+                    cluster.inner.live.lock().contains(&hello.node.name) && cluster.inner.membership.lock().members().any(|m| m.name == hello.node.name)
+                })
+                .await;
             joined.map_err(|_| Error::Join { addr: addr.clone(), why: "no answer from its membership".into() })?;
             // Then until this node sees every node its peers say they see,
             // so that a program that joins starts with the whole cluster in
@@ -725,6 +731,9 @@ impl Cluster {
 
     /// Carries out what membership asked for.
     fn drive(&self, outputs: Vec<Output>) {
+        if outputs.iter().any(|out| matches!(out, Output::Event(_))) {
+            self.inner.changed.notify_waiters();
+        }
         for out in outputs {
             match out {
                 Output::Send(to, data) => {
