@@ -588,6 +588,7 @@ impl Cluster {
                 return Err(Error::Protocol("a part longer than its parcel".into()));
             };
             let want = room.min(more);
+            set_low_water(reader, want.min(LOW_WATER));
             let mut limited = (&mut *reader).take(want as u64);
             match limited.read_buf(piece).await {
                 Ok(0) => return Err(Error::Protocol("the peer closed the connection in the middle of a frame".into())),
@@ -596,6 +597,7 @@ impl Cluster {
             }
             parcels.filled();
         }
+        set_low_water(reader, 1);
         match parcels.finish()? {
             Some((frame, shared)) => self.receive(link, frame, shared),
             None => Ok(()),
@@ -998,6 +1000,22 @@ impl Link {
         }
         self.close().into_iter().for_each(|pid| rt.nudge(pid));
         let _ = writer.shutdown().await;
+    }
+}
+
+/// While the rest of a part is read, the socket wakes its reader only once
+/// this much has arrived (or the rest of the piece, if less): a few large
+/// reads per part instead of one per packet that came in.
+const LOW_WATER: usize = 256 << 10;
+
+/// Sets the socket's receive low-water mark (`SO_RCVLOWAT`): readiness is
+/// reported once `bytes` are there.
+fn set_low_water(reader: &tokio::net::tcp::OwnedReadHalf, bytes: usize) {
+    use std::os::fd::AsRawFd;
+    let bytes = bytes.max(1) as libc::c_int;
+    // SAFETY: a plain option on a socket this link owns.
+    unsafe {
+        libc::setsockopt(reader.as_ref().as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, (&bytes as *const libc::c_int).cast(), size_of::<libc::c_int>() as libc::socklen_t);
     }
 }
 
