@@ -3,7 +3,6 @@
 -- none is left, it goes, with its tuples. (200,000 forgotten spaces of one
 -- tuple each used to stay for good: +225 MB.)
 local s = require "synodic"
-package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/modules/?.lua;" .. package.path
 local testkit = require "testkit"
 local linda = require "synodic.linda"
 local me = s.self()

@@ -2,7 +2,6 @@
 -- Busy processes are preempted: with a single worker, a ping-pong pair keeps
 -- going while two processes spin forever.
 local s = require "synodic"
-package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/modules/?.lua;" .. package.path
 local testkit = require "testkit"
 local me = s.self()
 for _ = 1, 2 do

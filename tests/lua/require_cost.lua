@@ -3,7 +3,6 @@
 -- module as an upvalue (it used to take ~6 KB more, opening the package
 -- library). 20,000 idle processes of each kind, measured by resident memory.
 local s = require "synodic"
-package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/modules/?.lua;" .. package.path
 local testkit = require "testkit"
 local me = s.self()
 local N = 20000

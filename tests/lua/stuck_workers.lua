@@ -6,7 +6,6 @@
 -- others still run: the monitor declares those workers stuck and spare
 -- threads take over their other processes.
 local s = require "synodic"
-package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/modules/?.lua;" .. package.path
 local testkit = require "testkit"
 local linda = require "synodic.linda"
 local me = s.self()

@@ -87,7 +87,7 @@ fn join_and_run(dir: &Path, name: &str, seed: &str, cookie: &Path, source: &str)
     let prog = dir.join(format!("{name}.lua"));
     std::fs::write(&prog, source).unwrap();
     let mut cmd = synodic_command();
-    cmd.args(["run", "--join", seed, "--name", name, "--cookie-file"]).arg(cookie).arg(&prog);
+    cmd.args(["run", "--join", seed, "--name", name, "--cookie-file"]).arg(cookie).arg(&prog).env("LUA_PATH_5_4", common::test_modules_path());
     output_within(cmd, LIMIT, &format!("{name}.lua joining {seed}"))
 }
 
@@ -458,10 +458,7 @@ fn two_nodes_started_together_each_joining_the_other() {
         &pa,
         &cookie,
         r#"local s = require "synodic"
-           local testkit = (function()
-             package.path = "TESTKIT/?.lua;" .. package.path
-             return require "testkit"
-           end)()
+           local testkit = require "testkit"
            assert(#s.nodes() == 3, table.concat(s.nodes(), " "))
            local a, b = s.nodes()[1], s.nodes()[2]
            local echo = testkit.echo_on(b)
@@ -478,9 +475,7 @@ fn two_nodes_started_together_each_joining_the_other() {
            end, s.self(), echo)
            local tag, seen = s.receive(20)
            assert(tag == "done" and seen == 3, tostring(tag) .. " " .. tostring(seen))
-           print("one link ok")"#
-            .replace("TESTKIT", &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lua/modules").display().to_string())
-            .as_str(),
+           print("one link ok")"#,
     );
     assert!(text(&out.stdout).contains("one link ok"), "{}\n{}", text(&out.stdout), text(&out.stderr));
     // Neither node said a link closed or failed.

@@ -5,7 +5,6 @@
 -- for a node that is then killed (SIGKILL) goes on: its sends return and
 -- its monitor says "noconnection".
 local s = require "synodic"
-package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/../modules/?.lua;" .. package.path
 local testkit = require "testkit"
 
 local me = s.self()

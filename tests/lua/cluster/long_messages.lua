@@ -6,7 +6,6 @@
 -- what cannot cross is an error at the sender.
 local s = require "synodic"
 local buffer = require "synodic.buffer"
-package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/../modules/?.lua;" .. package.path
 local testkit = require "testkit"
 
 local me = s.self()

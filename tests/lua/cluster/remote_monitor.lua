@@ -3,7 +3,6 @@
 -- error, an exit value), at once for one that has already ended; and
 -- monitor_node on a live node says nothing.
 local s = require "synodic"
-package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/../modules/?.lua;" .. package.path
 local testkit = require "testkit"
 
 local me = s.self()

@@ -3,7 +3,6 @@
 -- order; every kind of value crosses; a name held by a remote process
 -- (whereis) and a message to a dead remote process (dropped).
 local s = require "synodic"
-package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/../modules/?.lua;" .. package.path
 local testkit = require "testkit"
 
 local me = s.self()

@@ -1,6 +1,5 @@
--- What several test scripts share. A script loads it with
---   package.path = (arg[0]:match("^(.*)/[^/]*$") or ".") .. "/modules/?.lua;" .. package.path
---   local testkit = require "testkit"
+-- What several test scripts share: `local testkit = require "testkit"`
+-- (the test harness puts tests/lua/modules on the path, LUA_PATH_5_4).
 local s = require "synodic"
 local M = {}
 

@@ -93,6 +93,13 @@ pub fn first_line_within(reader: impl std::io::Read + Send + 'static, limit: Dur
     rx.recv_timeout(limit).unwrap_or_else(|_| panic!("{what}: no line within {} s", limit.as_secs()))
 }
 
+/// A `package.path` (as `LUA_PATH_5_4`) that finds the modules the test
+/// scripts share (`tests/lua/modules`, `testkit` among them), then Lua's own.
+pub fn test_modules_path() -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lua/modules");
+    format!("{}/?.lua;;", dir.display())
+}
+
 /// No Lua test script needs nearly this long; a run that takes it is a hang.
 pub const SCRIPT_LIMIT: Duration = Duration::from_secs(60);
 
@@ -124,7 +131,7 @@ pub fn run_lua_script_with(dir: &std::path::Path, name: &str, extra: &[&std::ffi
     let flags: Vec<&str> = header("-- synodic-args:").map(|a| a.split_whitespace().collect()).unwrap_or_default();
     let limit = header("-- synodic-limit:").map_or(SCRIPT_LIMIT, |s| Duration::from_secs(s.parse().expect("synodic-limit: seconds")));
     let mut cmd = synodic_command();
-    cmd.arg("run").args(extra).args(&flags).arg(&path);
+    cmd.arg("run").args(extra).args(&flags).arg(&path).env("LUA_PATH_5_4", test_modules_path());
     let out = output_within(cmd, limit, &path.display().to_string());
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{name}.lua failed ({}):\n{stdout}\n{stderr}", out.status);
