@@ -49,7 +49,7 @@ local function dispatch(tag, code, ...)
     handle(code)
   elseif tag == EXIT_ALL then
     s.halt(0)
-  elseif tag == "DOWN" and code == alua._run_main and code ~= nil then
+  elseif tag == "DOWN" and alua._run_main ~= nil and code == alua._run_main then
     s.exit()
   else
     alua.on_message(tag, code, ...)

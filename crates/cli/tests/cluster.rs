@@ -2,6 +2,7 @@
 //! programs that join them, each run with a time limit and every node
 //! killed when its test ends.
 
+#[macro_use]
 mod common;
 
 use std::io::BufRead;
@@ -24,18 +25,7 @@ fn cluster_scripts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lua/cluster")
 }
 
-macro_rules! cluster_scripts {
-    ($($name:ident),* $(,)?) => {
-        $( #[test] fn $name() { run_cluster_script(stringify!($name)) } )*
-
-        #[test]
-        fn every_cluster_script_is_listed() {
-            common::assert_every_script_listed(&cluster_scripts_dir(), &[$(stringify!($name)),*], "cluster.rs");
-        }
-    };
-}
-
-cluster_scripts!(remote_spawn, remote_send, remote_monitor, node_lost, names, long_messages, backpressure, agents);
+script_tests!(run_cluster_script, cluster_scripts_dir, "cluster.rs"; remote_spawn, remote_send, remote_monitor, node_lost, names, long_messages, backpressure, agents);
 
 /// A `synodic node` running in the background, with where it listens and
 /// the lines it writes on stderr.
@@ -208,12 +198,10 @@ fn fake_peer_with_nonce(addr: &str, name: &str, cookie: Option<&str>, nonce: [u8
 /// then reading what the node sent until it closes too (closing with
 /// unread bytes would reset the connection instead).
 fn send_and_close(mut tcp: std::net::TcpStream, bytes: &[u8]) {
-    use std::io::{Read, Write};
+    use std::io::Write;
     tcp.write_all(bytes).unwrap();
     tcp.shutdown(std::net::Shutdown::Write).unwrap();
-    tcp.set_read_timeout(Some(LIMIT)).unwrap();
-    let mut sink = Vec::new();
-    let _ = tcp.read_to_end(&mut sink);
+    closed_within(&mut tcp, LIMIT);
 }
 
 #[test]

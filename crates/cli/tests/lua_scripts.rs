@@ -6,6 +6,7 @@
 //! limit (a line `-- synodic-limit: SECONDS` among the first lines sets its
 //! own): one that hangs fails, named.
 
+#[macro_use]
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -18,18 +19,8 @@ fn run_script(name: &str) {
     common::run_lua_script(&scripts_dir(), name)
 }
 
-macro_rules! lua_tests {
-    ($($name:ident),* $(,)?) => {
-        $( #[test] fn $name() { run_script(stringify!($name)) } )*
-
-        #[test]
-        fn every_script_is_listed() {
-            common::assert_every_script_listed(&scripts_dir(), &[$(stringify!($name)),*], "lua_scripts.rs");
-        }
-    };
-}
-
-lua_tests!(
+script_tests!(
+    run_script, scripts_dir, "lua_scripts.rs";
     spawn,
     send_receive,
     receive_match,

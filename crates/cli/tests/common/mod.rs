@@ -111,6 +111,21 @@ pub fn run_lua_script(dir: &std::path::Path, name: &str) {
     run_lua_script_with(dir, name, &[])
 }
 
+/// One `#[test]` per Lua script `NAME` of a directory, each running
+/// `$run("NAME")`, and one that fails if a script of `$dir()` is not listed
+/// (`$file` names the test file that lists them).
+#[allow(unused_macros)]
+macro_rules! script_tests {
+    ($run:path, $dir:path, $file:literal; $($name:ident),* $(,)?) => {
+        $( #[test] fn $name() { $run(stringify!($name)) } )*
+
+        #[test]
+        fn every_script_is_listed() {
+            common::assert_every_script_listed(&$dir(), &[$(stringify!($name)),*], $file);
+        }
+    };
+}
+
 /// Fails naming the first `.lua` script of `dir` whose name `listed` (the
 /// tests of `file`) lacks: a script nobody runs is a test that never fails.
 pub fn assert_every_script_listed(dir: &std::path::Path, listed: &[&str], file: &str) {
