@@ -11,7 +11,9 @@
 //! | [`node`] | `NodeId` (name and incarnation), `Nodes`: the node table that pids' aliases index |
 //! | [`process`] | `Process`, `Body`, `Step`, `ExitReason` |
 //! | `message` | `Message`: encoded values, small ones inline, with shared attachments |
+//! | [`payload`] | `Payload`: a buffer's bytes, whose large allocations a cache keeps warm for reuse |
 //! | [`remote`] | `Remote`: what the cluster transport gives the runtime (send, monitor, live nodes elsewhere) |
+//! | [`netpoll`] | `Netpoll`: the transport's connections, read and written by the scheduler's own threads |
 //! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main`, `halt` |
 //! | [`waiting`] | `Waiter`, `Completion`, `Delivery`: what the stores queue and decide |
 //! | [`ports`] | `Ports`: byte sinks of the I/O layer that processes write to by number |
@@ -31,7 +33,9 @@ pub mod linda;
 mod mailbox;
 mod message;
 mod names;
+pub mod netpoll;
 pub mod node;
+pub mod payload;
 pub mod pid;
 pub mod ports;
 mod monitor;

@@ -54,7 +54,7 @@ impl Message {
     /// what it carries (attachments count as the size of their bytes when
     /// they are byte buffers, or as a word).
     pub fn size(&self) -> usize {
-        self.len() + self.attachments().iter().map(|a| a.downcast_ref::<Vec<u8>>().map_or(8, Vec::len)).sum::<usize>()
+        self.len() + self.attachments().iter().map(|a| a.downcast_ref::<crate::payload::Payload>().map_or(8, |p| p.len())).sum::<usize>()
     }
 
     /// The attachments.

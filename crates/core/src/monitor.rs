@@ -19,6 +19,9 @@
 //!    and brings a spare thread to work in its place (see `scheduler`);
 //! 4. wakes a parked worker if work is waiting where only a looking worker
 //!    finds it.
+//! 5. on a node of a cluster, reads the network if no worker does (every
+//!    worker is running a process; see `netpoll`);
+//! 6. now and then, lets the payload cache forget memory it has kept too long.
 //!
 //! So preemption costs nothing until a process actually overruns its slice.
 
@@ -35,6 +38,8 @@ const PREEMPT_AFTER: u64 = SLICE_TICKS;
 /// A run is declared stuck once it has lasted this many ticks (10 ms with
 /// the default 2 ms slice): it did not yield to five preemption signals.
 const STUCK_AFTER: u64 = 5 * SLICE_TICKS;
+/// Ticks between trims of the payload cache (half a second by default).
+const TRIM_EVERY: u64 = 1000;
 /// Stuck processes remembered, so each is named once.
 const WARNED_MAX: usize = 4096;
 
@@ -113,6 +118,10 @@ pub(crate) fn run(rt: &Runtime, signal: Option<libc::c_int>, slice: Duration) {
             }
         }
         sched.nudge();
+        sched.poll_unwatched();
+        if epoch.is_multiple_of(TRIM_EVERY) {
+            crate::payload::trim();
+        }
     }
 }
 

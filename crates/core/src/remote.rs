@@ -65,7 +65,7 @@ pub const ATTACHMENTS_MAX: usize = 4096;
 /// bytes) cross as their bytes, tuple-space handles not yet, and the whole
 /// must not be too long. The error says what is wrong.
 pub fn crossing(msg: &Message) -> Result<(), String> {
-    if msg.attachments().iter().any(|a| a.downcast_ref::<Vec<u8>>().is_none()) {
+    if msg.attachments().iter().any(|a| a.downcast_ref::<crate::payload::Payload>().is_none()) {
         return Err("a tuple-space handle cannot cross to another node yet".into());
     }
     if msg.attachments().len() > ATTACHMENTS_MAX {

@@ -167,6 +167,12 @@ impl Runtime {
         self.shared.remote.set(remote).is_ok()
     }
 
+    /// Has the scheduler's threads read the network through `net` (see
+    /// [`crate::netpoll`]). Once per run; false if one was installed already.
+    pub fn set_netpoll(&self, net: Arc<dyn crate::netpoll::Netpoll>) -> bool {
+        self.scheduler().set_netpoll(net)
+    }
+
     /// The transport to other nodes, once a cluster has installed one.
     pub fn remote(&self) -> Option<&Arc<dyn Remote>> {
         self.shared.remote.get()

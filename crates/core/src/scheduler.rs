@@ -34,6 +34,10 @@
 //! that skipping the wake-up in step 1 never leaves work waiting behind a
 //! sleeping pool.
 //!
+//! On a node of a cluster, one worker out of work also reads the network
+//! while it spins, and parks in the network poll rather than on the
+//! condition variable (see `netpoll`).
+//!
 //! **Stuck workers.** A process that cannot yield (a busy loop in a callback
 //! of a C function, a C function that blocks) holds its worker's thread. As
 //! Go does for a thread stuck in a system call, the monitor then declares
@@ -47,12 +51,13 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Steal, Stealer, Worker};
 use parking_lot::{Condvar, Mutex};
 
+use crate::netpoll::{self, Netpoll};
 use crate::process::Process;
 use crate::runtime::Runtime;
 
@@ -92,6 +97,12 @@ pub(crate) struct Scheduler {
     /// Ticks of the monitor: the scheduler's coarse clock, read where a
     /// clock call would cost too much.
     pub(crate) epoch: AtomicU64,
+    /// The transport's reader of the network, on a node of a cluster.
+    netpoll: OnceLock<Arc<dyn Netpoll>>,
+    /// Held by the one thread that reads the network (see `netpoll`).
+    poll_token: AtomicBool,
+    /// The token's holder waits in the poll: it is woken by an interrupt.
+    poll_blocked: AtomicBool,
 }
 
 #[derive(Default)]
@@ -205,6 +216,8 @@ struct Local {
     in_run: Cell<bool>,
     /// ...and is not inside `schedule_with`, which moves `next`.
     in_sched: Cell<bool>,
+    /// This worker holds the poll token.
+    polling: Cell<bool>,
     scheduler: *const Scheduler,
     slot: *const Slot,
 }
@@ -257,7 +270,16 @@ impl Scheduler {
             spare_wake: Condvar::new(),
             stopping: AtomicBool::new(false),
             epoch: AtomicU64::new(0),
+            netpoll: OnceLock::new(),
+            poll_token: AtomicBool::new(false),
+            poll_blocked: AtomicBool::new(false),
         }
+    }
+
+    /// Has the workers read the network through `net` (see `netpoll`);
+    /// false if a reader was installed already.
+    pub(crate) fn set_netpoll(&self, net: Arc<dyn Netpoll>) -> bool {
+        self.netpoll.set(net).is_ok()
     }
 
     /// The slots of the threads started so far.
@@ -343,8 +365,44 @@ impl Scheduler {
 
     pub(crate) fn wake_one(&self) {
         // Pairs with the decrement of `spinning` and the increment of `idle`
-        // in `spin` and `park`: either we see the spinning or parking worker,
-        // or it sees the work we just pushed.
+        // (or the setting of `poll_blocked`) in `spin` and `park`: either we
+        // see the spinning or parking worker, or it sees the work we just pushed.
+        std::sync::atomic::fence(SeqCst);
+        if self.spinning.load(SeqCst) != 0 {
+            return;
+        }
+        if self.idle.load(SeqCst) > 0 {
+            let _guard = self.park_lock.lock();
+            self.unpark.notify_one();
+        } else if self.poll_blocked.load(SeqCst) {
+            if let Some(net) = self.netpoll.get() {
+                net.interrupt();
+            }
+        }
+    }
+
+    /// Wakes a parked worker if work waits where only a looking worker
+    /// finds it (the monitor calls this every tick).
+    pub(crate) fn nudge(&self) {
+        if (self.idle.load(SeqCst) > 0 || self.poll_blocked.load(SeqCst)) && self.has_visible_work() {
+            self.wake_one();
+        }
+    }
+
+    /// Step 4 of `netpoll`: the monitor reads the network if no worker
+    /// holds the token (all run processes); what it delivers goes to the
+    /// injector. If workers are parked meanwhile, one is woken to take the
+    /// token over, so that the network is read at once again.
+    pub(crate) fn poll_unwatched(&self) {
+        let Some(net) = self.netpoll.get() else { return };
+        if self.poll_token.compare_exchange(false, true, AcqRel, Relaxed).is_err() {
+            return;
+        }
+        netpoll::set_flushes_here(true);
+        net.poll(false);
+        net.flush();
+        netpoll::set_flushes_here(false);
+        self.poll_token.store(false, SeqCst);
         std::sync::atomic::fence(SeqCst);
         if self.spinning.load(SeqCst) == 0 && self.idle.load(SeqCst) > 0 {
             let _guard = self.park_lock.lock();
@@ -352,16 +410,28 @@ impl Scheduler {
         }
     }
 
-    /// Wakes a parked worker if work waits where only a looking worker
-    /// finds it (the monitor calls this every tick).
-    pub(crate) fn nudge(&self) {
-        if self.idle.load(SeqCst) > 0 && self.has_visible_work() {
-            self.wake_one();
+    /// Takes the poll token for this worker, if it is free; true when the
+    /// worker holds it.
+    fn hold_poll_token(&self, local: &Local) -> bool {
+        if !local.polling.get() && self.poll_token.compare_exchange(false, true, AcqRel, Relaxed).is_ok() {
+            local.polling.set(true);
+        }
+        local.polling.get()
+    }
+
+    /// Step 3 of `netpoll`: a worker about to run a process lets another
+    /// thread read the network meanwhile.
+    fn release_poll_token(&self, local: &Local) {
+        if local.polling.replace(false) {
+            self.poll_token.store(false, Release);
         }
     }
 
     pub(crate) fn stop(&self) {
         self.stopping.store(true, SeqCst);
+        if let Some(net) = self.netpoll.get() {
+            net.interrupt();
+        }
         {
             let _guard = self.park_lock.lock();
             self.unpark.notify_all();
@@ -401,6 +471,7 @@ impl Scheduler {
             preempted_turn: Cell::new(0),
             in_run: Cell::new(false),
             in_sched: Cell::new(false),
+            polling: Cell::new(false),
             scheduler: sched,
             slot,
         };
@@ -410,20 +481,27 @@ impl Scheduler {
         let _ = slot.watch.thread.set(unsafe { libc::pthread_self() });
         let _ = slot.watch.tid.set(unsafe { libc::gettid() });
         LOCAL.with(|l| l.set(&local));
+        netpoll::set_flushes_here(true);
         while !sched.is_stopping() {
             match sched.find_work(&local).or_else(|| sched.spin(&local)) {
                 Some(proc) => {
+                    sched.release_poll_token(&local);
                     slot.watch.start_run(sched.epoch.load(Relaxed), proc);
                     local.in_run.set(true);
                     rt.run_process(proc);
                     local.in_run.set(false);
+                    if let Some(net) = sched.netpoll.get() {
+                        net.flush();
+                    }
                     if slot.watch.end_run() {
                         sched.rejoin(&local);
                     }
                 }
-                None => sched.park(),
+                None => sched.park(&local),
             }
         }
+        sched.release_poll_token(&local);
+        netpoll::set_flushes_here(false);
         LOCAL.with(|l| l.set(std::ptr::null()));
     }
 
@@ -506,13 +584,23 @@ impl Scheduler {
         woken().or_else(rescued).or_else(preempted)
     }
 
-    /// Step 1 of running out of work: looks for some for up to [`SPIN`].
+    /// Step 1 of running out of work: looks for some for up to [`SPIN`],
+    /// reading the network meanwhile if no one else does.
     fn spin(&self, local: &Local) -> Option<&'static Process> {
         self.spinning.fetch_add(1, SeqCst);
+        let net = self.netpoll.get();
         let start = Instant::now();
         let found = loop {
-            for _ in 0..64 {
-                std::hint::spin_loop();
+            match net {
+                Some(net) if self.hold_poll_token(local) => {
+                    if net.poll(false) {
+                        net.flush();
+                        if let Some(p) = self.find_work(local) {
+                            break Some(p);
+                        }
+                    }
+                }
+                _ => (0..64).for_each(|_| std::hint::spin_loop()),
             }
             if let Some(p) = self.steal_injector(local).or_else(|| self.steal_peers(local)) {
                 break Some(p);
@@ -535,7 +623,19 @@ impl Scheduler {
             })
     }
 
-    fn park(&self) {
+    /// Step 2 of running out of work: the holder of the poll token waits in
+    /// the poll, anyone else on the condition variable.
+    fn park(&self, local: &Local) {
+        if let Some(net) = self.netpoll.get().filter(|_| self.hold_poll_token(local)) {
+            self.poll_blocked.store(true, SeqCst);
+            std::sync::atomic::fence(SeqCst);
+            if !self.has_visible_work() && !self.is_stopping() {
+                net.poll(true);
+                net.flush();
+            }
+            self.poll_blocked.store(false, SeqCst);
+            return;
+        }
         let mut guard = self.park_lock.lock();
         self.idle.fetch_add(1, SeqCst);
         // Re-check under the lock: a scheduler that pushed before seeing us idle left work behind.

@@ -20,7 +20,7 @@ use crate::codec::Sendable;
 use crate::util::*;
 
 /// A buffer's bytes, shared between the buffers that view them.
-pub(crate) type Payload = Arc<Vec<u8>>;
+pub(crate) type Payload = Arc<synodic_core::payload::Payload>;
 
 /// A buffer crosses as its bytes, shared (see `codec::Sendable`); the
 /// variant byte is its element kind.
@@ -33,7 +33,7 @@ unsafe fn share(L: *mut ffi::lua_State, idx: c_int) -> Option<(u8, Attachment)> 
 
 unsafe fn rebuild(L: *mut ffi::lua_State, variant: u8, shared: &Attachment) -> Result<(), String> {
     let kind = Kind::from_byte(variant).ok_or("unknown buffer kind")?;
-    let payload = shared.clone().downcast::<Vec<u8>>().map_err(|_| "not a buffer's bytes")?;
+    let payload = shared.clone().downcast::<synodic_core::payload::Payload>().map_err(|_| "not a buffer's bytes")?;
     push_new(L, payload, kind, "buffer")
 }
 
@@ -107,7 +107,7 @@ fn writable<'a>(b: &'a mut Buffer, fname: &str) -> Result<&'a mut Vec<u8>, Strin
         // The same size as the shared bytes it replaces: counted already.
         let mut copy = zeroed(b.payload.len(), fname)?;
         copy.copy_from_slice(&b.payload);
-        b.payload = Arc::new(copy);
+        b.payload = Arc::new(copy.into());
     }
     Ok(Arc::get_mut(&mut b.payload).expect("not shared any more"))
 }
@@ -227,7 +227,7 @@ unsafe extern "C-unwind" fn new(L: *mut ffi::lua_State) -> c_int {
             return Err(format!("bad argument #1 to 'new' (element count expected, got {})", type_name(L, 1)));
         }
         let kind = kind_arg(L, 2, Kind::F64)?;
-        push_new(L, Arc::new(zeroed(n as usize * kind.width(), "new")?), kind, "new")?;
+        push_new(L, Arc::new(zeroed(n as usize * kind.width(), "new")?.into()), kind, "new")?;
         Ok(1)
     })();
     done(L, r)
@@ -241,7 +241,7 @@ unsafe extern "C-unwind" fn from(L: *mut ffi::lua_State) -> c_int {
         };
         let mut bytes = zeroed(b.len(), "from")?;
         bytes.copy_from_slice(b);
-        push_new(L, Arc::new(bytes), Kind::U8, "from")?;
+        push_new(L, Arc::new(bytes.into()), Kind::U8, "from")?;
         Ok(1)
     })();
     done(L, r)
@@ -263,7 +263,7 @@ unsafe extern "C-unwind" fn fromtable(L: *mut ffi::lua_State) -> c_int {
             ffi::lua_settop(L, -2);
             bytes[i * w..(i + 1) * w].copy_from_slice(&v.map_err(|e| format!("fromtable: element {}: {e}", i + 1))?[..w]);
         }
-        push_new(L, Arc::new(bytes), kind, "fromtable")?;
+        push_new(L, Arc::new(bytes.into()), kind, "fromtable")?;
         Ok(1)
     })();
     done(L, r)

@@ -36,11 +36,10 @@ pub(crate) fn try_copy(b: &[u8]) -> Result<Box<[u8]>, String> {
 /// An empty vector with room for `bytes`, or an error when there is no
 /// memory for them, or they are more than the machine has.
 pub(crate) fn try_vec(bytes: usize) -> Result<Vec<u8>, String> {
-    let mut v = Vec::new();
-    if bytes > synodic_core::cache::largest_block() || v.try_reserve_exact(bytes).is_err() {
+    if bytes > synodic_core::cache::largest_block() {
         return Err(format!("not enough memory for {bytes} bytes"));
     }
-    Ok(v)
+    synodic_core::payload::with_capacity(bytes).map_err(|_| format!("not enough memory for {bytes} bytes"))
 }
 
 /// Calls the function below `nargs` arguments on the stack, catching its

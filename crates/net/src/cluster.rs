@@ -9,13 +9,13 @@
 //!
 //! 1. The dialer connects; both sides run the handshake (`handshake`) with a
 //!    5 s limit. A failure is one line on stderr naming the address.
-//! 2. The link is entered under the peer's node alias; the one reader task
-//!    decodes frames and hands them to `Cluster::receive`; the writer task
-//!    writes whatever frames have queued since its last write in one system
-//!    call, so a stream of small messages costs far less than a call each.
-//!    If the two nodes dialed each other at once, both keep the same one of
-//!    the two links (see [`Rank`]); the other writes what it holds and
-//!    closes, and what waited on it moves to the kept one.
+//! 2. The link is entered under the peer's node alias and its socket given
+//!    to the poller: from then on the scheduler's threads read it (see
+//!    `synodic_core::netpoll`) and hand its frames to `Cluster::receive`,
+//!    and write what processes send (see `link`), many frames per system
+//!    call. If the two nodes dialed each other at once, both keep the same
+//!    one of the two links (see `link::Rank`); the other writes what it
+//!    holds and closes, and what waited on it moves to the kept one.
 //! 3. A frame that does not parse ends the link with one line on stderr.
 //! 4. When the link ends (its peer closed it, or membership declared the
 //!    peer down), whatever waited on the peer is told at once: monitors get
@@ -34,24 +34,26 @@
 //! node that alias means, and the receiver rewrites aliases as frames
 //! arrive (`wire::map_pids`).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::Mutex;
+use synodic_core::netpoll::Netpoll;
 use synodic_core::remote::{self, Remote};
-use synodic_core::wire::{self, WireError};
 use synodic_core::{Attachment, ExitReason, Message, NodeId, Pid, Runtime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::Notify;
 
-use crate::frame::{Decoder, Frame, Hello, Next, PART};
+use crate::frame::{Decoder, Frame, Hello};
 use crate::handshake::{self, Handshake, Role, Step};
+use crate::link::{self, Drained, Link};
 use crate::membership::{self, Event, Member, Membership, Output};
-use crate::parcel::{Assembler, Bytes, Parcel};
+use crate::parcel::Bytes;
+use crate::poller::Poller;
 use crate::{Error, Io};
 
 const HANDSHAKE_TIME: Duration = Duration::from_secs(5);
@@ -84,163 +86,13 @@ struct Inner {
     spawner: Spawner,
     /// Processes here that monitor a node (`monitor_node`).
     node_watchers: Mutex<HashMap<Arc<str>, Vec<Pid>>>,
+    /// The links' sockets, for the scheduler's threads to read.
+    poller: Poller,
+    /// Every link the poller watches, by its token.
+    reading: Mutex<HashMap<u64, Arc<Link>>>,
+    reading_count: AtomicUsize,
+    next_token: AtomicU64,
 }
-
-/// Which of two connections between the same nodes both keep (they may
-/// have dialed each other at once): the one the node with the smaller name
-/// dialed, then the one whose dialer's nonce is larger. Both ends know both
-/// facts about every connection, so they choose the same one.
-type Rank = (bool, [u8; 32]);
-
-/// One authenticated connection to a peer node.
-struct Link {
-    peer: NodeId,
-    alias: u16,
-    rank: Rank,
-    outbox: Mutex<Outbox>,
-    /// Set while more than [`FULL`] bytes wait in the outbox, cleared once
-    /// they drain below [`ROOM`]: every remote send asks whether it must
-    /// wait, and this answers without the outbox's lock.
-    congested: AtomicBool,
-    wake: Notify,
-    /// The peer's aliases, as it announced them, mapped to ours.
-    theirs: Mutex<HashMap<u16, u16>>,
-    /// What processes here wait for from the peer.
-    awaited: Mutex<Awaited>,
-    /// The peer's last reported load, plus what was spawned there since.
-    load: AtomicU32,
-    /// How many live nodes the peer last said it sees, itself included.
-    sees: AtomicU32,
-    /// Set once the link has ended and its waiters have been told.
-    ended: AtomicBool,
-    reader: Mutex<Option<tokio::task::AbortHandle>>,
-    /// The socket, for senders' direct writes (a duplicate descriptor, so
-    /// it stays this socket's for as long as the link exists).
-    direct: Option<std::os::fd::OwnedFd>,
-}
-
-/// What processes of this node wait for from a link's peer: told of the
-/// peer's loss if it ends first.
-#[derive(Default)]
-struct Awaited {
-    /// (watcher here, target there), with how many times it was asked for.
-    monitors: HashMap<(Pid, Pid), u32>,
-    /// Tags of requests (spawns, claims) waiting for their answer, and who waits.
-    replies: HashMap<u64, Pid>,
-    /// Tags of name claims, and the name and pid claimed.
-    claims: HashMap<u64, (Box<[u8]>, Pid)>,
-}
-
-#[derive(Default)]
-struct Outbox {
-    /// Whole frames, written in order.
-    bytes: Vec<u8>,
-    /// Parcels being cut into parts, one part per write, so that what
-    /// queues in `bytes` meanwhile waits for one part at most; and frames
-    /// held behind a parcel for the same receiving process.
-    long: VecDeque<Long>,
-    /// The bytes of `long` not yet written.
-    long_bytes: u64,
-    next_stream: u64,
-    /// Processes of this node slowed in `send` until the outbox drains.
-    slowed: Vec<Pid>,
-    /// Aliases of ours the peer has been told about.
-    announced: BTreeSet<u16>,
-    closed: bool,
-    /// Set when another link to the same peer is kept instead: the writer
-    /// writes what is queued, then closes its side.
-    draining: bool,
-    /// Someone (the writer task, or a sender writing directly) is writing:
-    /// whatever queues meanwhile is theirs to write next.
-    writing: bool,
-    /// When a frame was last queued (see [`Link::push`]).
-    last_push: Option<Instant>,
-}
-
-/// What waits in an outbox's `long` queue.
-enum Long {
-    /// `to` and `from`: the processes a message goes between, if it is one.
-    Parcel { to: Option<Pid>, from: Option<Pid>, parcel: Parcel },
-    /// An encoded frame for `to`, which a parcel for `to` ahead of it keeps
-    /// waiting: messages between two processes arrive in the order sent.
-    Held { to: Pid, frame: Vec<u8> },
-}
-
-impl Long {
-    fn to(&self) -> Option<Pid> {
-        match self {
-            Long::Parcel { to, .. } => *to,
-            Long::Held { to, .. } => Some(*to),
-        }
-    }
-}
-
-/// Above this many queued bytes a link is full: senders are slowed in
-/// `send` until it drains below [`ROOM`].
-const FULL: usize = 8 << 20;
-const ROOM: usize = 2 << 20;
-
-impl Outbox {
-    fn queued(&self) -> usize {
-        self.bytes.len() + self.long_bytes as usize
-    }
-
-    fn holds_for(&self, to: Pid) -> bool {
-        self.long.iter().any(|l| l.to() == Some(to))
-    }
-
-    /// Queues `frame`, between the processes `between` (from, to) if it is
-    /// a message; a frame too long for one, or one with buffers, becomes a
-    /// parcel.
-    fn enqueue(&mut self, frame: Frame, len: usize, between: Option<(Pid, Pid)>, shared: Vec<Bytes>) -> Result<(), String> {
-        let (from, to) = (between.map(|b| b.0), between.map(|b| b.1));
-        if shared.is_empty() && len <= PART {
-            match to.filter(|&to| self.holds_for(to)) {
-                None => frame.encode(&mut self.bytes),
-                Some(to) => {
-                    let mut encoded = Vec::new();
-                    frame.encode(&mut encoded);
-                    self.long_bytes += encoded.len() as u64;
-                    self.long.push_back(Long::Held { to, frame: encoded });
-                }
-            }
-            return Ok(());
-        }
-        self.next_stream += 1;
-        let parcel = Parcel::new(self.next_stream, &frame, shared)?;
-        self.long_bytes += parcel.left();
-        self.long.push_back(Long::Parcel { to, from, parcel });
-        Ok(())
-    }
-
-    /// Appends to `batch` the frames held at the front of `long` and one
-    /// part of the parcel there.
-    fn cut(&mut self, batch: &mut Vec<u8>) {
-        let mut cut_one = false;
-        while let Some(front) = self.long.front_mut() {
-            match front {
-                Long::Held { frame, .. } => {
-                    self.long_bytes -= frame.len() as u64;
-                    batch.extend_from_slice(frame);
-                }
-                Long::Parcel { .. } if cut_one => return,
-                Long::Parcel { parcel, .. } => {
-                    self.long_bytes -= parcel.next_part(batch) as u64;
-                    cut_one = true;
-                    if parcel.left() > 0 {
-                        return;
-                    }
-                }
-            }
-            self.long.pop_front();
-        }
-    }
-}
-
-/// A sender writes its frame to the socket itself, sparing the I/O
-/// thread's wake-up, when the link has been quiet this long; a stream of
-/// messages queues instead and goes out in batches.
-const QUIET: Duration = Duration::from_micros(20);
 
 impl Cluster {
     /// Listens on `addr` (TCP and UDP, the same port) and installs itself
@@ -256,6 +108,7 @@ impl Cluster {
             })
             .map_err(|why| Error::Listen { addr: addr.to_string(), why })?;
         let listen = tcp.local_addr().map_err(|why| Error::Listen { addr: addr.to_string(), why })?;
+        let poller = Poller::new().map_err(Error::Start)?;
         let me = rt.nodes().me();
         let member = Member { name: me.name.clone(), incarnation: me.incarnation, addr: listen, renewal: 0 };
         let inner = Arc::new(Inner {
@@ -271,9 +124,14 @@ impl Cluster {
             changed: Notify::new(),
             spawner,
             node_watchers: Mutex::new(HashMap::new()),
+            poller,
+            reading: Mutex::new(HashMap::new()),
+            reading_count: AtomicUsize::new(0),
+            next_token: AtomicU64::new(0),
         });
         let cluster = Cluster { inner };
         rt.set_remote(Arc::new(cluster.clone()));
+        rt.set_netpoll(Arc::new(cluster.clone()));
         io.spawn(cluster.clone().accept(tcp));
         io.spawn(cluster.clone().datagrams());
         io.spawn(cluster.clone().report_load());
@@ -415,32 +273,12 @@ impl Cluster {
             Role::Dialer => (self.inner.me.name < peer.node.name, mine_nonce),
             Role::Acceptor => (peer.node.name < self.inner.me.name, peer.nonce),
         };
-        let direct = {
-            use std::os::fd::AsFd;
-            stream.as_fd().try_clone_to_owned().ok()
-        };
-        let link = Arc::new(Link {
-            direct,
-            peer: peer.node.clone(),
-            alias,
-            rank,
-            outbox: Mutex::new(Outbox::default()),
-            congested: AtomicBool::new(false),
-            wake: Notify::new(),
-            theirs: Mutex::new(HashMap::new()),
-            awaited: Mutex::new(Awaited::default()),
-            load: AtomicU32::new(u32::MAX),
-            sees: AtomicU32::new(0),
-            ended: AtomicBool::new(false),
-            reader: Mutex::new(None),
-        });
+        let socket = stream.into_std().map_err(|e| Error::Protocol(e.to_string()))?;
+        let token = self.inner.next_token.fetch_add(1, Relaxed);
+        let link = Link::start(self.inner.rt.clone(), peer.node.clone(), alias, rank, token, socket, decoder).map_err(|e| Error::Protocol(e.to_string()))?;
         for (name, pid) in self.inner.rt.names_held_here() {
             link.push_message(self.inner.rt.nodes(), &Message::from_vec(remote::name_message(&name, pid)), None, |message| Frame::Named { message });
         }
-        let (reader, writer) = stream.into_split();
-        tokio::spawn(link.clone().write(self.inner.rt.clone(), writer));
-        let read = tokio::spawn(self.clone().read(link.clone(), reader, decoder));
-        *link.reader.lock() = Some(read.abort_handle());
         // Step 2: of two links to one peer, both nodes keep the same one;
         // the other carries what it already holds, then closes.
         let retired = {
@@ -453,42 +291,35 @@ impl Cluster {
         if let Some((retired, kept)) = retired {
             self.retire(&retired, &kept);
         }
-        if !link.ended.load(Relaxed) && !link.outbox.lock().draining {
+        if !link.outbox.lock().draining {
             self.inner.live.lock().insert(peer.node.name.clone());
             self.tell_load();
         }
+        // Entered everywhere: now its frames may be read, by any thread.
+        self.inner.reading.lock().insert(token, link.clone());
+        self.inner.reading_count.fetch_add(1, Relaxed);
+        if let Err(e) = self.inner.poller.add(link.fd(), token) {
+            self.end(&link);
+            return Err(Error::Protocol(format!("cannot watch the connection: {e}")));
+        }
+        // What arrived with the handshake's last bytes is read now: the
+        // poller reports only what arrives from here on.
+        self.read_link(&link, false);
         Ok(peer)
     }
 
-    async fn read(self, link: Arc<Link>, mut reader: tokio::net::tcp::OwnedReadHalf, mut decoder: Decoder) {
-        let mut parcels = Assembler::default();
-        let end = loop {
-            let handled = match decoder.next() {
-                Ok(Some(Next::Frame(frame))) => self.receive(&link, frame, Vec::new()).map(|()| true),
-                Ok(Some(Next::Part { stream, total, bytes, more })) => match parcels.begin(stream, total, bytes) {
-                    Ok(()) => self.read_part(&link, &mut reader, &mut parcels, more).await.map(|()| true),
-                    Err(e) => Err(e),
-                },
-                Ok(None) => Ok(false),
-                Err(e) => Err(e),
-            };
-            match handled {
-                Ok(true) => continue,
-                Ok(false) => {}
-                Err(e) => break Some(e),
+    /// Reads what has arrived on `link` and delivers it; `rearm`: the
+    /// caller was told by the poller, which must watch the link again.
+    fn read_link(&self, link: &Arc<Link>, rearm: bool) {
+        match link.drain(&mut |frame, shared| self.receive(link, frame, shared)) {
+            Ok(Drained::Open) if rearm => self.inner.poller.rearm(link.fd(), link.token),
+            Ok(Drained::Open) => {}
+            Ok(Drained::Closed) => self.end(link),
+            Err(e) => {
+                eprintln!("synodic: link to node {} closed: {e}", link.peer.name);
+                self.end(link);
             }
-            let buf = decoder.space(64 << 10);
-            match reader.read_buf(buf).await {
-                Ok(0) if decoder.buffered() > 0 => break Some(Error::Protocol("the peer closed the connection in the middle of a frame".into())),
-                Ok(0) => break None,
-                Ok(_) => {}
-                Err(e) => break Some(Error::Protocol(e.to_string())),
-            }
-        };
-        if let Some(e) = end {
-            eprintln!("synodic: link to node {} closed: {e}", link.peer.name);
         }
-        self.end(&link);
     }
 
     /// `retired` gives way to `kept`, a link to the same peer: what
@@ -505,13 +336,7 @@ impl Cluster {
             awaited.replies.extend(moved.replies);
             awaited.claims.extend(moved.claims);
         }
-        let slowed = {
-            let mut out = retired.outbox.lock();
-            out.draining = true;
-            std::mem::take(&mut out.slowed)
-        };
-        retired.wake.notify_one();
-        slowed.into_iter().for_each(|pid| self.inner.rt.nudge(pid));
+        retired.retire().into_iter().for_each(|pid| self.inner.rt.nudge(pid));
     }
 
     /// Step 4: the link is over; whoever waited on its peer is told.
@@ -521,9 +346,11 @@ impl Cluster {
         }
         let rt = &self.inner.rt;
         link.close().into_iter().for_each(|pid| rt.nudge(pid));
-        if let Some(reader) = link.reader.lock().take() {
-            reader.abort();
+        if self.inner.reading.lock().remove(&link.token).is_some() {
+            self.inner.reading_count.fetch_sub(1, Relaxed);
         }
+        self.inner.poller.remove(link.fd());
+        link.shutdown();
         let still_linked = {
             let mut links = self.inner.links.lock();
             if links.get(&link.alias).is_some_and(|l| Arc::ptr_eq(l, link)) {
@@ -579,46 +406,21 @@ impl Cluster {
         });
     }
 
-    /// The `more` bytes of a part that had not arrived with its header,
-    /// read from the connection straight into the parcel; then the
-    /// parcel's frame, if that was its last part.
-    async fn read_part(&self, link: &Link, reader: &mut tokio::net::tcp::OwnedReadHalf, parcels: &mut Assembler, mut more: usize) -> Result<(), Error> {
-        while more > 0 {
-            let Some((piece, room)) = parcels.room() else {
-                return Err(Error::Protocol("a part longer than its parcel".into()));
-            };
-            let want = room.min(more);
-            set_low_water(reader, want.min(LOW_WATER));
-            let mut limited = (&mut *reader).take(want as u64);
-            match limited.read_buf(piece).await {
-                Ok(0) => return Err(Error::Protocol("the peer closed the connection in the middle of a frame".into())),
-                Ok(n) => more -= n,
-                Err(e) => return Err(Error::Protocol(e.to_string())),
-            }
-            parcels.filled();
-        }
-        set_low_water(reader, 1);
-        match parcels.finish()? {
-            Some((frame, shared)) => self.receive(link, frame, shared),
-            None => Ok(()),
-        }
-    }
-
     /// One frame from an authenticated peer, with the buffers its message
     /// carries (a parcel's).
-    fn receive(&self, link: &Link, frame: Frame, shared: Vec<Bytes>) -> Result<(), Error> {
+    fn receive(&self, link: &Arc<Link>, frame: Frame, shared: Vec<Bytes>) -> Result<(), Error> {
         let attach = |message: Vec<u8>| Message::with_attachments(message, shared.into_iter().map(|b| b as Attachment).collect());
         let rt = &self.inner.rt;
         match frame {
             Frame::Node { alias, node } => {
                 let ours = rt.nodes().alias(&node).ok_or_else(|| Error::Protocol("the node table is full".into()))?;
-                link.theirs.lock().insert(alias, ours);
+                link.announced(alias, ours);
             }
             Frame::Send { to, from, message } => {
                 let message = link.arrived(message)?;
                 if from == to {
                     // The runtime's own notices (DOWN, replies) answer something awaited.
-                    if let Some((name, pid)) = link.settle(to, &message) {
+                    if let Some((name, pid)) = settle(link, to, &message) {
                         self.name_granted(&name, pid);
                     }
                 }
@@ -792,236 +594,23 @@ fn here(pid: Pid) -> Pid {
     Pid::new(0, pid.index(), pid.generation())
 }
 
-impl Link {
-    /// A pid named in a frame from the peer, with our alias for its node
-    /// (`None`: an alias the peer never announced).
-    fn translate(&self, theirs: &HashMap<u16, u16>, pid: Pid) -> Option<Pid> {
-        let node = match pid.node() {
-            0 => self.alias,
-            alias => *theirs.get(&alias)?,
-        };
-        Some(Pid::new(node, pid.index(), pid.generation()))
-    }
-
-    /// [`Link::translate`] for a pid in a frame's header.
-    fn ours(&self, pid: Pid) -> Result<Pid, Error> {
-        self.translate(&self.theirs.lock(), pid).ok_or_else(|| Error::Protocol(format!("pid of node alias {}, never announced", pid.node())))
-    }
-
-    /// A message from the peer, its pids rewritten to our aliases.
-    fn arrived(&self, mut message: Vec<u8>) -> Result<Vec<u8>, Error> {
-        let theirs = self.theirs.lock();
-        wire::map_pids(&mut message, |p, at| self.translate(&theirs, p).ok_or(WireError::UnknownNode(at))).map_err(|e| Error::Protocol(format!("bad message: {e}")))?;
-        Ok(message)
-    }
-
-    /// A notice for `to` has arrived: what it answers is no longer awaited.
-    /// Returns the name and pid of a claim it grants.
-    fn settle(&self, to: Pid, message: &[u8]) -> Option<(Box<[u8]>, Pid)> {
-        let mut awaited = self.awaited.lock();
-        if let Some((tag, granted)) = remote::reply_of(message) {
-            awaited.replies.remove(&tag);
-            return awaited.claims.remove(&tag).filter(|_| granted);
-        } else if let Some(target) = remote::down_of(message) {
-            let key = (here(to), target);
-            if let Some(n) = awaited.monitors.get_mut(&key) {
-                *n -= 1;
-                if *n == 0 {
-                    awaited.monitors.remove(&key);
-                }
+/// A notice for `to` has arrived over `link`: what it answers is no longer
+/// awaited. Returns the name and pid of a claim it grants.
+fn settle(link: &Link, to: Pid, message: &[u8]) -> Option<(Box<[u8]>, Pid)> {
+    let mut awaited = link.awaited.lock();
+    if let Some((tag, granted)) = remote::reply_of(message) {
+        awaited.replies.remove(&tag);
+        return awaited.claims.remove(&tag).filter(|_| granted);
+    } else if let Some(target) = remote::down_of(message) {
+        let key = (here(to), target);
+        if let Some(n) = awaited.monitors.get_mut(&key) {
+            *n -= 1;
+            if *n == 0 {
+                awaited.monitors.remove(&key);
             }
         }
-        None
     }
-
-    /// Queues the frames for a message to the peer (between the processes
-    /// `between`, from and to, if it is a process's), announcing first the
-    /// nodes its pids name; false when the link has closed or the message
-    /// cannot cross (a shared value other than a buffer, or too long).
-    fn push_message(&self, nodes: &synodic_core::node::Nodes, msg: &Message, between: Option<(Pid, Pid)>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
-        let Some(shared) = msg.attachments().iter().map(buffer_bytes).collect::<Option<Vec<Bytes>>>() else { return false };
-        let mut bytes = msg.to_vec();
-        let mut named = BTreeSet::new();
-        let walked = wire::map_pids(&mut bytes, |p, _| {
-            named.insert(p.node());
-            Ok(p)
-        });
-        if walked.is_err() {
-            return false;
-        }
-        named.remove(&0);
-        let len = bytes.len();
-        let mut fits = true;
-        let open = self.push(|out| {
-            for alias in named {
-                if out.announced.insert(alias) {
-                    if let Some(node) = nodes.id(alias) {
-                        Frame::Node { alias, node }.encode(&mut out.bytes);
-                    }
-                }
-            }
-            fits = out.enqueue(frame(bytes), len, between, shared).is_ok();
-        });
-        open && fits
-    }
-
-    /// Queues a frame; false when the link has closed.
-    fn push(&self, frame: impl FnOnce(&mut Outbox)) -> bool {
-        let mut out = self.outbox.lock();
-        if out.closed {
-            return false;
-        }
-        let was_idle = out.bytes.is_empty() && out.long.is_empty();
-        frame(&mut out);
-        if out.queued() > FULL {
-            self.congested.store(true, Relaxed);
-        }
-        let now = Instant::now();
-        let quiet = out.last_push.is_none_or(|t| now.duration_since(t) >= QUIET);
-        out.last_push = Some(now);
-        if out.writing || !was_idle {
-            return true;
-        }
-        if self.direct.is_none() || !quiet || !out.long.is_empty() {
-            drop(out);
-            self.wake.notify_one();
-            return true;
-        }
-        out.writing = true;
-        let bytes = std::mem::take(&mut out.bytes);
-        drop(out);
-        let written = self.write_now(&bytes);
-        let mut out = self.outbox.lock();
-        out.writing = false;
-        if written < bytes.len() {
-            // The socket is full (or failing): the writer task takes the rest.
-            let later = std::mem::replace(&mut out.bytes, bytes[written..].to_vec());
-            out.bytes.extend_from_slice(&later);
-        }
-        let more = !out.bytes.is_empty() || !out.long.is_empty();
-        drop(out);
-        if more {
-            self.wake.notify_one();
-        }
-        true
-    }
-
-    /// Writes what the socket takes without waiting; returns how much.
-    fn write_now(&self, bytes: &[u8]) -> usize {
-        use std::os::fd::AsRawFd;
-        let Some(fd) = &self.direct else { return 0 };
-        let mut done = 0;
-        while done < bytes.len() {
-            // SAFETY: the descriptor is ours and open; the buffer is valid for its length.
-            let n = unsafe { libc::send(fd.as_raw_fd(), bytes[done..].as_ptr().cast(), bytes.len() - done, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
-            if n <= 0 {
-                break;
-            }
-            done += n as usize;
-        }
-        done
-    }
-
-    /// Closes the outbox; returns the senders it had slowed.
-    fn close(&self) -> Vec<Pid> {
-        let slowed = {
-            let mut out = self.outbox.lock();
-            out.closed = true;
-            std::mem::take(&mut out.slowed)
-        };
-        self.wake.notify_one();
-        slowed
-    }
-
-    /// Whether the outbox has room for `sender`; if not, it is woken when
-    /// it has. Only those who fill the link wait: a sender with a long
-    /// message still queued, or everyone once whole frames alone fill it
-    /// (a peer that stops reading). A process sending a small message
-    /// beside someone's large one goes on.
-    fn room_for(&self, sender: Pid) -> bool {
-        if !self.congested.load(Relaxed) {
-            return true;
-        }
-        let mut out = self.outbox.lock();
-        let full = out.bytes.len() > FULL || (out.queued() > FULL && out.long.iter().any(|l| matches!(l, Long::Parcel { from: Some(f), .. } if *f == sender)));
-        if out.closed || !full {
-            return true;
-        }
-        // A slowed sender woken by a message looks again: listed once.
-        if !out.slowed.contains(&sender) {
-            out.slowed.push(sender);
-        }
-        false
-    }
-
-    /// The writer task: one write for everything queued since the last,
-    /// and one part of the parcel in front.
-    async fn write(self: Arc<Link>, rt: Runtime, mut writer: tokio::net::tcp::OwnedWriteHalf) {
-        let mut spare = Vec::new();
-        loop {
-            let batch = {
-                let mut out = self.outbox.lock();
-                if out.closed {
-                    break;
-                }
-                if !out.writing {
-                    std::mem::swap(&mut out.bytes, &mut spare);
-                    out.cut(&mut spare);
-                    out.writing = !spare.is_empty();
-                }
-                std::mem::take(&mut spare)
-            };
-            if batch.is_empty() {
-                if self.outbox.lock().draining {
-                    break;
-                }
-                self.wake.notified().await;
-                spare = batch;
-                continue;
-            }
-            let wrote = writer.write_all(&batch).await;
-            let drained = {
-                let mut out = self.outbox.lock();
-                out.writing = false;
-                match out.queued() < ROOM {
-                    true => {
-                        self.congested.store(false, Relaxed);
-                        std::mem::take(&mut out.slowed)
-                    }
-                    false => Vec::new(),
-                }
-            };
-            drained.into_iter().for_each(|pid| rt.nudge(pid));
-            if wrote.is_err() {
-                break;
-            }
-            spare = batch;
-            spare.clear();
-        }
-        self.close().into_iter().for_each(|pid| rt.nudge(pid));
-        let _ = writer.shutdown().await;
-    }
-}
-
-/// While the rest of a part is read, the socket wakes its reader only once
-/// this much has arrived (or the rest of the piece, if less): a few large
-/// reads per part instead of one per packet that came in.
-const LOW_WATER: usize = 256 << 10;
-
-/// Sets the socket's receive low-water mark (`SO_RCVLOWAT`): readiness is
-/// reported once `bytes` are there.
-fn set_low_water(reader: &tokio::net::tcp::OwnedReadHalf, bytes: usize) {
-    use std::os::fd::AsRawFd;
-    let bytes = bytes.max(1) as libc::c_int;
-    // SAFETY: a plain option on a socket this link owns.
-    unsafe {
-        libc::setsockopt(reader.as_ref().as_raw_fd(), libc::SOL_SOCKET, libc::SO_RCVLOWAT, (&bytes as *const libc::c_int).cast(), size_of::<libc::c_int>() as libc::socklen_t);
-    }
-}
-
-/// A buffer's bytes, the only shared value that crosses to another node.
-fn buffer_bytes(shared: &Attachment) -> Option<Bytes> {
-    shared.clone().downcast::<Vec<u8>>().ok()
+    None
 }
 
 /// Runs the handshake on a fresh connection.
@@ -1051,6 +640,31 @@ async fn shake(stream: &mut TcpStream, decoder: &mut Decoder, role: Role, cookie
 
 fn parse_addr(listen: &str, dialed: &str) -> Result<SocketAddr, Error> {
     listen.parse().map_err(|_| Error::Join { addr: dialed.to_string(), why: format!("it gave a bad listen address '{listen}'") })
+}
+
+impl Netpoll for Cluster {
+    fn poll(&self, wait: bool) -> bool {
+        if !wait && self.inner.reading_count.load(Relaxed) == 0 {
+            return false;
+        }
+        let mut ready = Vec::new();
+        self.inner.poller.wait(wait, &mut ready);
+        for token in &ready {
+            let link = self.inner.reading.lock().get(token).cloned();
+            if let Some(link) = link {
+                self.read_link(&link, true);
+            }
+        }
+        !ready.is_empty()
+    }
+
+    fn interrupt(&self) {
+        self.inner.poller.interrupt();
+    }
+
+    fn flush(&self) {
+        link::flush_dirty();
+    }
 }
 
 impl Remote for Cluster {

@@ -154,17 +154,14 @@ impl Frame {
         })
     }
 
-    /// Appends a `Part` frame whose bytes are `pieces`, one after the other,
-    /// without gathering them first.
-    pub fn encode_part(out: &mut Vec<u8>, stream: u64, total: u64, pieces: &[&[u8]]) {
+    /// Appends the header of a `Part` frame whose `len` payload bytes
+    /// follow it on the connection (written from where they are, not
+    /// gathered first).
+    pub fn encode_part_header(out: &mut Vec<u8>, stream: u64, total: u64, len: usize) {
         let start = out.len();
         Frame::Part { stream, total, bytes: Vec::new() }.encode(out);
-        let added: usize = pieces.iter().map(|p| p.len()).sum();
-        let len = u32::from_le_bytes(out[start..start + 4].try_into().expect("four bytes")) as usize + added;
-        out[start..start + 4].copy_from_slice(&(len as u32).to_le_bytes());
-        for piece in pieces {
-            out.extend_from_slice(piece);
-        }
+        let whole = u32::from_le_bytes(out[start..start + 4].try_into().expect("four bytes")) as usize + len;
+        out[start..start + 4].copy_from_slice(&(whole as u32).to_le_bytes());
     }
 
     /// The frame's kind byte and body, without its length: what a parcel carries.
@@ -410,7 +407,8 @@ mod tests {
     #[test]
     fn a_part_is_given_as_soon_as_its_header_has_come() {
         let mut out = Vec::new();
-        Frame::encode_part(&mut out, 300, 9, &[b"abcdefghi"]);
+        Frame::encode_part_header(&mut out, 300, 9, 9);
+        out.extend_from_slice(b"abcdefghi");
         Frame::Proof([1; 32]).encode(&mut out);
         let cut = out.len() - 37 - 4;
         let mut d = Decoder::new();
@@ -428,9 +426,10 @@ mod tests {
     }
 
     #[test]
-    fn a_part_encoded_from_pieces_is_a_part() {
+    fn a_part_header_and_its_payload_are_a_part() {
         let mut out = Vec::new();
-        Frame::encode_part(&mut out, 3, 9, &[b"abc", b"", b"defgh"]);
+        Frame::encode_part_header(&mut out, 3, 9, 8);
+        out.extend_from_slice(b"abcdefgh");
         let mut d = Decoder::new();
         d.space(out.len()).extend_from_slice(&out);
         assert_eq!(d.next_frame().unwrap(), Some(Frame::Part { stream: 3, total: 9, bytes: b"abcdefgh".to_vec() }));

@@ -13,6 +13,8 @@
 //! | [`console`] | the console endpoint (`listen`), its line protocol (`HELLO`, `escape`, `unescape`) |
 //! | [`cookie`] | the shared secret: `default_file`, `load_or_create`, warnings about a weak one |
 //! | [`frame`] | the node protocol's frames: `Frame`, `Hello`, the `Decoder` of a byte stream |
+//! | `link` | one connection to a peer: its outbox and writes, its reads |
+//! | `poller` | the links' readiness, for the scheduler's threads that read them |
 //! | [`parcel`] | long messages and messages with buffers cut into parts and put back together: `Parcel`, `Assembler` |
 //! | [`membership`] | SWIM membership and failure detection (foca), sans-IO: `Membership`, `Member`, `Event`; `seal`/`open` for its datagrams |
 //! | [`launch`] | hostfiles (`parse_hostfile`, `place`) and the `Job` mpirun or srun describe in the environment |
@@ -26,8 +28,10 @@ mod error;
 pub mod frame;
 pub mod handshake;
 pub mod launch;
+mod link;
 pub mod membership;
 pub mod parcel;
+mod poller;
 
 pub use error::Error;
 

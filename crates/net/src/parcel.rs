@@ -29,7 +29,7 @@ use crate::Error;
 pub use synodic_core::remote::{ATTACHMENTS_MAX, MESSAGE_MAX};
 
 /// A buffer's bytes, shared with the processes that hold the buffer.
-pub type Bytes = Arc<Vec<u8>>;
+pub type Bytes = Arc<synodic_core::payload::Payload>;
 
 /// A parcel on its way out.
 pub struct Parcel {
@@ -62,7 +62,7 @@ impl Parcel {
         if total > MESSAGE_MAX {
             return Err(format!("a message of {total} bytes is too long to cross to another node (at most {MESSAGE_MAX})"));
         }
-        let mut pieces = vec![Arc::new(head)];
+        let mut pieces = vec![Arc::new(head.into())];
         pieces.extend(attachments);
         Ok(Parcel { stream, pieces, piece: 0, offset: 0, total, left: total })
     }
@@ -72,29 +72,43 @@ impl Parcel {
         self.left
     }
 
-    /// Appends the next part to `out`; returns how many of the parcel's
-    /// bytes it carries (0: the parcel has gone).
-    pub fn next_part(&mut self, out: &mut Vec<u8>) -> usize {
-        let mut slices: Vec<&[u8]> = Vec::new();
+    /// The next part: its frame header, and its payload as ranges of the
+    /// pieces (borrowed, not copied); `None` once the parcel has gone.
+    pub fn next_part(&mut self) -> Option<(Vec<u8>, Vec<Slice>)> {
+        let mut slices = Vec::new();
         let mut room = PART;
-        let (mut piece, mut offset) = (self.piece, self.offset);
-        while room > 0 && piece < self.pieces.len() {
-            let bytes = &self.pieces[piece][offset..];
-            let take = bytes.len().min(room);
-            slices.push(&bytes[..take]);
+        while room > 0 && self.piece < self.pieces.len() {
+            let bytes = &self.pieces[self.piece];
+            let take = (bytes.len() - self.offset).min(room);
+            if take > 0 {
+                slices.push(Slice { bytes: bytes.clone(), range: self.offset..self.offset + take });
+            }
             room -= take;
-            offset += take;
-            if offset == self.pieces[piece].len() {
-                (piece, offset) = (piece + 1, 0);
+            self.offset += take;
+            if self.offset == bytes.len() {
+                (self.piece, self.offset) = (self.piece + 1, 0);
             }
         }
         let carried = PART - room;
-        if carried > 0 {
-            Frame::encode_part(out, self.stream, self.total, &slices);
+        if carried == 0 {
+            return None;
         }
-        (self.piece, self.offset) = (piece, offset);
         self.left -= carried as u64;
-        carried
+        let mut header = Vec::new();
+        Frame::encode_part_header(&mut header, self.stream, self.total, carried);
+        Some((header, slices))
+    }
+}
+
+/// Some of a piece's bytes.
+pub struct Slice {
+    pub bytes: Bytes,
+    pub range: std::ops::Range<usize>,
+}
+
+impl Slice {
+    pub fn as_slice(&self) -> &[u8] {
+        &self.bytes[self.range.clone()]
     }
 }
 
@@ -163,7 +177,7 @@ impl Assembler {
         if matches!(frame, Frame::Part { .. } | Frame::Hello(_) | Frame::Proof(_)) {
             return Err(Error::Protocol(format!("parcel {stream} carries a frame of kind {kind}")));
         }
-        Ok(Some((frame, pieces.map(Arc::new).collect())))
+        Ok(Some((frame, pieces.map(|p| Arc::new(p.into())).collect())))
     }
 }
 
@@ -188,7 +202,7 @@ impl Open {
             return Err(bad("its pieces do not add up to its length"));
         }
         let lens: Vec<usize> = lens.into_iter().map(|l| l as usize).collect();
-        let pieces = lens.iter().map(|&l| Vec::with_capacity(l)).collect();
+        let pieces = lens.iter().map(|&l| synodic_core::payload::with_capacity(l)).collect::<Result<_, _>>().map_err(|_| bad(&format!("no memory for its {total} bytes")))?;
         let mut open = Open { stream, total, pieces, lens, piece: 0 };
         open.skip_whole();
         Ok((open, &first[r.position()..]))
@@ -228,9 +242,18 @@ mod tests {
         a.finish()
     }
 
-    fn carry(parcel: &mut Parcel) -> Result<Option<(Frame, Vec<Bytes>)>, Error> {
+    /// The parcel's parts, one after the other, as the connection carries them.
+    fn parts(parcel: &mut Parcel) -> Vec<u8> {
         let mut bytes = Vec::new();
-        while parcel.next_part(&mut bytes) > 0 {}
+        while let Some((header, slices)) = parcel.next_part() {
+            bytes.extend_from_slice(&header);
+            slices.iter().for_each(|s| bytes.extend_from_slice(s.as_slice()));
+        }
+        bytes
+    }
+
+    fn carry(parcel: &mut Parcel) -> Result<Option<(Frame, Vec<Bytes>)>, Error> {
+        let bytes = parts(parcel);
         let mut decoder = Decoder::new();
         decoder.authenticated();
         decoder.space(bytes.len()).extend_from_slice(&bytes);
@@ -247,7 +270,7 @@ mod tests {
     #[test]
     fn a_long_message_with_buffers_crosses_whole() {
         let frame = Frame::Send { to: Pid::new(0, 1, 1), from: Pid::new(0, 2, 1), message: vec![7; 200_000] };
-        let buffers: Vec<Bytes> = vec![Arc::new((0..300_000u32).map(|i| i as u8).collect()), Arc::new(Vec::new()), Arc::new(vec![1; 10])];
+        let buffers: Vec<Bytes> = [(0..300_000u32).map(|i| i as u8).collect(), Vec::new(), vec![1; 10]].into_iter().map(|v: Vec<u8>| Arc::new(v.into())).collect();
         let mut parcel = Parcel::new(1, &frame, buffers.clone()).unwrap();
         let (got, attachments) = carry(&mut parcel).unwrap().expect("whole");
         assert_eq!(got, frame);
@@ -271,9 +294,8 @@ mod tests {
         assert!(part(&mut a, 2, 4, &[1, 2, 99, 0, 0]).unwrap_err().to_string().contains("longer"));
         // Every cut of a good parcel's first part fails cleanly or waits.
         let frame = Frame::Named { message: vec![2, 0] };
-        let mut parcel = Parcel::new(4, &frame, vec![Arc::new(vec![5; 3])]).unwrap();
-        let mut bytes = Vec::new();
-        parcel.next_part(&mut bytes);
+        let mut parcel = Parcel::new(4, &frame, vec![Arc::new(vec![5; 3].into())]).unwrap();
+        let bytes = parts(&mut parcel);
         for cut in 0..bytes.len() {
             let _ = part(&mut Assembler::default(), 4, 99, &bytes[..cut]);
         }
@@ -282,7 +304,7 @@ mod tests {
     #[test]
     fn too_many_buffers_is_an_error_at_the_sender() {
         let frame = Frame::Named { message: vec![2, 0] };
-        let many = vec![Arc::new(Vec::new()); ATTACHMENTS_MAX + 1];
+        let many: Vec<Bytes> = vec![Arc::new(Vec::new().into()); ATTACHMENTS_MAX + 1];
         assert!(Parcel::new(1, &frame, many).err().unwrap().contains("at most 4096 buffers"));
     }
 }

@@ -34,6 +34,8 @@ local far, other = nodes[1] == s.node() and nodes[2] or nodes[1], nodes[3] == s.
 assert(alua.spawn({"far"}, {on = far})[1] == "far")
 assert(alua.spawn({"relay"}, {on = other})[1] == "relay")
 alua.send("far", "x = 41")
+-- Order holds per sender and receiver only: far has x before relay's code comes.
+assert(ask("far", "x") == 41)
 alua.send("relay", [[alua.send("far", "x = x + 1 require('synodic').send(require('synodic').whereis('main'), 'far', 'far', x)")]])
 local _, _, x = s.receive_match("far", 5)
 assert(x == 42, tostring(x))

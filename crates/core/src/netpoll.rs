@@ -1,0 +1,55 @@
+//! The scheduler's hook for reading the network itself, as Go's netpoller
+//! does. A transport that installs a [`Netpoll`] (`Runtime::set_netpoll`)
+//! has its connections read by the scheduler's own threads, so that a
+//! message from another node costs one thread wake-up (the worker that then
+//! runs its receiver), not an I/O thread's and then a worker's; and a worker
+//! spinning for work catches a reply without sleeping at all.
+//!
+//! Who reads, step by step:
+//!
+//! 1. One thread at a time holds the *poll token*. A worker out of work takes
+//!    it if it is free, and polls without waiting while it spins.
+//! 2. If the worker still finds nothing it parks *in the poll* (it waits in
+//!    `poll(true)`), keeping the token; other idle workers park as usual.
+//!    Waking it is [`Netpoll::interrupt`].
+//! 3. What the poll delivers is queued on the polling worker itself, so the
+//!    receiver runs next, on that thread. Before running it the worker gives
+//!    the token back.
+//! 4. While every worker runs a process, the monitor polls once per tick
+//!    (every 0.5 ms), so arrivals never wait for longer than that.
+//!
+//! Writes go the other way: what a process queues for another node while it
+//! runs is written when its run ends ([`Netpoll::flush`]), one system call
+//! for everything it sent, by the worker itself.
+
+use std::cell::Cell;
+
+pub trait Netpoll: Send + Sync {
+    /// Reads what has arrived and delivers it; when `wait`, first waits
+    /// until something arrives or [`Netpoll::interrupt`] is called. True
+    /// when anything was delivered.
+    fn poll(&self, wait: bool) -> bool;
+
+    /// Ends a `poll(true)` in progress, or the next one.
+    fn interrupt(&self);
+
+    /// Writes what this thread has queued for other nodes (called after
+    /// every run and every poll, on threads where [`flushes_here`] holds).
+    fn flush(&self);
+}
+
+thread_local! {
+    static FLUSHES: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the current thread calls [`Netpoll::flush`] soon: a worker, or
+/// the monitor while it polls. A transport may leave what such a thread
+/// queues for that call, and must see to everyone else's itself.
+pub fn flushes_here() -> bool {
+    FLUSHES.with(Cell::get)
+}
+
+/// Marks the current thread as one that calls [`Netpoll::flush`].
+pub(crate) fn set_flushes_here(on: bool) {
+    FLUSHES.with(|f| f.set(on));
+}

@@ -1,0 +1,679 @@
+//! One authenticated connection to a peer node: what waits to be written
+//! to it, how it is written, and how what arrives on it is read. The
+//! cluster (`cluster`) decides what links exist and what frames mean; this
+//! file moves the bytes.
+//!
+//! Writing, step by step:
+//!
+//! 1. A frame is queued in the link's outbox (`push`). Long messages and
+//!    messages with buffers become parcels, cut into parts as they go.
+//! 2. On a scheduler thread (`netpoll::flushes_here`) the link is noted as
+//!    this thread's to write; the thread writes it when the process's run
+//!    ends ([`flush_dirty`]), everything the run sent in one system call,
+//!    or at once when a run has queued [`FLUSH_AT`] bytes. Anywhere else
+//!    (the I/O thread) the link's writer task is woken to write it.
+//! 3. One writer at a time (`Outbox::writing`) takes from the outbox what
+//!    is queued: the frames' bytes, then one part of the parcel in front,
+//!    whose payload goes to the socket from the buffer itself (no copy).
+//!    Small frames queued meanwhile go out before the parcel's next part.
+//! 4. A writer that finds the socket full (or has written its budget)
+//!    leaves the rest to the writer task, which waits on the I/O thread
+//!    until the socket has room.
+//!
+//! Reading (`Link::drain`) is done by whichever scheduler thread the
+//! poller (`poller`) reports the link to: frames are cut out of what
+//! arrives, and the rest of a long part is read straight into its parcel.
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use synodic_core::netpoll;
+use synodic_core::wire::{self, WireError};
+use synodic_core::{Message, NodeId, Pid, Runtime};
+use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
+use tokio::sync::Notify;
+
+use crate::frame::{Decoder, Frame, Next, PART};
+use crate::parcel::{Assembler, Bytes, Parcel, Slice};
+use crate::Error;
+
+/// Above this many queued bytes a link is full: senders are slowed in
+/// `send` until it drains below [`ROOM`].
+pub(crate) const FULL: usize = 8 << 20;
+const ROOM: usize = 2 << 20;
+/// A run that has queued this much writes it before going on.
+const FLUSH_AT: usize = 64 << 10;
+/// What a scheduler thread writes in one flush before it leaves the rest
+/// to the writer task (a long message is not the thread's to carry).
+const FLUSH_BUDGET: usize = 1 << 20;
+/// What one reader reads from a link before the other links get their turn.
+const READ_BUDGET: usize = 4 << 20;
+/// The most slices one write hands the kernel.
+const IOV_MAX: usize = 64;
+
+/// Which of two connections between the same nodes both keep (they may
+/// have dialed each other at once): the one the node with the smaller name
+/// dialed, then the one whose dialer's nonce is larger. Both ends know both
+/// facts about every connection, so they choose the same one.
+pub(crate) type Rank = (bool, [u8; 32]);
+
+pub(crate) struct Link {
+    pub(crate) peer: NodeId,
+    pub(crate) alias: u16,
+    pub(crate) rank: Rank,
+    /// The link's number with the poller.
+    pub(crate) token: u64,
+    socket: std::net::TcpStream,
+    rt: Runtime,
+    pub(crate) outbox: Mutex<Outbox>,
+    /// Set while more than [`FULL`] bytes wait in the outbox, cleared once
+    /// they drain below [`ROOM`]: every remote send asks whether it must
+    /// wait, and this answers without the outbox's lock.
+    pub(crate) congested: AtomicBool,
+    /// Wakes the writer task.
+    wake: Notify,
+    inbound: Mutex<Inbound>,
+    /// The peer's aliases, as it announced them, mapped to ours.
+    theirs: Mutex<HashMap<u16, u16>>,
+    /// What processes here wait for from the peer.
+    pub(crate) awaited: Mutex<Awaited>,
+    /// The peer's last reported load, plus what was spawned there since.
+    pub(crate) load: AtomicU32,
+    /// How many live nodes the peer last said it sees, itself included.
+    pub(crate) sees: AtomicU32,
+    /// Set once the link has ended and its waiters have been told.
+    pub(crate) ended: AtomicBool,
+}
+
+/// What processes of this node wait for from a link's peer: told of the
+/// peer's loss if it ends first.
+#[derive(Default)]
+pub(crate) struct Awaited {
+    /// (watcher here, target there), with how many times it was asked for.
+    pub(crate) monitors: HashMap<(Pid, Pid), u32>,
+    /// Tags of requests (spawns, claims) waiting for their answer, and who waits.
+    pub(crate) replies: HashMap<u64, Pid>,
+    /// Tags of name claims, and the name and pid claimed.
+    pub(crate) claims: HashMap<u64, (Box<[u8]>, Pid)>,
+}
+
+#[derive(Default)]
+pub(crate) struct Outbox {
+    /// Whole frames, written in order.
+    pub(crate) bytes: Vec<u8>,
+    /// Parcels being cut into parts, one part per write, so that what
+    /// queues in `bytes` meanwhile waits for one part at most; and frames
+    /// held behind a parcel for the same receiving process.
+    long: VecDeque<Long>,
+    /// The bytes of `long` not yet cut.
+    long_bytes: u64,
+    next_stream: u64,
+    /// What the writer has taken and not yet written, in order.
+    pending: VecDeque<Chunk>,
+    pending_bytes: usize,
+    /// Processes of this node slowed in `send` until the outbox drains.
+    slowed: Vec<Pid>,
+    /// Aliases of ours the peer has been told about.
+    pub(crate) announced: BTreeSet<u16>,
+    closed: bool,
+    /// Set when another link to the same peer is kept instead: the writer
+    /// writes what is queued, then closes its side.
+    pub(crate) draining: bool,
+    /// Someone (the writer task, or a scheduler thread) is writing:
+    /// whatever queues meanwhile is theirs to write next.
+    writing: bool,
+}
+
+/// What waits in an outbox's `long` queue.
+enum Long {
+    /// `to` and `from`: the processes a message goes between, if it is one.
+    Parcel { to: Option<Pid>, from: Option<Pid>, parcel: Parcel },
+    /// An encoded frame for `to`, which a parcel for `to` ahead of it keeps
+    /// waiting: messages between two processes arrive in the order sent.
+    Held { to: Pid, frame: Vec<u8> },
+}
+
+impl Long {
+    fn to(&self) -> Option<Pid> {
+        match self {
+            Long::Parcel { to, .. } => *to,
+            Long::Held { to, .. } => Some(*to),
+        }
+    }
+}
+
+/// Bytes on their way to the socket: frames of the outbox, or a part's
+/// payload in the buffer it comes from; `start` bytes of it are written.
+enum Chunk {
+    Own(Vec<u8>, usize),
+    Shared(Slice),
+}
+
+impl Chunk {
+    fn rest(&self) -> &[u8] {
+        match self {
+            Chunk::Own(bytes, start) => &bytes[*start..],
+            Chunk::Shared(slice) => slice.as_slice(),
+        }
+    }
+
+    fn advance(&mut self, n: usize) {
+        match self {
+            Chunk::Own(_, start) => *start += n,
+            Chunk::Shared(slice) => slice.range.start += n,
+        }
+    }
+}
+
+impl Outbox {
+    pub(crate) fn queued(&self) -> usize {
+        self.bytes.len() + self.long_bytes as usize + self.pending_bytes
+    }
+
+    fn holds_for(&self, to: Pid) -> bool {
+        self.long.iter().any(|l| l.to() == Some(to))
+    }
+
+    /// Queues `frame`, between the processes `between` (from, to) if it is
+    /// a message; a frame too long for one, or one with buffers, becomes a
+    /// parcel.
+    fn enqueue(&mut self, frame: Frame, len: usize, between: Option<(Pid, Pid)>, shared: Vec<Bytes>) -> Result<(), String> {
+        let (from, to) = (between.map(|b| b.0), between.map(|b| b.1));
+        if shared.is_empty() && len <= PART {
+            match to.filter(|&to| self.holds_for(to)) {
+                None => frame.encode(&mut self.bytes),
+                Some(to) => {
+                    let mut encoded = Vec::new();
+                    frame.encode(&mut encoded);
+                    self.long_bytes += encoded.len() as u64;
+                    self.long.push_back(Long::Held { to, frame: encoded });
+                }
+            }
+            return Ok(());
+        }
+        self.next_stream += 1;
+        let parcel = Parcel::new(self.next_stream, &frame, shared)?;
+        self.long_bytes += parcel.left();
+        self.long.push_back(Long::Parcel { to, from, parcel });
+        Ok(())
+    }
+
+    /// Step 3 of writing: once what was taken has been written, takes the
+    /// frames queued since, then the frames held at the front of `long`
+    /// and one part of the parcel there.
+    fn refill(&mut self) {
+        if !self.pending.is_empty() {
+            return;
+        }
+        if !self.bytes.is_empty() {
+            let bytes = std::mem::take(&mut self.bytes);
+            self.take(Chunk::Own(bytes, 0));
+        }
+        let mut cut_one = false;
+        while let Some(front) = self.long.front_mut() {
+            match front {
+                Long::Held { frame, .. } => {
+                    let frame = std::mem::take(frame);
+                    self.long_bytes -= frame.len() as u64;
+                    self.take(Chunk::Own(frame, 0));
+                }
+                Long::Parcel { .. } if cut_one => return,
+                Long::Parcel { parcel, .. } => {
+                    let before = parcel.left();
+                    let part = parcel.next_part();
+                    let left = parcel.left();
+                    self.long_bytes -= before - left;
+                    cut_one = true;
+                    if let Some((header, slices)) = part {
+                        self.take(Chunk::Own(header, 0));
+                        slices.into_iter().for_each(|s| self.take(Chunk::Shared(s)));
+                    }
+                    if left > 0 {
+                        return;
+                    }
+                }
+            }
+            self.long.pop_front();
+        }
+    }
+
+    fn take(&mut self, chunk: Chunk) {
+        self.pending_bytes += chunk.rest().len();
+        self.pending.push_back(chunk);
+    }
+}
+
+/// How a write ended.
+#[derive(Debug, PartialEq)]
+enum Wrote {
+    /// Nothing is left to write.
+    Done,
+    /// Another writer is writing: what is queued is theirs.
+    Busy,
+    /// The socket is full, or the writer has written its budget.
+    Stopped,
+    /// The link is closed, or the socket failed.
+    Failed,
+}
+
+/// What has arrived on a link and is not yet a whole frame.
+struct Inbound {
+    decoder: Decoder,
+    parcels: Assembler,
+    /// Bytes of the part being read that go straight into its parcel.
+    more: usize,
+    /// The link has failed or closed: nothing more is read from it.
+    over: bool,
+}
+
+/// What [`Link::drain`] found.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Drained {
+    /// The link is open; the poller should report it again.
+    Open,
+    /// The peer closed the connection between frames.
+    Closed,
+}
+
+thread_local! {
+    /// Links this scheduler thread has queued frames on since it last flushed.
+    static DIRTY: RefCell<Vec<Arc<Link>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Step 2 of writing: a scheduler thread writes the links it queued frames on.
+pub(crate) fn flush_dirty() {
+    let dirty = DIRTY.with(|d| std::mem::take(&mut *d.borrow_mut()));
+    for link in &dirty {
+        link.flush();
+    }
+}
+
+impl Link {
+    /// A link over `socket`, whose handshake is done (`decoder` holds what
+    /// arrived after it), and its writer task on the I/O thread (so this
+    /// runs there).
+    pub(crate) fn start(rt: Runtime, peer: NodeId, alias: u16, rank: Rank, token: u64, socket: std::net::TcpStream, decoder: Decoder) -> io::Result<Arc<Link>> {
+        // SAFETY: the descriptor is a fresh duplicate that the AsyncFd owns
+        // (a std TcpStream) and closes only when it is dropped.
+        let writer = unsafe { AsyncFd::register_with_interest(socket.try_clone()?, Interest::WRITABLE) }.map_err(io::Error::from)?;
+        let link = Arc::new(Link {
+            peer,
+            alias,
+            rank,
+            token,
+            socket,
+            rt,
+            outbox: Mutex::new(Outbox::default()),
+            congested: AtomicBool::new(false),
+            wake: Notify::new(),
+            inbound: Mutex::new(Inbound { decoder, parcels: Assembler::default(), more: 0, over: false }),
+            theirs: Mutex::new(HashMap::new()),
+            awaited: Mutex::new(Awaited::default()),
+            load: AtomicU32::new(u32::MAX),
+            sees: AtomicU32::new(0),
+            ended: AtomicBool::new(false),
+        });
+        tokio::spawn(link.clone().write_task(writer));
+        Ok(link)
+    }
+
+    pub(crate) fn fd(&self) -> RawFd {
+        self.socket.as_raw_fd()
+    }
+
+    /// A pid named in a frame from the peer, with our alias for its node
+    /// (`None`: an alias the peer never announced).
+    fn translate(&self, theirs: &HashMap<u16, u16>, pid: Pid) -> Option<Pid> {
+        let node = match pid.node() {
+            0 => self.alias,
+            alias => *theirs.get(&alias)?,
+        };
+        Some(Pid::new(node, pid.index(), pid.generation()))
+    }
+
+    /// The peer says its alias `theirs` means our `ours`.
+    pub(crate) fn announced(&self, theirs: u16, ours: u16) {
+        self.theirs.lock().insert(theirs, ours);
+    }
+
+    /// [`Link::translate`] for a pid in a frame's header.
+    pub(crate) fn ours(&self, pid: Pid) -> Result<Pid, Error> {
+        self.translate(&self.theirs.lock(), pid).ok_or_else(|| Error::Protocol(format!("pid of node alias {}, never announced", pid.node())))
+    }
+
+    /// A message from the peer, its pids rewritten to our aliases.
+    pub(crate) fn arrived(&self, mut message: Vec<u8>) -> Result<Vec<u8>, Error> {
+        let theirs = self.theirs.lock();
+        wire::map_pids(&mut message, |p, at| self.translate(&theirs, p).ok_or(WireError::UnknownNode(at))).map_err(|e| Error::Protocol(format!("bad message: {e}")))?;
+        Ok(message)
+    }
+
+    /// Queues the frames for a message to the peer (between the processes
+    /// `between`, from and to, if it is a process's), announcing first the
+    /// nodes its pids name; false when the link has closed or the message
+    /// cannot cross (a shared value other than a buffer, or too long).
+    pub(crate) fn push_message(self: &Arc<Self>, nodes: &synodic_core::node::Nodes, msg: &Message, between: Option<(Pid, Pid)>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
+        let Some(shared) = msg.attachments().iter().map(buffer_bytes).collect::<Option<Vec<Bytes>>>() else { return false };
+        let mut bytes = msg.to_vec();
+        let mut named = BTreeSet::new();
+        let walked = wire::map_pids(&mut bytes, |p, _| {
+            named.insert(p.node());
+            Ok(p)
+        });
+        if walked.is_err() {
+            return false;
+        }
+        named.remove(&0);
+        let len = bytes.len();
+        let mut fits = true;
+        let open = self.push(|out| {
+            for alias in named {
+                if out.announced.insert(alias) {
+                    if let Some(node) = nodes.id(alias) {
+                        Frame::Node { alias, node }.encode(&mut out.bytes);
+                    }
+                }
+            }
+            fits = out.enqueue(frame(bytes), len, between, shared).is_ok();
+        });
+        open && fits
+    }
+
+    /// Step 1 of writing: queues a frame; false when the link has closed.
+    pub(crate) fn push(self: &Arc<Self>, frame: impl FnOnce(&mut Outbox)) -> bool {
+        let mut out = self.outbox.lock();
+        if out.closed {
+            return false;
+        }
+        frame(&mut out);
+        let queued = out.queued();
+        if queued > FULL {
+            self.congested.store(true, Relaxed);
+        }
+        let writing = out.writing;
+        drop(out);
+        if !netpoll::flushes_here() {
+            if !writing {
+                self.wake.notify_one();
+            }
+            return true;
+        }
+        DIRTY.with(|d| {
+            let mut d = d.borrow_mut();
+            if !d.iter().any(|l| Arc::ptr_eq(l, self)) {
+                d.push(self.clone());
+            }
+        });
+        if queued >= FLUSH_AT && !writing {
+            self.flush();
+        }
+        true
+    }
+
+    /// Writes what the socket takes now, up to a budget; the writer task
+    /// takes the rest.
+    fn flush(&self) {
+        if self.write_out(FLUSH_BUDGET) == Wrote::Stopped {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Step 3 of writing: writes what is queued, in order, until nothing
+    /// is left, the socket is full or `budget` bytes have gone.
+    fn write_out(&self, mut budget: usize) -> Wrote {
+        let mut out = self.outbox.lock();
+        if out.writing {
+            return Wrote::Busy;
+        }
+        out.writing = true;
+        let wrote = loop {
+            if out.closed {
+                break Wrote::Failed;
+            }
+            out.refill();
+            if out.pending.is_empty() {
+                break Wrote::Done;
+            }
+            if budget == 0 {
+                break Wrote::Stopped;
+            }
+            // Only the writer touches `pending`: it is written without the lock.
+            let mut batch = std::mem::take(&mut out.pending);
+            drop(out);
+            let sent = send_chunks(self.fd(), &mut batch);
+            out = self.outbox.lock();
+            out.pending = batch;
+            match sent {
+                Ok((n, all)) => {
+                    out.pending_bytes -= n;
+                    budget = budget.saturating_sub(n);
+                    if !all {
+                        break Wrote::Stopped;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Wrote::Stopped,
+                Err(_) => break Wrote::Failed,
+            }
+        };
+        out.writing = false;
+        let drained = match out.queued() < ROOM && self.congested.load(Relaxed) {
+            true => {
+                self.congested.store(false, Relaxed);
+                std::mem::take(&mut out.slowed)
+            }
+            false => Vec::new(),
+        };
+        drop(out);
+        drained.into_iter().for_each(|pid| self.rt.nudge(pid));
+        wrote
+    }
+
+    /// Step 4 of writing: the writer task, on the I/O thread.
+    async fn write_task(self: Arc<Link>, socket: AsyncFd<std::net::TcpStream>) {
+        loop {
+            let Ok(mut ready) = socket.writable().await else { break };
+            match self.write_out(usize::MAX) {
+                Wrote::Stopped => ready.clear_ready(),
+                Wrote::Done | Wrote::Busy => {
+                    drop(ready);
+                    let draining = {
+                        let out = self.outbox.lock();
+                        if out.closed {
+                            break;
+                        }
+                        out.draining && out.queued() == 0
+                    };
+                    if draining {
+                        let _ = socket.get_ref().shutdown(std::net::Shutdown::Write);
+                        break;
+                    }
+                    self.wake.notified().await;
+                }
+                Wrote::Failed => break,
+            }
+        }
+        self.close().into_iter().for_each(|pid| self.rt.nudge(pid));
+    }
+
+    /// Closes the outbox; returns the senders it had slowed.
+    pub(crate) fn close(&self) -> Vec<Pid> {
+        let slowed = {
+            let mut out = self.outbox.lock();
+            out.closed = true;
+            std::mem::take(&mut out.slowed)
+        };
+        self.wake.notify_one();
+        slowed
+    }
+
+    /// Gives way to another link to the same peer: writes what it holds,
+    /// then closes its side. Returns the senders it had slowed.
+    pub(crate) fn retire(&self) -> Vec<Pid> {
+        let slowed = {
+            let mut out = self.outbox.lock();
+            out.draining = true;
+            std::mem::take(&mut out.slowed)
+        };
+        self.wake.notify_one();
+        slowed
+    }
+
+    /// Ends the connection both ways: the peer sees it closed.
+    pub(crate) fn shutdown(&self) {
+        let _ = self.socket.shutdown(std::net::Shutdown::Both);
+    }
+
+    /// Whether the outbox has room for `sender`; if not, it is woken when
+    /// it has. Only those who fill the link wait: a sender with a long
+    /// message still queued, or everyone once whole frames alone fill it
+    /// (a peer that stops reading). A process sending a small message
+    /// beside someone's large one goes on.
+    pub(crate) fn room_for(&self, sender: Pid) -> bool {
+        if !self.congested.load(Relaxed) {
+            return true;
+        }
+        let mut out = self.outbox.lock();
+        let full = out.bytes.len() > FULL || (out.queued() > FULL && out.long.iter().any(|l| matches!(l, Long::Parcel { from: Some(f), .. } if *f == sender)));
+        if out.closed || !full {
+            return true;
+        }
+        // A slowed sender woken by a message looks again: listed once.
+        if !out.slowed.contains(&sender) {
+            out.slowed.push(sender);
+        }
+        false
+    }
+
+    /// Reads what has arrived, up to a budget, and hands each whole frame
+    /// (with the buffers of a parcel's message) to `deliver`, in order.
+    /// Once it has failed or found the connection closed, it reads no more
+    /// and says `Closed` (several threads may have been told to read it).
+    pub(crate) fn drain(&self, deliver: &mut dyn FnMut(Frame, Vec<Bytes>) -> Result<(), Error>) -> Result<Drained, Error> {
+        let mut inbound = self.inbound.lock();
+        if inbound.over {
+            return Ok(Drained::Closed);
+        }
+        let drained = inbound.read(self.fd(), deliver);
+        inbound.over = !matches!(drained, Ok(Drained::Open));
+        drained
+    }
+}
+
+impl Inbound {
+    fn read(&mut self, fd: RawFd, deliver: &mut dyn FnMut(Frame, Vec<Bytes>) -> Result<(), Error>) -> Result<Drained, Error> {
+        let Inbound { decoder, parcels, more, .. } = self;
+        let cut_short = || Error::Protocol("the peer closed the connection in the middle of a frame".into());
+        let mut read = 0;
+        // A read that got less than it asked for emptied the socket: the
+        // poller reports it again when more comes, so no read to learn that.
+        let mut emptied = false;
+        loop {
+            if *more > 0 {
+                let Some((piece, room)) = parcels.room() else {
+                    return Err(Error::Protocol("a part longer than its parcel".into()));
+                };
+                let want = room.min(*more);
+                let n = match recv_into(fd, piece, want) {
+                    Ok(0) => return Err(cut_short()),
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Drained::Open),
+                    Err(e) => return Err(Error::Protocol(e.to_string())),
+                };
+                parcels.filled();
+                (*more, read) = (*more - n, read + n);
+                if *more == 0 {
+                    if let Some((frame, shared)) = parcels.finish()? {
+                        deliver(frame, shared)?;
+                    }
+                } else if n < want || read >= READ_BUDGET {
+                    return Ok(Drained::Open);
+                }
+                continue;
+            }
+            match decoder.next()? {
+                Some(Next::Frame(frame)) => {
+                    deliver(frame, Vec::new())?;
+                    continue;
+                }
+                Some(Next::Part { stream, total, bytes, more: rest }) => {
+                    parcels.begin(stream, total, bytes)?;
+                    *more = rest;
+                    if rest == 0 {
+                        if let Some((frame, shared)) = parcels.finish()? {
+                            deliver(frame, shared)?;
+                        }
+                    }
+                    continue;
+                }
+                None => {}
+            }
+            if emptied || read >= READ_BUDGET {
+                return Ok(Drained::Open);
+            }
+            let want = 64 << 10;
+            match recv_into(fd, decoder.space(want), want) {
+                Ok(0) if decoder.buffered() > 0 => return Err(cut_short()),
+                Ok(0) => return Ok(Drained::Closed),
+                Ok(n) => (read, emptied) = (read + n, n < want),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Drained::Open),
+                Err(e) => return Err(Error::Protocol(e.to_string())),
+            }
+        }
+    }
+}
+
+/// Reads up to `want` bytes from the socket onto the end of `buf`.
+fn recv_into(fd: RawFd, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
+    buf.reserve(want);
+    let spare = buf.spare_capacity_mut();
+    let want = want.min(spare.len());
+    // SAFETY: the spare capacity is valid for `want` bytes; recv writes at most that.
+    let n = unsafe { libc::recv(fd, spare.as_mut_ptr().cast(), want, libc::MSG_DONTWAIT) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: recv initialised `n` bytes of the spare capacity.
+    unsafe { buf.set_len(buf.len() + n as usize) };
+    Ok(n as usize)
+}
+
+/// Writes the front of `chunks` without waiting, dropping what was written
+/// whole; returns how many bytes went and whether all the slices handed
+/// to the kernel did (if not, the socket is full).
+fn send_chunks(fd: RawFd, chunks: &mut VecDeque<Chunk>) -> io::Result<(usize, bool)> {
+    let iov: Vec<libc::iovec> = chunks.iter().take(IOV_MAX).map(|c| libc::iovec { iov_base: c.rest().as_ptr() as *mut _, iov_len: c.rest().len() }).collect();
+    let offered: usize = iov.iter().map(|v| v.iov_len).sum();
+    // SAFETY: a zeroed msghdr is a valid empty one; its slices point into
+    // `chunks`, which outlive the call.
+    let sent = unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = iov.as_ptr() as *mut _;
+        msg.msg_iovlen = iov.len() as _;
+        libc::sendmsg(fd, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+    };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut left = sent as usize;
+    while let Some(front) = chunks.front_mut() {
+        let len = front.rest().len();
+        if left < len {
+            front.advance(left);
+            break;
+        }
+        left -= len;
+        chunks.pop_front();
+    }
+    Ok((sent as usize, sent as usize == offered))
+}
+
+/// A buffer's bytes, the only shared value that crosses to another node.
+fn buffer_bytes(shared: &synodic_core::Attachment) -> Option<Bytes> {
+    shared.clone().downcast::<synodic_core::payload::Payload>().ok()
+}

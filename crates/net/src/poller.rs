@@ -1,0 +1,136 @@
+//! The links' readiness to be read, for whichever thread reads them (the
+//! scheduler's workers and monitor, see `synodic_core::netpoll`): an epoll
+//! instance apart from the I/O thread's, so that a message arriving wakes
+//! only the thread that will deliver it, and an eventfd that ends a wait.
+//!
+//! Each link is registered one-shot: one reader at a time gets its
+//! readiness, reads, and re-arms it. Re-arming reports the link again at
+//! once if bytes are left, so a reader may stop after a budget and let
+//! other links have their turn.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// The token of the eventfd that interrupts a wait.
+const WAKE: u64 = u64::MAX;
+/// Readiness reports taken per wait.
+const EVENTS: usize = 64;
+
+pub struct Poller {
+    epoll: OwnedFd,
+    wake: OwnedFd,
+}
+
+impl Poller {
+    pub fn new() -> io::Result<Poller> {
+        // SAFETY: plain system calls; the descriptors they return are owned below.
+        let epoll = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
+        let wake = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+        let wake = unsafe { OwnedFd::from_raw_fd(wake) };
+        let poller = Poller { epoll, wake };
+        poller.ctl(libc::EPOLL_CTL_ADD, poller.wake.as_raw_fd(), WAKE, libc::EPOLLIN as u32)?;
+        Ok(poller)
+    }
+
+    /// Watches `fd` for bytes to read (or its closing), reported with `token`.
+    pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, token, Self::READ)
+    }
+
+    /// Reports `fd` again once it has bytes to read (at once if it has).
+    pub fn rearm(&self, fd: RawFd, token: u64) {
+        // An error means the link was removed meanwhile: nothing to report.
+        let _ = self.ctl(libc::EPOLL_CTL_MOD, fd, token, Self::READ);
+    }
+
+    /// Stops watching `fd`.
+    pub fn remove(&self, fd: RawFd) {
+        // SAFETY: the event argument is ignored for a removal.
+        unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+    }
+
+    /// Appends to `ready` the tokens of the links that have something to
+    /// read; with `block`, waits first until one has or [`Poller::interrupt`].
+    pub fn wait(&self, block: bool, ready: &mut Vec<u64>) {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+        let timeout = if block { -1 } else { 0 };
+        // SAFETY: the array is valid for EVENTS entries.
+        let n = unsafe { libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), EVENTS as i32, timeout) };
+        for event in &events[..n.max(0) as usize] {
+            match event.u64 {
+                WAKE => {
+                    let mut count = 0u64;
+                    // SAFETY: reads 8 bytes into a u64; the eventfd is ours.
+                    unsafe { libc::read(self.wake.as_raw_fd(), (&mut count as *mut u64).cast(), 8) };
+                }
+                token => ready.push(token),
+            }
+        }
+    }
+
+    /// Ends the current or the next blocking [`Poller::wait`].
+    pub fn interrupt(&self) {
+        let one = 1u64;
+        // SAFETY: writes 8 bytes from a u64 to our eventfd.
+        unsafe { libc::write(self.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
+    }
+
+    const READ: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLONESHOT) as u32;
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, token: u64, events: u32) -> io::Result<()> {
+        let mut event = libc::epoll_event { events, u64: token };
+        // SAFETY: `event` is valid for the call.
+        cvt(unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), op, fd, &mut event) }).map(|_| ())
+    }
+}
+
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+
+    #[test]
+    fn a_link_is_reported_once_until_rearmed() {
+        let poller = Poller::new().unwrap();
+        let (mut a, b) = UnixStream::pair().unwrap();
+        poller.add(b.as_raw_fd(), 7).unwrap();
+        let mut ready = Vec::new();
+        poller.wait(false, &mut ready);
+        assert!(ready.is_empty());
+        a.write_all(b"x").unwrap();
+        poller.wait(true, &mut ready);
+        assert_eq!(ready, [7]);
+        ready.clear();
+        poller.wait(false, &mut ready);
+        assert!(ready.is_empty(), "one-shot: not reported again before rearm");
+        poller.rearm(b.as_raw_fd(), 7);
+        poller.wait(false, &mut ready);
+        assert_eq!(ready, [7], "bytes left: reported again at once");
+        poller.remove(b.as_raw_fd());
+        poller.rearm(b.as_raw_fd(), 7);
+    }
+
+    #[test]
+    fn an_interrupt_ends_a_wait() {
+        let poller = std::sync::Arc::new(Poller::new().unwrap());
+        let waker = poller.clone();
+        let t = std::thread::spawn(move || waker.interrupt());
+        let mut ready = Vec::new();
+        poller.wait(true, &mut ready);
+        assert!(ready.is_empty());
+        t.join().unwrap();
+        // The interrupt was consumed: a later poll finds nothing.
+        poller.wait(false, &mut ready);
+        assert!(ready.is_empty());
+    }
+}
