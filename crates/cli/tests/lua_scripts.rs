@@ -26,6 +26,7 @@ script_tests!(
     receive_match,
     values,
     values_deep,
+    buffer_memory,
     monitor,
     exit,
     memory_limit,

@@ -118,8 +118,25 @@ pub(crate) unsafe fn push_new(L: *mut ffi::lua_State, payload: Payload, kind: Ki
     if !crate::heap::charge(L, payload.len() as i64) {
         return Err(format!("{fname}: not enough memory (over the process's memory limit)"));
     }
+    let c = crate::ctx::ctx(L);
+    c.payload_kib = c.payload_kib.saturating_add((payload.len() >> 10) as u32);
     push(L, payload, kind);
     Ok(())
+}
+
+/// Before a process that has made or received a megabyte or more of
+/// buffers blocks, its collector does the work that much allocation would
+/// have asked for: a payload lives outside the Lua heap, so without this a
+/// process that drops large buffers keeps them (and their memory) until
+/// its heap grows by itself, and the next large message finds no memory
+/// to reuse (`synodic_core::payload`). Erlang's binary heap works the same
+/// way. A collector the program stopped stays stopped.
+pub(crate) unsafe fn collect_dropped(L: *mut ffi::lua_State) {
+    let c = crate::ctx::ctx(L);
+    let kib = std::mem::take(&mut c.payload_kib);
+    if kib >= 1024 && ffi::lua_gc(L, ffi::LUA_GCISRUNNING) != 0 {
+        ffi::lua_gc(L, ffi::LUA_GCSTEP, kib.min(c_int::MAX as u32) as c_int);
+    }
 }
 
 /// Pushes a buffer over `payload` (already counted).

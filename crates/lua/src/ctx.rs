@@ -55,6 +55,9 @@ pub(crate) struct Ctx {
     pub withdrawn: bool,
     /// Store waits numbered so far (the last one's ticket).
     pub tickets: u32,
+    /// KiB of buffers made or received since the process last blocked (see
+    /// `buffer::collect_dropped`).
+    pub payload_kib: u32,
     /// A `receive_match` filter is running (it must not take messages).
     pub in_filter: bool,
     /// The preempting hook made a thread yield (see `preempt::enter`).
@@ -83,6 +86,7 @@ impl Ctx {
             blocked: None,
             withdrawn: false,
             tickets: 0,
+            payload_kib: 0,
             in_filter: false,
             hook_yielded: false,
             exit: None,

@@ -219,6 +219,7 @@ pub(crate) unsafe fn block_on_mailbox(L: *mut ffi::lua_State, k: unsafe extern "
     if ffi::lua_isyieldable(L) == 0 {
         return wait::cannot_block(L, what);
     }
+    crate::buffer::collect_dropped(L);
     ctx(L).pending = Pending::Block;
     ffi::lua_yieldk(L, 0, cursor, Some(k))
 }

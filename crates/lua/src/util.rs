@@ -181,6 +181,9 @@ pub(crate) unsafe fn yield_to_scheduler(L: *mut ffi::lua_State, why: Pending, k:
         let msg = format!("{what}: cannot block here (inside a call that cannot yield, such as a metamethod called from C)");
         return raise(L, msg);
     }
+    if matches!(why, Pending::Block) {
+        crate::buffer::collect_dropped(L);
+    }
     ctx(L).pending = why;
     ffi::lua_yieldk(L, 0, 0, Some(k))
 }

@@ -336,7 +336,7 @@ impl Cluster {
             awaited.replies.extend(moved.replies);
             awaited.claims.extend(moved.claims);
         }
-        retired.retire().into_iter().for_each(|pid| self.inner.rt.nudge(pid));
+        retired.retire();
     }
 
     /// Step 4: the link is over; whoever waited on its peer is told.
@@ -345,7 +345,7 @@ impl Cluster {
             return;
         }
         let rt = &self.inner.rt;
-        link.close().into_iter().for_each(|pid| rt.nudge(pid));
+        link.close();
         if self.inner.reading.lock().remove(&link.token).is_some() {
             self.inner.reading_count.fetch_sub(1, Relaxed);
         }

@@ -498,30 +498,29 @@ impl Link {
                 Wrote::Failed => break,
             }
         }
-        self.close().into_iter().for_each(|pid| self.rt.nudge(pid));
+        self.close();
     }
 
-    /// Closes the outbox; returns the senders it had slowed.
-    pub(crate) fn close(&self) -> Vec<Pid> {
-        let slowed = {
-            let mut out = self.outbox.lock();
-            out.closed = true;
-            std::mem::take(&mut out.slowed)
-        };
-        self.wake.notify_one();
-        slowed
+    /// Closes the outbox: nothing more is written.
+    pub(crate) fn close(&self) {
+        self.stop_writing(|out| out.closed = true);
     }
 
     /// Gives way to another link to the same peer: writes what it holds,
-    /// then closes its side. Returns the senders it had slowed.
-    pub(crate) fn retire(&self) -> Vec<Pid> {
+    /// then closes its side.
+    pub(crate) fn retire(&self) {
+        self.stop_writing(|out| out.draining = true);
+    }
+
+    /// Marks the outbox with `how` it ends; the senders it slowed look again.
+    fn stop_writing(&self, how: impl FnOnce(&mut Outbox)) {
         let slowed = {
             let mut out = self.outbox.lock();
-            out.draining = true;
+            how(&mut out);
             std::mem::take(&mut out.slowed)
         };
         self.wake.notify_one();
-        slowed
+        slowed.into_iter().for_each(|pid| self.rt.nudge(pid));
     }
 
     /// Ends the connection both ways: the peer sees it closed.
