@@ -15,6 +15,8 @@
 //! | [`remote`] | `Remote`: what the cluster transport gives the runtime (send, monitor, live nodes elsewhere) |
 //! | [`netpoll`] | `Netpoll`: the transport's connections, read and written by the scheduler's own threads |
 //! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main`, `halt` |
+//! | [`future`] | `Store` of results and replicas (a state machine), `Ticket` (a node's hold on a future), `Futures`; `Runtime::future_*` |
+//! | [`pool`] | `Pool` (a state machine): the node's task queue and its worker processes; `Runtime::pool_push` |
 //! | [`waiting`] | `Waiter`, `Completion`, `Delivery`: what the stores queue and decide |
 //! | [`ports`] | `Ports`: byte sinks of the I/O layer that processes write to by number |
 //! | [`channel`] | `ChannelStore` (a state machine) and `Channels` (the node's, behind a lock): named rendezvous |
@@ -28,6 +30,7 @@
 pub mod cache;
 pub mod channel;
 mod error;
+pub mod future;
 pub mod hash;
 pub mod linda;
 mod mailbox;
@@ -39,6 +42,7 @@ pub mod payload;
 pub mod pid;
 pub mod ports;
 mod monitor;
+pub mod pool;
 pub mod process;
 pub mod remote;
 pub mod runtime;

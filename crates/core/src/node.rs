@@ -68,6 +68,12 @@ impl Nodes {
         self.table.read().ids.get(alias as usize).cloned()
     }
 
+    /// The alias of the latest incarnation met of the node called `name`
+    /// (its full name).
+    pub fn named(&self, name: &str) -> Option<u16> {
+        self.table.read().ids.iter().rposition(|id| &*id.name == name).map(|a| a as u16)
+    }
+
     /// Whether a node called `name` (see [`is_named`]) has been met, in
     /// any incarnation.
     pub fn met(&self, name: &str) -> bool {

@@ -12,8 +12,10 @@
 
 use std::sync::Arc;
 
+use crate::future::{FutureId, Ticket};
+use crate::payload::Payload;
 use crate::wire::{Reader, Tag, Writer};
-use crate::{Message, Pid};
+use crate::{Attachment, Message, NodeId, Pid, Runtime};
 
 pub trait Remote: Send + Sync {
     /// Hands `msg`, from `from`, for `to` (a pid of another node) to the
@@ -54,6 +56,21 @@ pub trait Remote: Send + Sync {
 
     /// The names of the live nodes, this one included, sorted.
     fn nodes(&self) -> Vec<Arc<str>>;
+
+    /// Puts `task` in the pool of `node` (see [`crate::pool`]). An error
+    /// says why it could not even be sent.
+    fn submit(&self, node: &str, task: Message) -> Result<(), String>;
+
+    /// Asks the node `home` (an alias) for the result `id` it computes; it
+    /// comes back through `Runtime::future_fill`, or the node's loss through
+    /// `Runtime::future_home_lost`.
+    fn fetch(&self, home: u16, id: FutureId);
+
+    /// Sends the node `to` the result `id` it asked for.
+    fn fetched(&self, to: u16, id: FutureId, value: Message);
+
+    /// Returns `weight` of the result `id` to its home node `home`.
+    fn release(&self, home: u16, id: FutureId, weight: u64);
 }
 
 /// The longest message (bytes and buffers together) that crosses between nodes.
@@ -61,11 +78,11 @@ pub const MESSAGE_MAX: u64 = 1 << 30;
 /// The most buffers one message may carry to another node.
 pub const ATTACHMENTS_MAX: usize = 4096;
 
-/// Whether `msg` can go to another node: buffers (attachments that are
-/// bytes) cross as their bytes, tuple-space handles not yet, and the whole
-/// must not be too long. The error says what is wrong.
+/// Whether `msg` can go to another node: buffers cross as their bytes,
+/// futures as their id (see [`carry`]), tuple-space handles not yet, and
+/// the whole must not be too long. The error says what is wrong.
 pub fn crossing(msg: &Message) -> Result<(), String> {
-    if msg.attachments().iter().any(|a| a.downcast_ref::<crate::payload::Payload>().is_none()) {
+    if msg.attachments().iter().any(|a| !a.is::<Payload>() && !a.is::<Ticket>()) {
         return Err("a tuple-space handle cannot cross to another node yet".into());
     }
     if msg.attachments().len() > ATTACHMENTS_MAX {
@@ -75,6 +92,44 @@ pub fn crossing(msg: &Message) -> Result<(), String> {
         return Err(format!("a message of {} bytes is too long for another node (at most {MESSAGE_MAX})", msg.size()));
     }
     Ok(())
+}
+
+/// An attachment on its way to another node.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Carried {
+    /// A buffer's bytes.
+    Bytes(Arc<Payload>),
+    /// A future: its home node, its id and the weight that goes with it
+    /// (half of what this node held; see [`crate::future`]), encoded.
+    Future(Vec<u8>),
+}
+
+/// What of `shared` crosses to another node; `None` for what cannot.
+pub fn carry(shared: &Attachment, rt: &Runtime) -> Option<Carried> {
+    if let Ok(bytes) = shared.clone().downcast::<Payload>() {
+        return Some(Carried::Bytes(bytes));
+    }
+    let ticket = shared.downcast_ref::<Ticket>()?;
+    let home = rt.nodes().id(ticket.home)?;
+    let mut w = Writer::fields_after(Vec::new());
+    w.bytes(home.name.as_bytes());
+    w.u64(home.incarnation);
+    w.u64(ticket.id.origin);
+    w.u64(ticket.id.seq);
+    w.u64(ticket.split());
+    Some(Carried::Future(w.finish_small()))
+}
+
+/// A future that arrived from another node (as [`carry`] encoded it): this
+/// node's ticket for it, with the weight it brought.
+pub fn arrive_future(bytes: &[u8], rt: &Runtime) -> Option<Attachment> {
+    let mut r = Reader::fields(bytes);
+    let name = std::str::from_utf8(r.bytes().ok()?).ok()?.into();
+    let home = NodeId { name, incarnation: r.u64().ok()? };
+    let id = FutureId { origin: r.u64().ok()?, seq: r.u64().ok()? };
+    let weight = r.u64().ok()?;
+    let alias = rt.nodes().alias(&home)?;
+    Some(rt.ticket(id, alias, weight))
 }
 
 const REPLY: &[u8] = b"$reply";

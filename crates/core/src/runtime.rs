@@ -54,11 +54,14 @@ pub struct Config {
     pub process_bytes: usize,
     /// The memory limit of a process started without one, in bytes.
     pub max_process_memory: Option<u64>,
+    /// The body of the node's pool workers (see `pool`); without one, tasks
+    /// for the pool wait forever.
+    pub pool_worker: Option<fn() -> Box<dyn Body>>,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { workers: 0, node_name: "local".into(), preempt_signal: None, time_slice: Duration::from_millis(2), process_bytes: 8 << 10, max_process_memory: None }
+        Config { workers: 0, node_name: "local".into(), preempt_signal: None, time_slice: Duration::from_millis(2), process_bytes: 8 << 10, max_process_memory: None, pool_worker: None }
     }
 }
 
@@ -102,6 +105,9 @@ pub(crate) struct Shared {
     remote: std::sync::OnceLock<Arc<dyn Remote>>,
     /// The last tag given to a request to another node (see `remote`).
     tags: AtomicU64,
+    futures: crate::future::Futures,
+    pool: Mutex<crate::pool::Pool>,
+    pool_worker: Option<fn() -> Box<dyn Body>>,
 }
 
 impl Runtime {
@@ -129,6 +135,9 @@ impl Runtime {
             threads: Mutex::new(Vec::new()),
             remote: std::sync::OnceLock::new(),
             tags: AtomicU64::new(0),
+            futures: crate::future::Futures::new(NodeId::fresh("futures").incarnation),
+            pool: Mutex::new(crate::pool::Pool::default()),
+            pool_worker: config.pool_worker,
         });
         let rt = Runtime { shared };
         for _ in 0..rt.scheduler().target {
@@ -176,6 +185,32 @@ impl Runtime {
     /// The transport to other nodes, once a cluster has installed one.
     pub fn remote(&self) -> Option<&Arc<dyn Remote>> {
         self.shared.remote.get()
+    }
+
+    /// The node's futures (see [`crate::future`]).
+    pub fn futures(&self) -> &crate::future::Futures {
+        &self.shared.futures
+    }
+
+    /// A task for the node's pool (see [`crate::pool`]): an idle worker
+    /// takes it, or it waits, and a worker is started if the pool may grow.
+    pub fn pool_push(&self, task: Message) {
+        let pushed = self.shared.pool.lock().push(task, self.workers());
+        match pushed {
+            crate::pool::Pushed::Handed(delivery) => self.complete(delivery),
+            crate::pool::Pushed::Queued { start: false } => {}
+            crate::pool::Pushed::Queued { start: true } => {
+                let started = self.shared.pool_worker.map(|body| self.spawn_with(body(), Spawn { first: None, max_memory: None }));
+                if !matches!(started, Some(Ok(_))) {
+                    self.shared.pool.lock().worker_ended();
+                }
+            }
+        }
+    }
+
+    /// Runs `op` on the node's pool.
+    pub fn with_pool<R>(&self, op: impl FnOnce(&mut crate::pool::Pool) -> R) -> R {
+        op(&mut self.shared.pool.lock())
     }
 
     /// A fresh tag for a request to another node (see `remote`).

@@ -42,7 +42,7 @@ pub(crate) struct Sendable {
 }
 
 /// Every userdata kind that crosses.
-const SENDABLE: [&Sendable; 2] = [&crate::buffer::SENDABLE, &crate::linda::SENDABLE];
+const SENDABLE: [&Sendable; 3] = [&crate::buffer::SENDABLE, &crate::linda::SENDABLE, &crate::future::SENDABLE];
 
 /// Registry key of the reverse map {module table = name} (built on demand).
 const MODULE_NAMES: &CStr = c"synodic.module_names";

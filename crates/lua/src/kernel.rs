@@ -38,6 +38,13 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"clock", clock),
     (c"halt", halt),
     (c"main", main_pid),
+    (c"async", crate::future::async_),
+    (c"async_on", crate::future::async_on),
+    (c"_submit", crate::future::submit_),
+    (c"_pool_take", crate::future::pool_take),
+    (c"_resolve", crate::future::resolve),
+    (c"_pool_load", crate::future::pool_load),
+    (c"_is_future", crate::future::is_future),
 ];
 
 crate::lazy::lazy_module!(b"synodic");

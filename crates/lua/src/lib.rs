@@ -62,6 +62,7 @@ pub mod codec;
 pub mod control;
 pub mod coroutine;
 mod ctx;
+pub mod future;
 mod dumps;
 mod error;
 mod heap;

@@ -42,7 +42,8 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use synodic_core::netpoll::Netpoll;
-use synodic_core::remote::{self, Remote};
+use synodic_core::future::FutureId;
+use synodic_core::remote::{self, Carried, Remote};
 use synodic_core::{Attachment, ExitReason, Message, NodeId, Pid, Runtime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
@@ -52,7 +53,6 @@ use crate::frame::{Decoder, Frame, Hello};
 use crate::handshake::{self, Handshake, Role, Step};
 use crate::link::{self, Drained, Link};
 use crate::membership::{self, Event, Member, Membership, Output};
-use crate::parcel::Bytes;
 use crate::poller::Poller;
 use crate::{Error, Io};
 
@@ -373,6 +373,7 @@ impl Cluster {
         self.inner.live.lock().remove(&link.peer.name);
         self.tell_load();
         rt.drop_names_of(link.alias);
+        rt.future_home_lost(link.alias, &why);
         let watchers = self.inner.node_watchers.lock().remove(&link.peer.name).unwrap_or_default();
         for watcher in watchers {
             rt.send(watcher, remote::nodedown(link.peer.name.as_bytes()));
@@ -408,9 +409,17 @@ impl Cluster {
 
     /// One frame from an authenticated peer, with the buffers its message
     /// carries (a parcel's).
-    fn receive(&self, link: &Arc<Link>, frame: Frame, shared: Vec<Bytes>) -> Result<(), Error> {
-        let attach = |message: Vec<u8>| Message::with_attachments(message, shared.into_iter().map(|b| b as Attachment).collect());
+    fn receive(&self, link: &Arc<Link>, frame: Frame, shared: Vec<Carried>) -> Result<(), Error> {
         let rt = &self.inner.rt;
+        let shared = shared
+            .into_iter()
+            .map(|c| match c {
+                Carried::Bytes(bytes) => Some(bytes as Attachment),
+                Carried::Future(encoded) => remote::arrive_future(&encoded, rt),
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| Error::Protocol("a malformed future in a message".into()))?;
+        let attach = |message: Vec<u8>| Message::with_attachments(message, shared);
         match frame {
             Frame::Node { alias, node } => {
                 let ours = rt.nodes().alias(&node).ok_or_else(|| Error::Protocol("the node table is full".into()))?;
@@ -453,6 +462,10 @@ impl Cluster {
                 let (name, pid) = remote::name_of(&message).ok_or_else(|| Error::Protocol("malformed name".into()))?;
                 rt.remove_name(name, pid);
             }
+            Frame::Task { message } => rt.pool_push(attach(link.arrived(message)?)),
+            Frame::Fetch { origin, seq } => rt.future_fetch(link.alias, FutureId { origin, seq }),
+            Frame::Fetched { origin, seq, message } => rt.future_fill(FutureId { origin, seq }, attach(link.arrived(message)?)),
+            Frame::Release { origin, seq, weight } => drop(rt.futures().with(|st| st.release(FutureId { origin, seq }, weight))),
             Frame::Load { load, nodes } => {
                 link.load.store(load, Relaxed);
                 link.sees.store(nodes, Relaxed);
@@ -761,5 +774,34 @@ impl Remote for Cluster {
 
     fn nodes(&self) -> Vec<Arc<str>> {
         self.inner.live.lock().iter().cloned().collect()
+    }
+
+    fn submit(&self, node: &str, task: Message) -> Result<(), String> {
+        let link = self.link_to(node).ok_or_else(|| format!("no such node: {node}"))?;
+        match link.push_message(self.inner.rt.nodes(), &task, None, |message| Frame::Task { message }) {
+            true => Ok(()),
+            false => Err(format!("node lost: {node}")),
+        }
+    }
+
+    fn fetch(&self, home: u16, id: FutureId) {
+        let link = self.inner.links.lock().get(&home).cloned();
+        let asked = link.is_some_and(|l| l.push(|out| Frame::Fetch { origin: id.origin, seq: id.seq }.encode(&mut out.bytes)));
+        if !asked {
+            let name = self.inner.rt.nodes().id(home).map_or_else(|| "?".into(), |n| n.name);
+            self.inner.rt.future_home_lost(home, &format!("node lost: {name}"));
+        }
+    }
+
+    fn fetched(&self, to: u16, id: FutureId, value: Message) {
+        if let Some(link) = self.inner.links.lock().get(&to).cloned() {
+            link.push_message(self.inner.rt.nodes(), &value, None, |message| Frame::Fetched { origin: id.origin, seq: id.seq, message });
+        }
+    }
+
+    fn release(&self, home: u16, id: FutureId, weight: u64) {
+        if let Some(link) = self.inner.links.lock().get(&home).cloned() {
+            link.push(|out| Frame::Release { origin: id.origin, seq: id.seq, weight }.encode(&mut out.bytes));
+        }
     }
 }

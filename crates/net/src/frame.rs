@@ -64,6 +64,14 @@ pub enum Frame {
     Named { message: Vec<u8> },
     /// The name in `message` is no longer that pid's (its process ended).
     Unnamed { message: Vec<u8> },
+    /// Put the task in `message` in the receiving node's pool.
+    Task { message: Vec<u8> },
+    /// Send me the result `(origin, seq)` computed on your node, when it is there.
+    Fetch { origin: u64, seq: u64 },
+    /// The result `(origin, seq)` you asked for: its encoded values.
+    Fetched { origin: u64, seq: u64, message: Vec<u8> },
+    /// My handles to your result `(origin, seq)` are gone: `weight` comes back.
+    Release { origin: u64, seq: u64, weight: u64 },
 }
 
 mod kind {
@@ -78,6 +86,10 @@ mod kind {
     pub const CLAIM: u8 = 9;
     pub const NAMED: u8 = 10;
     pub const UNNAMED: u8 = 11;
+    pub const TASK: u8 = 12;
+    pub const FETCH: u8 = 13;
+    pub const FETCHED: u8 = 14;
+    pub const RELEASE: u8 = 15;
 }
 
 impl Frame {
@@ -138,6 +150,27 @@ impl Frame {
             Frame::Unnamed { message } => {
                 w.raw(message);
                 kind::UNNAMED
+            }
+            Frame::Task { message } => {
+                w.raw(message);
+                kind::TASK
+            }
+            Frame::Fetch { origin, seq } => {
+                w.u64(*origin);
+                w.u64(*seq);
+                kind::FETCH
+            }
+            Frame::Fetched { origin, seq, message } => {
+                w.u64(*origin);
+                w.u64(*seq);
+                w.raw(message);
+                kind::FETCHED
+            }
+            Frame::Release { origin, seq, weight } => {
+                w.u64(*origin);
+                w.u64(*seq);
+                w.u64(*weight);
+                kind::RELEASE
             }
         };
         *out = w.finish_small();
@@ -228,6 +261,13 @@ fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
         kind::LOAD => Frame::Load { load: u32::try_from(r.varint()?).unwrap_or(u32::MAX), nodes: u32::try_from(r.varint()?).unwrap_or(u32::MAX) },
         kind::NAMED => Frame::Named { message: rest(r) },
         kind::UNNAMED => Frame::Unnamed { message: rest(r) },
+        kind::TASK => Frame::Task { message: rest(r) },
+        kind::FETCH => Frame::Fetch { origin: r.u64()?, seq: r.u64()? },
+        kind::FETCHED => {
+            let (origin, seq) = (r.u64()?, r.u64()?);
+            Frame::Fetched { origin, seq, message: rest(r) }
+        }
+        kind::RELEASE => Frame::Release { origin: r.u64()?, seq: r.u64()?, weight: r.u64()? },
         other => return Err(Parse::Other(format!("unknown frame kind {other}"))),
     };
     match r.remaining() {
@@ -381,6 +421,10 @@ mod tests {
             Frame::Claim { caller: p, tag: 3, message: vec![2, 2, 5, 1, b'x', 9] },
             Frame::Named { message: vec![2, 0] },
             Frame::Unnamed { message: vec![2, 0] },
+            Frame::Task { message: vec![3, 0, 1] },
+            Frame::Fetch { origin: 1 << 60, seq: 4 },
+            Frame::Fetched { origin: 9, seq: 4, message: vec![1, 2] },
+            Frame::Release { origin: 9, seq: 4, weight: 1 << 61 },
         ]
     }
 

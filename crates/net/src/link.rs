@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use synodic_core::netpoll;
+use synodic_core::remote::{self, Carried};
 use synodic_core::wire::{self, WireError};
 use synodic_core::{Message, NodeId, Pid, Runtime};
 use tokio::io::unix::AsyncFd;
@@ -40,7 +41,7 @@ use tokio::io::Interest;
 use tokio::sync::Notify;
 
 use crate::frame::{Decoder, Frame, Next, PART};
-use crate::parcel::{Assembler, Bytes, Parcel, Slice};
+use crate::parcel::{Assembler, Parcel, Slice};
 use crate::Error;
 
 /// Above this many queued bytes a link is full: senders are slowed in
@@ -183,7 +184,7 @@ impl Outbox {
     /// Queues `frame`, between the processes `between` (from, to) if it is
     /// a message; a frame too long for one, or one with buffers, becomes a
     /// parcel.
-    fn enqueue(&mut self, frame: Frame, len: usize, between: Option<(Pid, Pid)>, shared: Vec<Bytes>) -> Result<(), String> {
+    fn enqueue(&mut self, frame: Frame, len: usize, between: Option<(Pid, Pid)>, shared: Vec<Carried>) -> Result<(), String> {
         let (from, to) = (between.map(|b| b.0), between.map(|b| b.1));
         if shared.is_empty() && len <= PART {
             match to.filter(|&to| self.holds_for(to)) {
@@ -359,7 +360,7 @@ impl Link {
     /// nodes its pids name; false when the link has closed or the message
     /// cannot cross (a shared value other than a buffer, or too long).
     pub(crate) fn push_message(self: &Arc<Self>, nodes: &synodic_core::node::Nodes, msg: &Message, between: Option<(Pid, Pid)>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
-        let Some(shared) = msg.attachments().iter().map(buffer_bytes).collect::<Option<Vec<Bytes>>>() else { return false };
+        let Some(shared) = msg.attachments().iter().map(|a| remote::carry(a, &self.rt)).collect::<Option<Vec<Carried>>>() else { return false };
         let mut bytes = msg.to_vec();
         let mut named = BTreeSet::new();
         let walked = wire::map_pids(&mut bytes, |p, _| {
@@ -553,7 +554,7 @@ impl Link {
     /// (with the buffers of a parcel's message) to `deliver`, in order.
     /// Once it has failed or found the connection closed, it reads no more
     /// and says `Closed` (several threads may have been told to read it).
-    pub(crate) fn drain(&self, deliver: &mut dyn FnMut(Frame, Vec<Bytes>) -> Result<(), Error>) -> Result<Drained, Error> {
+    pub(crate) fn drain(&self, deliver: &mut dyn FnMut(Frame, Vec<Carried>) -> Result<(), Error>) -> Result<Drained, Error> {
         let mut inbound = self.inbound.lock();
         if inbound.over {
             return Ok(Drained::Closed);
@@ -565,7 +566,7 @@ impl Link {
 }
 
 impl Inbound {
-    fn read(&mut self, fd: RawFd, deliver: &mut dyn FnMut(Frame, Vec<Bytes>) -> Result<(), Error>) -> Result<Drained, Error> {
+    fn read(&mut self, fd: RawFd, deliver: &mut dyn FnMut(Frame, Vec<Carried>) -> Result<(), Error>) -> Result<Drained, Error> {
         let Inbound { decoder, parcels, more, .. } = self;
         let cut_short = || Error::Protocol("the peer closed the connection in the middle of a frame".into());
         let mut read = 0;
@@ -672,7 +673,3 @@ fn send_chunks(fd: RawFd, chunks: &mut VecDeque<Chunk>) -> io::Result<(usize, bo
     Ok((sent as usize, sent as usize == offered))
 }
 
-/// A buffer's bytes, the only shared value that crosses to another node.
-fn buffer_bytes(shared: &synodic_core::Attachment) -> Option<Bytes> {
-    shared.clone().downcast::<synodic_core::payload::Payload>().ok()
-}

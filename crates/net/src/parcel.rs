@@ -9,9 +9,10 @@
 //! A parcel's bytes, cut anywhere into parts of at most [`PART`] bytes:
 //!
 //! 1. the envelope: how many pieces (varint), then each piece's length
-//!    (varint);
-//! 2. piece 0: the carried frame, its kind byte and body;
-//! 3. pieces 1…: the message's attachments (buffers' bytes), in order.
+//!    and kind (varint: length × 2 + kind; kind 0 is bytes, 1 a future);
+//! 2. piece 0: the carried frame, its kind byte and body (kind 0);
+//! 3. pieces 1…: the message's attachments, in order: a buffer's bytes, or
+//!    a future as `synodic_core::remote::carry` encodes it.
 //!
 //! The first part holds the whole envelope (it is at most a few kilobytes,
 //! a part is 64 KiB), so the receiver gives every piece a buffer of its
@@ -21,6 +22,7 @@
 
 use std::sync::Arc;
 
+use synodic_core::remote::Carried;
 use synodic_core::wire::{Reader, Writer};
 
 use crate::frame::{Frame, PART};
@@ -43,27 +45,34 @@ pub struct Parcel {
 }
 
 impl Parcel {
-    /// `frame` (a message-carrying frame) with the buffers its message
+    /// `frame` (a message-carrying frame) with the attachments its message
     /// refers to; an error when it is too large to cross.
-    pub fn new(stream: u64, frame: &Frame, attachments: Vec<Bytes>) -> Result<Parcel, String> {
+    pub fn new(stream: u64, frame: &Frame, attachments: Vec<Carried>) -> Result<Parcel, String> {
         if attachments.len() > ATTACHMENTS_MAX {
             return Err(format!("a message to another node carries at most {ATTACHMENTS_MAX} buffers (this one {})", attachments.len()));
         }
+        let attachments: Vec<(u64, Bytes)> = attachments
+            .into_iter()
+            .map(|a| match a {
+                Carried::Bytes(bytes) => (0, bytes),
+                Carried::Future(encoded) => (1, Arc::new(encoded.into())),
+            })
+            .collect();
         let bare = frame.encode_bare();
         let mut w = Writer::fields_after(Vec::new());
         w.varint(1 + attachments.len() as u64);
-        w.varint(bare.len() as u64);
-        for a in &attachments {
-            w.varint(a.len() as u64);
+        w.varint((bare.len() as u64) << 1);
+        for (kind, a) in &attachments {
+            w.varint((a.len() as u64) << 1 | kind);
         }
         let mut head = w.finish_small();
         head.extend_from_slice(&bare);
-        let total = head.len() as u64 + attachments.iter().map(|a| a.len() as u64).sum::<u64>();
+        let total = head.len() as u64 + attachments.iter().map(|(_, a)| a.len() as u64).sum::<u64>();
         if total > MESSAGE_MAX {
             return Err(format!("a message of {total} bytes is too long to cross to another node (at most {MESSAGE_MAX})"));
         }
         let mut pieces = vec![Arc::new(head.into())];
-        pieces.extend(attachments);
+        pieces.extend(attachments.into_iter().map(|(_, a)| a));
         Ok(Parcel { stream, pieces, piece: 0, offset: 0, total, left: total })
     }
 
@@ -124,6 +133,8 @@ struct Open {
     total: u64,
     pieces: Vec<Vec<u8>>,
     lens: Vec<usize>,
+    /// Each piece's kind (0: bytes, 1: a future).
+    kinds: Vec<u8>,
     piece: usize,
 }
 
@@ -161,15 +172,16 @@ impl Assembler {
         }
     }
 
-    /// The carried frame and the buffers' bytes, once the parcel is whole.
-    pub fn finish(&mut self) -> Result<Option<(Frame, Vec<Bytes>)>, Error> {
+    /// The carried frame and its attachments, once the parcel is whole.
+    pub fn finish(&mut self) -> Result<Option<(Frame, Vec<Carried>)>, Error> {
         let Some(open) = &self.open else { return Ok(None) };
         if open.piece < open.lens.len() {
             return Ok(None);
         }
         let stream = open.stream;
-        let mut pieces = self.open.take().expect("open").pieces.into_iter();
-        let bare = pieces.next().unwrap_or_default();
+        let open = self.open.take().expect("open");
+        let mut pieces = open.pieces.into_iter().zip(open.kinds);
+        let (bare, _) = pieces.next().unwrap_or_default();
         let Some((&kind, body)) = bare.split_first() else {
             return Err(Error::Protocol(format!("parcel {stream} carries no frame")));
         };
@@ -177,7 +189,8 @@ impl Assembler {
         if matches!(frame, Frame::Part { .. } | Frame::Hello(_) | Frame::Proof(_)) {
             return Err(Error::Protocol(format!("parcel {stream} carries a frame of kind {kind}")));
         }
-        Ok(Some((frame, pieces.map(|p| Arc::new(p.into())).collect())))
+        let attached = pieces.map(|(p, kind)| if kind == 1 { Carried::Future(p) } else { Carried::Bytes(Arc::new(p.into())) });
+        Ok(Some((frame, attached.collect())))
     }
 }
 
@@ -193,9 +206,14 @@ impl Open {
         if count == 0 || count > 1 + ATTACHMENTS_MAX as u64 {
             return Err(bad(&format!("{count} pieces")));
         }
-        let mut lens = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            lens.push(r.varint().map_err(|_| bad("its first part does not hold the envelope"))?);
+        let (mut lens, mut kinds) = (Vec::with_capacity(count as usize), Vec::with_capacity(count as usize));
+        for i in 0..count {
+            let word = r.varint().map_err(|_| bad("its first part does not hold the envelope"))?;
+            if i == 0 && word & 1 != 0 {
+                return Err(bad("its frame is not bytes"));
+            }
+            lens.push(word >> 1);
+            kinds.push((word & 1) as u8);
         }
         let sum = lens.iter().try_fold(r.position() as u64, |a, &l| a.checked_add(l));
         if sum != Some(total) {
@@ -203,7 +221,7 @@ impl Open {
         }
         let lens: Vec<usize> = lens.into_iter().map(|l| l as usize).collect();
         let pieces = lens.iter().map(|&l| synodic_core::payload::with_capacity(l)).collect::<Result<_, _>>().map_err(|_| bad(&format!("no memory for its {total} bytes")))?;
-        let mut open = Open { stream, total, pieces, lens, piece: 0 };
+        let mut open = Open { stream, total, pieces, lens, kinds, piece: 0 };
         open.skip_whole();
         Ok((open, &first[r.position()..]))
     }
@@ -237,7 +255,7 @@ mod tests {
     use synodic_core::Pid;
 
     /// A whole part through the assembler.
-    fn part(a: &mut Assembler, stream: u64, total: u64, bytes: &[u8]) -> Result<Option<(Frame, Vec<Bytes>)>, Error> {
+    fn part(a: &mut Assembler, stream: u64, total: u64, bytes: &[u8]) -> Result<Option<(Frame, Vec<Carried>)>, Error> {
         a.begin(stream, total, bytes)?;
         a.finish()
     }
@@ -252,7 +270,7 @@ mod tests {
         bytes
     }
 
-    fn carry(parcel: &mut Parcel) -> Result<Option<(Frame, Vec<Bytes>)>, Error> {
+    fn carry(parcel: &mut Parcel) -> Result<Option<(Frame, Vec<Carried>)>, Error> {
         let bytes = parts(parcel);
         let mut decoder = Decoder::new();
         decoder.authenticated();
@@ -268,9 +286,10 @@ mod tests {
     }
 
     #[test]
-    fn a_long_message_with_buffers_crosses_whole() {
+    fn a_long_message_with_buffers_and_futures_crosses_whole() {
         let frame = Frame::Send { to: Pid::new(0, 1, 1), from: Pid::new(0, 2, 1), message: vec![7; 200_000] };
-        let buffers: Vec<Bytes> = [(0..300_000u32).map(|i| i as u8).collect(), Vec::new(), vec![1; 10]].into_iter().map(|v: Vec<u8>| Arc::new(v.into())).collect();
+        let mut buffers: Vec<Carried> = [(0..300_000u32).map(|i| i as u8).collect(), Vec::new(), vec![1; 10]].into_iter().map(|v: Vec<u8>| Carried::Bytes(Arc::new(v.into()))).collect();
+        buffers.insert(1, Carried::Future(vec![4, 5, 6]));
         let mut parcel = Parcel::new(1, &frame, buffers.clone()).unwrap();
         let (got, attachments) = carry(&mut parcel).unwrap().expect("whole");
         assert_eq!(got, frame);
@@ -282,19 +301,20 @@ mod tests {
     fn junk_parcels_are_errors() {
         let mut a = Assembler::default();
         assert!(part(&mut a, 1, 10, &[]).unwrap_err().to_string().contains("envelope"));
-        assert!(part(&mut a, 1, 10, &[1, 1, 5]).unwrap_err().to_string().contains("add up"));
+        assert!(part(&mut a, 1, 10, &[1, 2, 5]).unwrap_err().to_string().contains("add up"));
+        assert!(part(&mut Assembler::default(), 1, 10, &[1, 3, 5]).unwrap_err().to_string().contains("its frame is not bytes"));
         assert!(part(&mut a, 1, MESSAGE_MAX + 1, &[1]).unwrap_err().to_string().contains("at most"));
         // One piece of 2 bytes: a bare frame of one kind byte and one body byte.
         let mut a = Assembler::default();
-        assert!(part(&mut a, 2, 4, &[1, 2, 99]).unwrap().is_none());
+        assert!(part(&mut a, 2, 4, &[1, 4, 99]).unwrap().is_none());
         assert!(part(&mut a, 3, 4, &[0]).unwrap_err().to_string().contains("inside parcel 2"));
         let e = part(&mut a, 2, 4, &[0]).unwrap_err().to_string();
         assert!(e.contains("unknown frame kind 99"), "{e}");
         let mut a = Assembler::default();
-        assert!(part(&mut a, 2, 4, &[1, 2, 99, 0, 0]).unwrap_err().to_string().contains("longer"));
+        assert!(part(&mut a, 2, 4, &[1, 4, 99, 0, 0]).unwrap_err().to_string().contains("longer"));
         // Every cut of a good parcel's first part fails cleanly or waits.
         let frame = Frame::Named { message: vec![2, 0] };
-        let mut parcel = Parcel::new(4, &frame, vec![Arc::new(vec![5; 3].into())]).unwrap();
+        let mut parcel = Parcel::new(4, &frame, vec![Carried::Bytes(Arc::new(vec![5; 3].into()))]).unwrap();
         let bytes = parts(&mut parcel);
         for cut in 0..bytes.len() {
             let _ = part(&mut Assembler::default(), 4, 99, &bytes[..cut]);
@@ -304,7 +324,7 @@ mod tests {
     #[test]
     fn too_many_buffers_is_an_error_at_the_sender() {
         let frame = Frame::Named { message: vec![2, 0] };
-        let many: Vec<Bytes> = vec![Arc::new(Vec::new().into()); ATTACHMENTS_MAX + 1];
+        let many = vec![Carried::Future(Vec::new()); ATTACHMENTS_MAX + 1];
         assert!(Parcel::new(1, &frame, many).err().unwrap().contains("at most 4096 buffers"));
     }
 }

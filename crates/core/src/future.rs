@@ -1,0 +1,479 @@
+//! Futures: results that stay on the node that computed them (their
+//! *home*) until someone asks, and then move straight to the asking node,
+//! once per node. [`Store`] is the node's store of results, a state machine
+//! like the tuple store: it queues waiters and returns its decisions, and
+//! the runtime carries them out (`Runtime::future_*`, below).
+//!
+//! A store holds two kinds of entries:
+//!
+//! - results computed here, with the *balance* of the weight their handles
+//!   hold (weighted reference counting): a new future's first handle gets
+//!   [`FULL_WEIGHT`]; a handle leaving for another node takes half its
+//!   holder's weight with it, so no message goes home when handles are
+//!   copied; a node whose last handle goes returns what it held. Once all
+//!   weight is back, nothing can ask for the result any more and it is
+//!   freed (or, if it is still being computed, dropped when it comes).
+//!   Weight returned before it was given (the releases of another node can
+//!   overtake the task on its way) makes the balance negative for a while;
+//!   only a balance that reaches zero after the grant frees the entry.
+//! - *replicas*: another node's result, asked for once by the first local
+//!   caller of `get` and shared by every later one on this node, kept while
+//!   this node holds a handle to it.
+//!
+//! A [`Ticket`] is a node's hold on one future: every handle to it on this
+//! node shares one, and one weight.
+//!
+//! A result may hold futures itself, whose tickets go back to this store
+//! when they drop: so the store never drops a value; the operations that
+//! free one hand it back ([`Freed`]), to be dropped after the store's lock.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::*};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+
+use crate::waiting::{Completion, Delivery, Waiter};
+use crate::wire::{Reader, Writer};
+use crate::{Message, Runtime};
+
+/// Names a future cluster-wide: the node incarnation that created it (a
+/// random number) and a count there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FutureId {
+    pub origin: u64,
+    pub seq: u64,
+}
+
+/// The weight of a new future's first handle: enough to be halved 62 times
+/// on its way from node to node.
+pub const FULL_WEIGHT: u64 = 1 << 62;
+
+#[derive(Default)]
+pub struct Store {
+    entries: HashMap<FutureId, Entry>,
+}
+
+#[derive(Default)]
+struct Entry {
+    /// The encoded results (`true, values...` or `false, error`), once there.
+    value: Option<Message>,
+    /// Processes of this node waiting in `get`.
+    waiters: Vec<Waiter>,
+    /// Nodes (aliases) that asked for a result computed here.
+    fetchers: Vec<u16>,
+    /// 0: computed here; else the alias of the home of this replica.
+    home: u16,
+    /// Computed here: weight given out less weight returned.
+    balance: i128,
+    granted: bool,
+    /// A replica whose home has been asked for the value.
+    requested: bool,
+}
+
+impl Entry {
+    fn abandoned(&self) -> bool {
+        self.home == 0 && self.granted && self.balance <= 0
+    }
+}
+
+/// A value the store let go of: drop it once the store is unlocked.
+#[must_use]
+pub struct Freed(pub Option<Message>);
+
+/// What `get` finds.
+#[derive(Debug, PartialEq)]
+pub enum Read {
+    Value(Message),
+    /// The waiter is queued; `ask` when this node must ask `home` for it
+    /// (the first wait on a replica).
+    Wait { ask: Option<u16> },
+}
+
+/// What a result's arrival decides.
+#[derive(Debug, Default, PartialEq)]
+pub struct Resolved {
+    pub deliveries: Vec<Delivery>,
+    /// Nodes to send the value to.
+    pub fetchers: Vec<u16>,
+}
+
+impl Store {
+    /// A task for `id` is about to run here, its handles holding `weight`;
+    /// false when all of it was returned already (nobody wants the result).
+    pub fn grant(&mut self, id: FutureId, weight: u64) -> bool {
+        let e = self.entries.entry(id).or_default();
+        e.balance += weight as i128;
+        e.granted = true;
+        if e.abandoned() {
+            self.entries.remove(&id);
+            return false;
+        }
+        true
+    }
+
+    /// Handles of a result computed here returned `weight`.
+    pub fn release(&mut self, id: FutureId, weight: u64) -> Freed {
+        let e = self.entries.entry(id).or_default();
+        e.balance -= weight as i128;
+        match e.abandoned() {
+            true => Freed(self.entries.remove(&id).and_then(|e| e.value)),
+            false => Freed(None),
+        }
+    }
+
+    /// The result computed here for `id` has come (if nobody wants it any
+    /// more, it is handed back in `freed`).
+    pub fn resolve(&mut self, id: FutureId, value: Message) -> (Resolved, Freed) {
+        let Some(e) = self.entries.get_mut(&id) else { return (Resolved::default(), Freed(Some(value))) };
+        let resolved = Resolved { deliveries: e.waiters.drain(..).map(|w| (w, Completion::Value(value.clone()))).collect(), fetchers: std::mem::take(&mut e.fetchers) };
+        e.value = Some(value);
+        (resolved, Freed(None))
+    }
+
+    /// The value of `id` (computed here, or a replica of `home`'s), or
+    /// `waiter` queued for it.
+    pub fn read_or_wait(&mut self, id: FutureId, home: u16, waiter: Waiter) -> Read {
+        let e = self.entries.entry(id).or_insert_with(|| Entry { home, ..Entry::default() });
+        if let Some(v) = &e.value {
+            return Read::Value(v.clone());
+        }
+        e.waiters.push(waiter);
+        let ask = (e.home != 0 && !std::mem::replace(&mut e.requested, true)).then_some(e.home);
+        Read::Wait { ask }
+    }
+
+    /// A replica of `home`'s result `id` is wanted: `Some(home)` if this node
+    /// has not asked for it yet (and now must).
+    pub fn prefetch(&mut self, id: FutureId, home: u16) -> Option<u16> {
+        let e = self.entries.entry(id).or_insert_with(|| Entry { home, ..Entry::default() });
+        (e.home != 0 && e.value.is_none() && !std::mem::replace(&mut e.requested, true)).then_some(e.home)
+    }
+
+    /// Whether the value of `id` is here.
+    pub fn is_ready(&self, id: FutureId) -> bool {
+        self.entries.get(&id).is_some_and(|e| e.value.is_some())
+    }
+
+    /// Whether a task computing `id` here is still wanted.
+    pub fn is_wanted(&self, id: FutureId) -> bool {
+        self.entries.get(&id).is_none_or(|e| !e.abandoned())
+    }
+
+    /// `waiter` no longer waits.
+    pub fn cancel(&mut self, id: FutureId, waiter: Waiter) {
+        if let Some(e) = self.entries.get_mut(&id) {
+            e.waiters.retain(|w| *w != waiter);
+        }
+    }
+
+    /// Node `from` asks for the result computed here for `id`: the value
+    /// now, or later, when it comes.
+    pub fn fetch(&mut self, id: FutureId, from: u16) -> Option<Message> {
+        let e = self.entries.entry(id).or_default();
+        if let Some(v) = &e.value {
+            return Some(v.clone());
+        }
+        if !e.fetchers.contains(&from) {
+            e.fetchers.push(from);
+        }
+        None
+    }
+
+    /// The value of the replica `id` came from its home (unwanted, it is
+    /// handed back).
+    pub fn fill(&mut self, id: FutureId, value: Message) -> (Vec<Delivery>, Freed) {
+        match self.entries.get_mut(&id) {
+            Some(e) if e.home != 0 && e.value.is_none() => {
+                let deliveries = e.waiters.drain(..).map(|w| (w, Completion::Value(value.clone()))).collect();
+                e.value = Some(value);
+                (deliveries, Freed(None))
+            }
+            _ => (Vec::new(), Freed(Some(value))),
+        }
+    }
+
+    /// This node holds no handle to the replica `id` any more.
+    pub fn drop_replica(&mut self, id: FutureId) -> Freed {
+        match self.entries.get(&id).is_some_and(|e| e.home != 0) {
+            true => Freed(self.entries.remove(&id).and_then(|e| e.value)),
+            false => Freed(None),
+        }
+    }
+
+    /// The node `home` was lost: the replicas of its results that had not
+    /// come get `lost` (an encoded error), and it asks for nothing more.
+    pub fn home_lost(&mut self, home: u16, lost: &Message) -> Vec<Delivery> {
+        let mut deliveries = Vec::new();
+        for e in self.entries.values_mut() {
+            e.fetchers.retain(|&f| f != home);
+            if e.home == home && e.value.is_none() {
+                deliveries.extend(e.waiters.drain(..).map(|w| (w, Completion::Value(lost.clone()))));
+                e.value = Some(lost.clone());
+            }
+        }
+        deliveries
+    }
+
+    /// Entries held (results and replicas).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// A node's hold on one future: its id, its home (a node alias, 0 for this
+/// node) and the weight this node holds. Dropping it returns the weight.
+pub struct Ticket {
+    pub id: FutureId,
+    pub home: u16,
+    weight: AtomicU64,
+    rt: Runtime,
+}
+
+impl Ticket {
+    /// Half this node's weight, for a handle leaving for another node (0
+    /// when there is no more to halve: that handle then keeps nothing alive).
+    pub fn split(&self) -> u64 {
+        let mut w = self.weight.load(Relaxed);
+        loop {
+            let half = w / 2;
+            match self.weight.compare_exchange_weak(w, w - half, AcqRel, Relaxed) {
+                Ok(_) => return half,
+                Err(now) => w = now,
+            }
+        }
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let weight = *self.weight.get_mut();
+        self.rt.ticket_dropped(self.id, self.home, weight);
+    }
+}
+
+/// A node's futures: its store, its tickets, and where ids come from.
+pub struct Futures {
+    store: Mutex<Store>,
+    tickets: Mutex<HashMap<FutureId, Weak<Ticket>>>,
+    origin: u64,
+    seq: AtomicU64,
+}
+
+impl Futures {
+    pub(crate) fn new(origin: u64) -> Futures {
+        Futures { store: Mutex::new(Store::default()), tickets: Mutex::new(HashMap::new()), origin, seq: AtomicU64::new(0) }
+    }
+
+    /// Runs `op` on the store.
+    pub fn with<R>(&self, op: impl FnOnce(&mut Store) -> R) -> R {
+        op(&mut self.store.lock())
+    }
+}
+
+/// A task for the pool, as the Lua layer encodes it: its first three values
+/// are the future's origin, count and weight (integers).
+pub fn task_head(task: &[u8]) -> Option<(FutureId, u64)> {
+    let (mut r, count) = Reader::message(task).ok()?;
+    if count < 3 {
+        return None;
+    }
+    let mut int = || match r.tag().ok()? {
+        crate::wire::Tag::Int => r.int().ok(),
+        _ => None,
+    };
+    let (origin, seq, weight) = (int()?, int()?, int()?);
+    Some((FutureId { origin: origin as u64, seq: seq as u64 }, weight as u64))
+}
+
+/// The encoded results of a task that failed with `why`.
+pub fn failure(why: &str) -> Message {
+    let mut w = Writer::message(2);
+    w.tag(crate::wire::Tag::False);
+    w.str(why.as_bytes());
+    Message::from_vec(w.finish_small())
+}
+
+impl Runtime {
+    /// A fresh future whose result will be computed on the node `home` (an
+    /// alias, 0 for this node), and this node's first handle to it.
+    pub fn new_future(&self) -> (FutureId, u64) {
+        let f = self.futures();
+        (FutureId { origin: f.origin, seq: f.seq.fetch_add(1, Relaxed) + 1 }, FULL_WEIGHT)
+    }
+
+    /// This node's ticket for `id` with `weight` more (a handle arrived, or
+    /// was made here): the one every handle here shares.
+    pub fn ticket(&self, id: FutureId, home: u16, weight: u64) -> Arc<Ticket> {
+        let mut tickets = self.futures().tickets.lock();
+        if let Some(t) = tickets.get(&id).and_then(Weak::upgrade) {
+            t.weight.fetch_add(weight, AcqRel);
+            return t;
+        }
+        let t = Arc::new(Ticket { id, home, weight: AtomicU64::new(weight), rt: self.clone() });
+        tickets.insert(id, Arc::downgrade(&t));
+        t
+    }
+
+    fn ticket_dropped(&self, id: FutureId, home: u16, weight: u64) {
+        let f = self.futures();
+        {
+            let mut tickets = f.tickets.lock();
+            if tickets.get(&id).is_some_and(|w| w.strong_count() == 0) {
+                tickets.remove(&id);
+            }
+        }
+        if home == 0 {
+            drop(f.with(|st| st.release(id, weight)));
+            return;
+        }
+        drop(f.with(|st| st.drop_replica(id)));
+        if let Some(remote) = self.remote() {
+            remote.release(home, id, weight);
+        }
+    }
+
+    /// The value of the future, or `waiter` queued for it (asking its home
+    /// node when this is the first wait here for another node's result).
+    pub fn future_read(&self, ticket: &Ticket, waiter: Waiter) -> Read {
+        let read = self.futures().with(|st| st.read_or_wait(ticket.id, ticket.home, waiter));
+        if let Read::Wait { ask: Some(home) } = read {
+            match self.remote() {
+                Some(remote) => remote.fetch(home, ticket.id),
+                None => self.future_home_lost(home, "this node is not in a cluster"),
+            }
+        }
+        read
+    }
+
+    /// Asks the home of another node's result for it, unless asked already.
+    pub fn future_prefetch(&self, ticket: &Ticket) {
+        if ticket.home == 0 {
+            return;
+        }
+        if let Some(home) = self.futures().with(|st| st.prefetch(ticket.id, ticket.home)) {
+            match self.remote() {
+                Some(remote) => remote.fetch(home, ticket.id),
+                None => self.future_home_lost(home, "this node is not in a cluster"),
+            }
+        }
+    }
+
+    /// The task computing `id` here has ended with `value`: waiters here
+    /// get it, and so do the nodes that asked.
+    pub fn future_resolve(&self, id: FutureId, value: Message) {
+        let (resolved, freed) = self.futures().with(|st| st.resolve(id, value.clone()));
+        drop(freed);
+        self.complete_all(resolved.deliveries);
+        if let Some(remote) = self.remote() {
+            for node in resolved.fetchers {
+                remote.fetched(node, id, value.clone());
+            }
+        }
+    }
+
+    /// Node `from` asks for the result computed here for `id`.
+    pub fn future_fetch(&self, from: u16, id: FutureId) {
+        if let (Some(value), Some(remote)) = (self.futures().with(|st| st.fetch(id, from)), self.remote()) {
+            remote.fetched(from, id, value);
+        }
+    }
+
+    /// The value of another node's result came.
+    pub fn future_fill(&self, id: FutureId, value: Message) {
+        let (deliveries, freed) = self.futures().with(|st| st.fill(id, value));
+        drop(freed);
+        self.complete_all(deliveries);
+    }
+
+    /// The node `home` is lost: waits for its results end with an error.
+    pub fn future_home_lost(&self, home: u16, why: &str) {
+        let deliveries = self.futures().with(|st| st.home_lost(home, &failure(why)));
+        self.complete_all(deliveries);
+    }
+
+    fn complete_all(&self, deliveries: Vec<Delivery>) {
+        deliveries.into_iter().for_each(|d| self.complete(d));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Pid;
+
+    const A: FutureId = FutureId { origin: 7, seq: 1 };
+
+    fn waiter(n: u32) -> Waiter {
+        Waiter { pid: Pid::new(0, n, 1), ticket: 1 }
+    }
+
+    fn msg(b: &[u8]) -> Message {
+        Message::from_slice(b)
+    }
+
+    #[test]
+    fn a_result_is_freed_once_all_weight_is_back() {
+        let mut st = Store::default();
+        assert!(st.grant(A, 100));
+        assert!(st.release(A, 50).0.is_none()); // a node's half
+        assert_eq!(st.resolve(A, msg(b"v")).0, Resolved::default());
+        assert!(st.is_ready(A));
+        assert_eq!(st.release(A, 50).0, Some(msg(b"v")));
+        assert!(st.is_empty(), "nobody can ask any more");
+        assert_eq!(st.resolve(A, msg(b"late")).1 .0, Some(msg(b"late")), "a value nobody wants is handed back");
+    }
+
+    #[test]
+    fn releases_that_overtake_the_grant_do_not_free_early() {
+        let mut st = Store::default();
+        let _ = st.release(A, 30); // another node dropped its handle before the task came
+        assert!(st.is_wanted(A));
+        assert!(st.grant(A, 100));
+        assert!(st.is_wanted(A));
+        let _ = st.release(A, 70);
+        assert!(st.is_empty());
+        // All weight back before the task ran: it need not run.
+        let _ = st.release(A, 100);
+        assert!(!st.grant(A, 100));
+        assert!(st.is_empty());
+    }
+
+    #[test]
+    fn waiters_and_asking_nodes_get_the_value() {
+        let mut st = Store::default();
+        st.grant(A, 10);
+        assert_eq!(st.read_or_wait(A, 0, waiter(1)), Read::Wait { ask: None });
+        assert_eq!(st.fetch(A, 3), None);
+        let (r, _) = st.resolve(A, msg(b"v"));
+        assert_eq!(r.deliveries, vec![(waiter(1), Completion::Value(msg(b"v")))]);
+        assert_eq!(r.fetchers, vec![3]);
+        assert_eq!(st.fetch(A, 4), Some(msg(b"v")));
+        assert_eq!(st.read_or_wait(A, 0, waiter(2)), Read::Value(msg(b"v")));
+    }
+
+    #[test]
+    fn a_replica_asks_its_home_once_and_serves_every_waiter() {
+        let mut st = Store::default();
+        assert_eq!(st.read_or_wait(A, 5, waiter(1)), Read::Wait { ask: Some(5) });
+        assert_eq!(st.read_or_wait(A, 5, waiter(2)), Read::Wait { ask: None });
+        st.cancel(A, waiter(2));
+        assert_eq!(st.fill(A, msg(b"v")).0, vec![(waiter(1), Completion::Value(msg(b"v")))]);
+        assert_eq!(st.read_or_wait(A, 5, waiter(3)), Read::Value(msg(b"v")));
+        assert_eq!(st.drop_replica(A).0, Some(msg(b"v")));
+        assert!(st.is_empty());
+    }
+
+    #[test]
+    fn a_lost_home_fails_its_replicas() {
+        let mut st = Store::default();
+        st.read_or_wait(A, 5, waiter(1));
+        let lost = failure("node lost: b");
+        assert_eq!(st.home_lost(5, &lost), vec![(waiter(1), Completion::Value(lost.clone()))]);
+        assert_eq!(st.read_or_wait(A, 5, waiter(2)), Read::Value(lost));
+    }
+}

@@ -1,0 +1,362 @@
+//! Futures in Lua (SPEC §6): `s.async(f, ...)`, `s.async_on(node, f, ...)`
+//! and the handles they return, whose `get` waits for the results. A task
+//! goes to the pool of its node (`synodic_core::pool`) as one message: the
+//! future's id and weight, who to tell when it is done and what, then `f`
+//! and its arguments. The pool's workers (`lualib/future.lua`) take tasks
+//! with `_pool_take` and store the results with `_resolve`, on their node:
+//! results stay where they are computed until someone asks.
+//!
+//! A handle holds this node's ticket for its future
+//! (`synodic_core::future`): handles in messages share it, and one going to
+//! another node takes the future's id and half the ticket's weight along.
+//!
+//! The native surface, in one place: `async`, `async_on`, `_submit`,
+//! `_pool_take`, `_resolve`, `_pool_load`, `_is_future` in the `synodic` table; `get`,
+//! `ready`, `node` on handles.
+
+use std::ffi::{c_int, CStr};
+use std::sync::Arc;
+
+use mlua_sys as ffi;
+use synodic_core::future::{FutureId, Read, Ticket};
+use synodic_core::waiting::{Completion, Waiter};
+use synodic_core::{Attachment, Body};
+
+use crate::codec::{self, Sendable};
+use crate::ctx::ctx;
+use crate::util::*;
+use crate::wait::{self, Poll};
+
+const FUTURE: &CStr = c"synodic.future";
+
+const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[(c"get", get), (c"ready", ready), (c"node", node)];
+
+/// The body of the node's pool workers (`Config::pool_worker`).
+pub fn pool_worker() -> Box<dyn Body> {
+    crate::process::LuaProcess::module("synodic.future", 0)
+}
+
+struct Handle {
+    ticket: Arc<Ticket>,
+}
+
+/// A handle crosses as its ticket, shared (see `codec::Sendable`).
+pub(crate) static SENDABLE: Sendable = Sendable { kind: 3, share, rebuild };
+
+unsafe fn share(L: *mut ffi::lua_State, idx: c_int) -> Option<(u8, Attachment)> {
+    let h = (ffi::luaL_testudata(L, idx, FUTURE.as_ptr()) as *mut Handle).as_ref()?;
+    Some((0, h.ticket.clone() as Attachment))
+}
+
+unsafe fn rebuild(L: *mut ffi::lua_State, _variant: u8, shared: &Attachment) -> Result<(), String> {
+    let ticket = shared.clone().downcast::<Ticket>().map_err(|_| "not a future")?;
+    push_handle(L, ticket);
+    Ok(())
+}
+
+unsafe fn push_handle(L: *mut ffi::lua_State, ticket: Arc<Ticket>) {
+    (ffi::lua_newuserdatauv(L, std::mem::size_of::<Handle>(), 0) as *mut Handle).write(Handle { ticket });
+    if ffi::luaL_newmetatable(L, FUTURE.as_ptr()) != 0 {
+        for (name, f) in [(c"__gc", handle_gc as ffi::lua_CFunction), (c"__eq", handle_eq), (c"__tostring", handle_tostring)] {
+            ffi::lua_pushcfunction(L, f);
+            ffi::lua_setfield(L, -2, name.as_ptr());
+        }
+        ffi::lua_createtable(L, 0, METHODS.len() as c_int);
+        for (name, f) in METHODS {
+            ffi::lua_pushcfunction(L, *f);
+            ffi::lua_setfield(L, -2, name.as_ptr());
+        }
+        ffi::lua_setfield(L, -2, c"__index".as_ptr());
+    }
+    ffi::lua_setmetatable(L, -2);
+}
+
+unsafe fn handle<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a Handle, String> {
+    (ffi::luaL_testudata(L, 1, FUTURE.as_ptr()) as *mut Handle).as_ref().ok_or_else(|| format!("bad self to '{fname}' (future expected, got {})", type_name(L, 1)))
+}
+
+unsafe extern "C-unwind" fn handle_gc(L: *mut ffi::lua_State) -> c_int {
+    if let Some(h) = (ffi::luaL_testudata(L, 1, FUTURE.as_ptr()) as *mut Handle).as_mut() {
+        std::ptr::drop_in_place(h);
+        // A second __gc (resurrection) must find nothing to drop.
+        ffi::lua_pushnil(L);
+        ffi::lua_setmetatable(L, 1);
+    }
+    0
+}
+
+unsafe extern "C-unwind" fn handle_eq(L: *mut ffi::lua_State) -> c_int {
+    let id = |i| (ffi::luaL_testudata(L, i, FUTURE.as_ptr()) as *mut Handle).as_ref().map(|h| h.ticket.id);
+    ffi::lua_pushboolean(L, (id(1).is_some() && id(1) == id(2)) as c_int);
+    1
+}
+
+unsafe extern "C-unwind" fn handle_tostring(L: *mut ffi::lua_State) -> c_int {
+    let text = (ffi::luaL_testudata(L, 1, FUTURE.as_ptr()) as *mut Handle).as_ref().map_or_else(String::new, |h| format!("future: {}#{}", home_name(L, &h.ticket), h.ticket.id.seq));
+    push_bytes(L, text.as_bytes());
+    1
+}
+
+/// The name of the node that computes the future.
+unsafe fn home_name(L: *mut ffi::lua_State, ticket: &Ticket) -> Arc<str> {
+    ctx(L).rt().nodes().id(ticket.home).map_or_else(|| "?".into(), |n| n.name)
+}
+
+/// `s.async(f, ...)`: on the least loaded node.
+pub(crate) unsafe extern "C-unwind" fn async_(L: *mut ffi::lua_State) -> c_int {
+    let node = ctx(L).rt().least_loaded_node();
+    ffi::lua_pushnil(L);
+    ffi::lua_pushnil(L);
+    ffi::lua_rotate(L, 1, 2);
+    submit(L, &node, 1, "async")
+}
+
+/// `s.async_on(node, f, ...)`: on `node` (a name, or `"any"`).
+pub(crate) unsafe extern "C-unwind" fn async_on(L: *mut ffi::lua_State) -> c_int {
+    let node = match node_arg(L, "async_on") {
+        Ok(node) => node,
+        Err(e) => return raise(L, e),
+    };
+    ffi::lua_pushnil(L);
+    ffi::lua_pushnil(L);
+    ffi::lua_rotate(L, 2, 2);
+    submit(L, &node, 2, "async_on")
+}
+
+/// `s._submit(node, watcher, note, f, ...)`: `async_on`, and when the task
+/// is done the pool worker sends `watcher` `"$done", note, ok, load`.
+pub(crate) unsafe extern "C-unwind" fn submit_(L: *mut ffi::lua_State) -> c_int {
+    match node_arg(L, "_submit") {
+        Ok(node) => submit(L, &node, 2, "_submit"),
+        Err(e) => raise(L, e),
+    }
+}
+
+unsafe fn node_arg(L: *mut ffi::lua_State, fname: &str) -> Result<Arc<str>, String> {
+    match (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() {
+        Some(b"any") => Ok(ctx(L).rt().least_loaded_node()),
+        Some(name) => Ok(String::from_utf8_lossy(name).into()),
+        None => Err(format!("bad argument #1 to '{fname}' (node name expected, got {})", type_name(L, 1))),
+    }
+}
+
+/// Sends the task whose watcher, note, `f` and arguments start at `first`
+/// to the pool of `node`; pushes its future.
+unsafe fn submit(L: *mut ffi::lua_State, node: &str, first: c_int, fname: &str) -> c_int {
+    let sent = (|| {
+        if ffi::lua_type(L, first + 2) != ffi::LUA_TFUNCTION {
+            return Err(format!("bad argument #{} to '{fname}' (function expected, got {})", if fname == "async" { 1 } else { 2 }, type_name(L, first + 2)));
+        }
+        let rt = ctx(L).rt();
+        let here = node == &*rt.node_name();
+        let home = match here {
+            true => 0,
+            false => rt.nodes().named(node).filter(|_| rt.live_nodes().iter().any(|n| &**n == node)).ok_or_else(|| format!("{fname}: no such node: {node}"))?,
+        };
+        let (id, weight) = rt.new_future();
+        for v in [id.origin, id.seq, weight] {
+            ffi::lua_pushinteger(L, v as ffi::lua_Integer);
+        }
+        ffi::lua_rotate(L, first, 3);
+        let task = codec::encode(L, first, ffi::lua_gettop(L)).map_err(|e| format!("{fname}: {e}"))?;
+        let ticket = rt.ticket(id, home, weight);
+        if here {
+            rt.pool_push(task);
+        } else {
+            synodic_core::remote::crossing(&task).map_err(|e| format!("{fname}: {e}"))?;
+            rt.remote().ok_or_else(|| format!("{fname}: no such node: {node}"))?.submit(node, task).map_err(|e| format!("{fname}: {e}"))?;
+        }
+        Ok(ticket)
+    })();
+    match sent {
+        Ok(ticket) => {
+            push_handle(L, ticket);
+            1
+        }
+        Err(e) => raise(L, e),
+    }
+}
+
+/// A `get` waiting in the store.
+struct Getting {
+    ticket: Arc<Ticket>,
+}
+
+impl wait::Queue for Getting {
+    unsafe fn withdraw(&self, L: *mut ffi::lua_State, waiter: Waiter) {
+        ctx(L).rt().futures().with(|st| st.cancel(self.ticket.id, waiter));
+    }
+    fn as_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+/// `fut:get([timeout])`: the results of `f`, when they are there; an error
+/// `f` raised is raised again; on timeout, no values.
+unsafe extern "C-unwind" fn get(L: *mut ffi::lua_State) -> c_int {
+    let prepared = handle(L, "get").map(|h| h.ticket.clone()).and_then(|t| opt_seconds(L, 2, "get").map(|timeout| (t, timeout)));
+    let (ticket, timeout) = match prepared {
+        Ok(p) => p,
+        Err(e) => return raise(L, e),
+    };
+    start_deadline(L, timeout);
+    let rt = ctx(L).rt();
+    let waiter = wait::begin(L, Box::new(Getting { ticket: ticket.clone() }));
+    match rt.future_read(&ticket, waiter) {
+        Read::Value(value) => {
+            wait::end::<Getting>(L);
+            results(L, value)
+        }
+        Read::Wait { .. } if timeout.is_some_and(|t| t.is_zero()) => get_k(L, ffi::LUA_OK, 0),
+        Read::Wait { .. } => wait::block(L, get_k, "get"),
+    }
+}
+
+unsafe extern "C-unwind" fn get_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
+    let expired = deadline_passed(L);
+    let polled = match wait::poll(L) {
+        Poll::Waiting if expired => wait::expire(L).map_or(Poll::Withdrawn, Poll::Done),
+        p => p,
+    };
+    match polled {
+        Poll::Done(Completion::Value(value)) => {
+            wait::end::<Getting>(L);
+            results(L, value)
+        }
+        Poll::Done(_) | Poll::Withdrawn => {
+            wait::end::<Getting>(L);
+            if expired {
+                0
+            } else {
+                wait::cannot_block(L, "get")
+            }
+        }
+        Poll::Waiting => wait::block(L, get_k, "get"),
+    }
+}
+
+/// Pushes a task's results (`true, values...`), or raises its error
+/// (`false, error`).
+unsafe fn results(L: *mut ffi::lua_State, value: synodic_core::Message) -> c_int {
+    ffi::lua_settop(L, 0);
+    let decoded = codec::decode(L, &value);
+    drop(value);
+    match decoded {
+        Ok(n) if n >= 1 && ffi::lua_toboolean(L, 1) != 0 => n - 1,
+        Ok(n) if n >= 2 => {
+            ffi::lua_settop(L, 2);
+            ffi::lua_error(L)
+        }
+        Ok(_) => raise(L, "get: the task ended without results".to_string()),
+        Err(e) => raise(L, format!("get: {e}")),
+    }
+}
+
+/// `fut:ready()`: whether `get` would return at once. For another node's
+/// result this also asks for it, so that it comes.
+unsafe extern "C-unwind" fn ready(L: *mut ffi::lua_State) -> c_int {
+    let ticket = match handle(L, "ready") {
+        Ok(h) => h.ticket.clone(),
+        Err(e) => return raise(L, e),
+    };
+    let rt = ctx(L).rt();
+    let is = rt.futures().with(|st| st.is_ready(ticket.id));
+    if !is {
+        rt.future_prefetch(&ticket);
+    }
+    ffi::lua_pushboolean(L, is as c_int);
+    1
+}
+
+/// `fut:node()`: the node that computes it, where its result stays.
+unsafe extern "C-unwind" fn node(L: *mut ffi::lua_State) -> c_int {
+    match handle(L, "node") {
+        Ok(h) => {
+            let name = home_name(L, &h.ticket);
+            push_bytes(L, name.as_bytes());
+            1
+        }
+        Err(e) => raise(L, e),
+    }
+}
+
+/// The pool waiting for a task.
+struct Taking;
+
+impl wait::Queue for Taking {
+    unsafe fn withdraw(&self, L: *mut ffi::lua_State, waiter: Waiter) {
+        ctx(L).rt().with_pool(|p| p.cancel(waiter));
+    }
+    fn as_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+/// `s._pool_take()`: the next task of the node's pool: whether its result
+/// is still wanted, then its id, weight, watcher, note, function and
+/// arguments. Blocks until there is one.
+pub(crate) unsafe extern "C-unwind" fn pool_take(L: *mut ffi::lua_State) -> c_int {
+    let waiter = wait::begin(L, Box::new(Taking));
+    match ctx(L).rt().with_pool(|p| p.take_or_wait(waiter)) {
+        Some(task) => {
+            wait::end::<Taking>(L);
+            task_values(L, task)
+        }
+        None => wait::block(L, pool_take_k, "_pool_take"),
+    }
+}
+
+unsafe extern "C-unwind" fn pool_take_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
+    match wait::poll(L) {
+        Poll::Done(Completion::Value(task)) => {
+            wait::end::<Taking>(L);
+            task_values(L, task)
+        }
+        Poll::Waiting => wait::block(L, pool_take_k, "_pool_take"),
+        _ => {
+            wait::end::<Taking>(L);
+            wait::cannot_block(L, "_pool_take")
+        }
+    }
+}
+
+/// Grants the task's future its weight (see `synodic_core::future`) and
+/// pushes whether it is still wanted, then the task's values.
+unsafe fn task_values(L: *mut ffi::lua_State, task: synodic_core::Message) -> c_int {
+    ffi::lua_settop(L, 0);
+    let wanted = match synodic_core::future::task_head(&task) {
+        Some((id, weight)) => ctx(L).rt().futures().with(|st| st.grant(id, weight)),
+        None => false,
+    };
+    ffi::lua_pushboolean(L, wanted as c_int);
+    let decoded = codec::decode(L, &task);
+    drop(task);
+    match decoded {
+        Ok(n) => n + 1,
+        Err(e) => raise(L, format!("_pool_take: {e}")),
+    }
+}
+
+/// `s._resolve(origin, seq, ok, ...)`: the results of the task computing
+/// that future here. Results that cannot be sent make it fail instead.
+pub(crate) unsafe extern "C-unwind" fn resolve(L: *mut ffi::lua_State) -> c_int {
+    let int = |i| ffi::lua_tointegerx(L, i, std::ptr::null_mut()) as u64;
+    let id = FutureId { origin: int(1), seq: int(2) };
+    let value = codec::encode(L, 3, ffi::lua_gettop(L)).unwrap_or_else(|e| synodic_core::future::failure(&format!("the results cannot be sent: {e}")));
+    ctx(L).rt().future_resolve(id, value);
+    0
+}
+
+/// `s._is_future(v)`: whether `v` is a future.
+pub(crate) unsafe extern "C-unwind" fn is_future(L: *mut ffi::lua_State) -> c_int {
+    let is = !ffi::luaL_testudata(L, 1, FUTURE.as_ptr()).is_null();
+    ffi::lua_pushboolean(L, is as c_int);
+    1
+}
+
+/// `s._pool_load()`: the node's tasks in hand (waiting and running).
+pub(crate) unsafe extern "C-unwind" fn pool_load(L: *mut ffi::lua_State) -> c_int {
+    let load = ctx(L).rt().with_pool(|p| p.load());
+    ffi::lua_pushinteger(L, load as ffi::lua_Integer);
+    1
+}
