@@ -15,6 +15,18 @@ use synodic_lua::LuaProcess;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's `mi_option_purge_delay` (`mimalloc.h`; the bindings do not name it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Memory a node frees is kept a second before it goes back to the kernel
+/// (mimalloc's default is 10 ms): the next message of the same size reuses
+/// it warm, where fresh memory costs a page fault per 4 KiB (on this kind of
+/// VM a 250 KB message between nodes took 1.2 ms that way, 0.1 ms warm).
+fn keep_freed_memory() {
+    // SAFETY: sets an option of the allocator, before any thread starts.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1000) };
+}
+
 /// Concurrent, parallel and distributed programming in Lua.
 #[derive(Parser)]
 #[command(name = "synodic", version, about, long_about = None)]
@@ -164,6 +176,7 @@ fn hostname() -> String {
 }
 
 fn main() {
+    keep_freed_memory();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => exit(usage_error(e)),

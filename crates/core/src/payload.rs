@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 /// Payloads at least this large give their memory back to the cache.
-pub const RECYCLED_FROM: usize = 64 << 10;
+pub const RECYCLED_FROM: usize = 1 << 20;
 const CACHED_MAX: usize = 8;
 const CACHED_BYTES: usize = 512 << 20;
 const KEPT_FOR: Duration = Duration::from_secs(2);
