@@ -27,6 +27,7 @@ script_tests!(
     values,
     values_deep,
     buffer_memory,
+    futures,
     monitor,
     exit,
     memory_limit,

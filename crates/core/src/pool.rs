@@ -1,6 +1,9 @@
 //! The node's pool: the queue of tasks (`s.async` and the skeletons' work)
 //! and the worker processes that take them, at most as many as the node has
-//! worker threads (a pool per node, not a process per task). [`Pool`] is a
+//! worker threads (a pool per node, not a process per task); a worker that
+//! waits for another task's result (a `get` inside a task) does not count,
+//! so tasks that wait for tasks behind them in the queue cannot hold the
+//! whole pool. [`Pool`] is a
 //! state machine like the other stores: a task is handed to an idle worker
 //! waiting in `take`, or queued; the pool says when a worker process should
 //! be started, and the runtime starts one (`Runtime::pool_push`) with the
@@ -17,6 +20,8 @@ pub struct Pool {
     idle: VecDeque<Waiter>,
     /// Worker processes started.
     workers: usize,
+    /// Of those, how many wait for a result (not counted against the limit).
+    blocked: usize,
 }
 
 /// What [`Pool::push`] decided.
@@ -35,11 +40,28 @@ impl Pool {
             return Pushed::Handed((w, Completion::Value(task)));
         }
         self.tasks.push_back(task);
-        let start = self.workers < max.max(1);
+        Pushed::Queued { start: self.may_start(max) }
+    }
+
+    /// Whether to start one more worker (counted as started if so).
+    fn may_start(&mut self, max: usize) -> bool {
+        let start = self.workers - self.blocked < max.max(1);
         if start {
             self.workers += 1;
         }
-        Pushed::Queued { start }
+        start
+    }
+
+    /// A worker waits for a result: true when another should start to take
+    /// the tasks waiting meanwhile.
+    pub fn worker_blocked(&mut self, max: usize) -> bool {
+        self.blocked += 1;
+        self.idle.is_empty() && !self.tasks.is_empty() && self.may_start(max)
+    }
+
+    /// A worker that waited for a result runs again.
+    pub fn worker_unblocked(&mut self) {
+        self.blocked = self.blocked.saturating_sub(1);
     }
 
     /// The oldest task, or `waiter` queued until one comes.
@@ -93,5 +115,18 @@ mod tests {
         assert_eq!(pool.take_or_wait(waiter(2)), None);
         pool.cancel(waiter(2));
         assert_eq!(pool.push(t(b"5"), 2), Pushed::Queued { start: false });
+    }
+
+    #[test]
+    fn a_worker_waiting_for_a_result_lets_another_start() {
+        let mut pool = Pool::default();
+        let t = |b: &[u8]| Message::from_slice(b);
+        assert_eq!(pool.push(t(b"outer"), 1), Pushed::Queued { start: true });
+        assert_eq!(pool.take_or_wait(waiter(1)), Some(t(b"outer")));
+        assert_eq!(pool.push(t(b"inner"), 1), Pushed::Queued { start: false });
+        assert!(pool.worker_blocked(1), "the inner task must not wait for the outer one");
+        assert_eq!(pool.take_or_wait(waiter(2)), Some(t(b"inner")));
+        pool.worker_unblocked();
+        assert!(!pool.worker_blocked(1), "nothing waits");
     }
 }

@@ -199,12 +199,30 @@ impl Runtime {
         match pushed {
             crate::pool::Pushed::Handed(delivery) => self.complete(delivery),
             crate::pool::Pushed::Queued { start: false } => {}
-            crate::pool::Pushed::Queued { start: true } => {
-                let started = self.shared.pool_worker.map(|body| self.spawn_with(body(), Spawn { first: None, max_memory: None }));
-                if !matches!(started, Some(Ok(_))) {
-                    self.shared.pool.lock().worker_ended();
-                }
+            crate::pool::Pushed::Queued { start: true } => self.start_pool_worker(),
+        }
+    }
+
+    /// A pool worker waits for a result (or runs again, `false`): another
+    /// worker starts if tasks would wait for it.
+    pub fn pool_worker_waits(&self, waits: bool) {
+        let start = {
+            let mut pool = self.shared.pool.lock();
+            if !waits {
+                pool.worker_unblocked();
+                return;
             }
+            pool.worker_blocked(self.workers())
+        };
+        if start {
+            self.start_pool_worker();
+        }
+    }
+
+    fn start_pool_worker(&self) {
+        let started = self.shared.pool_worker.map(|body| self.spawn_with(body(), Spawn { first: None, max_memory: None }));
+        if !matches!(started, Some(Ok(_))) {
+            self.shared.pool.lock().worker_ended();
         }
     }
 

@@ -63,6 +63,20 @@ pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -
     }
 }
 
+/// [`encode`] for a message whose first `hidden` values the runtime put
+/// there: paths in errors count from the caller's first value.
+pub(crate) unsafe fn encode_after(L: *mut ffi::lua_State, first: c_int, last: c_int, hidden: i64) -> Result<Message, Error> {
+    let shift = |path: String| match path.strip_prefix('[').and_then(|p| p.split_once(']')) {
+        Some((n, rest)) => n.parse::<i64>().map_or(path.clone(), |n| format!("[{}]{rest}", n - hidden)),
+        None => path,
+    };
+    encode(L, first, last).map_err(|e| match e {
+        Error::Unsendable { kind, path } => Error::Unsendable { kind, path: shift(path) },
+        Error::TooDeep { path } => Error::TooDeep { path: shift(path) },
+        e => e,
+    })
+}
+
 /// [`encode`] for values the short path does not take: tables, functions,
 /// userdata, long messages. Kept out of line so that the short path does not
 /// pay for its frame.

@@ -58,6 +58,10 @@ pub(crate) struct Ctx {
     /// KiB of buffers made or received since the process last blocked (see
     /// `buffer::collect_dropped`).
     pub payload_kib: u32,
+    /// This process is one of the node's pool workers (see `future`)...
+    pub pool_worker: bool,
+    /// ...and is waiting in `get`, uncounted by the pool.
+    pub pool_waiting: bool,
     /// A `receive_match` filter is running (it must not take messages).
     pub in_filter: bool,
     /// The preempting hook made a thread yield (see `preempt::enter`).
@@ -87,6 +91,8 @@ impl Ctx {
             withdrawn: false,
             tickets: 0,
             payload_kib: 0,
+            pool_worker: false,
+            pool_waiting: false,
             in_filter: false,
             hook_yielded: false,
             exit: None,

@@ -11,7 +11,8 @@
 //! another node takes the future's id and half the ticket's weight along.
 //!
 //! The native surface, in one place: `async`, `async_on`, `_submit`,
-//! `_pool_take`, `_resolve`, `_pool_load`, `_is_future` in the `synodic` table; `get`,
+//! `_pool_take`, `_resolve`, `_pool_load`, `_is_future`, `_fetched`,
+//! `_futures_held` in the `synodic` table; `get`,
 //! `ready`, `node` on handles.
 
 use std::ffi::{c_int, CStr};
@@ -158,7 +159,8 @@ unsafe fn submit(L: *mut ffi::lua_State, node: &str, first: c_int, fname: &str) 
             ffi::lua_pushinteger(L, v as ffi::lua_Integer);
         }
         ffi::lua_rotate(L, first, 3);
-        let task = codec::encode(L, first, ffi::lua_gettop(L)).map_err(|e| format!("{fname}: {e}"))?;
+        // Paths in errors count from `f` (the first value the caller gave).
+        let task = codec::encode_after(L, first, ffi::lua_gettop(L), 5).map_err(|e| format!("{fname}: {e}"))?;
         let ticket = rt.ticket(id, home, weight);
         if here {
             rt.pool_push(task);
@@ -180,6 +182,9 @@ unsafe fn submit(L: *mut ffi::lua_State, node: &str, first: c_int, fname: &str) 
 /// A `get` waiting in the store.
 struct Getting {
     ticket: Arc<Ticket>,
+    /// This wait made the node ask another node for the value: its bytes
+    /// cross the network for this process.
+    asked: bool,
 }
 
 impl wait::Queue for Getting {
@@ -201,15 +206,58 @@ unsafe extern "C-unwind" fn get(L: *mut ffi::lua_State) -> c_int {
     };
     start_deadline(L, timeout);
     let rt = ctx(L).rt();
-    let waiter = wait::begin(L, Box::new(Getting { ticket: ticket.clone() }));
-    match rt.future_read(&ticket, waiter) {
-        Read::Value(value) => {
-            wait::end::<Getting>(L);
-            results(L, value)
-        }
-        Read::Wait { .. } if timeout.is_some_and(|t| t.is_zero()) => get_k(L, ffi::LUA_OK, 0),
-        Read::Wait { .. } => wait::block(L, get_k, "get"),
+    let waiter = wait::begin(L, Box::new(Getting { ticket: ticket.clone(), asked: false }));
+    let read = rt.future_read(&ticket, waiter);
+    if let Read::Wait { ask: Some(_) } = read {
+        ctx(L).blocked = Some(Box::new(Getting { ticket: ticket.clone(), asked: true }));
     }
+    // Nothing owned may live across the yield below (it unwinds with longjmp).
+    drop(ticket);
+    match read {
+        Read::Value(value) => got(L, value),
+        Read::Wait { .. } if timeout.is_some_and(|t| t.is_zero()) => get_k(L, ffi::LUA_OK, 0),
+        Read::Wait { .. } => {
+            let c = ctx(L);
+            if c.pool_worker {
+                c.pool_waiting = true;
+                rt.pool_worker_waits(true);
+            }
+            wait::block(L, get_k, "get")
+        }
+    }
+}
+
+/// Ends the wait of a `get`: a pool worker counts again.
+unsafe fn end_get(L: *mut ffi::lua_State) -> Option<Box<Getting>> {
+    let g = wait::end::<Getting>(L);
+    let c = ctx(L);
+    if std::mem::take(&mut c.pool_waiting) {
+        c.rt().pool_worker_waits(false);
+    }
+    g
+}
+
+/// A `get` has its value: pushes its results (counting the bytes that
+/// crossed the network for it).
+unsafe fn got(L: *mut ffi::lua_State, value: synodic_core::Message) -> c_int {
+    if end_get(L).is_some_and(|g| g.asked) {
+        add_fetched(L, value.size() as i64);
+    }
+    results(L, value)
+}
+
+/// Where a process counts the bytes of other nodes' results it brought (in
+/// its registry: few processes do, and every idle one would pay for a field).
+const FETCHED: &CStr = c"synodic.fetched";
+
+/// Adds `n` to the bytes fetched; returns the total before.
+unsafe fn add_fetched(L: *mut ffi::lua_State, n: i64) -> i64 {
+    ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
+    let before = ffi::lua_tointegerx(L, -1, std::ptr::null_mut());
+    ffi::lua_pop(L, 1);
+    ffi::lua_pushinteger(L, before + n);
+    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
+    before
 }
 
 unsafe extern "C-unwind" fn get_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
@@ -219,12 +267,9 @@ unsafe extern "C-unwind" fn get_k(L: *mut ffi::lua_State, _status: c_int, _k: ff
         p => p,
     };
     match polled {
-        Poll::Done(Completion::Value(value)) => {
-            wait::end::<Getting>(L);
-            results(L, value)
-        }
+        Poll::Done(Completion::Value(value)) => got(L, value),
         Poll::Done(_) | Poll::Withdrawn => {
-            wait::end::<Getting>(L);
+            end_get(L);
             if expired {
                 0
             } else {
@@ -324,6 +369,7 @@ unsafe extern "C-unwind" fn pool_take_k(L: *mut ffi::lua_State, _status: c_int, 
 /// pushes whether it is still wanted, then the task's values.
 unsafe fn task_values(L: *mut ffi::lua_State, task: synodic_core::Message) -> c_int {
     ffi::lua_settop(L, 0);
+    ctx(L).pool_worker = true;
     let wanted = match synodic_core::future::task_head(&task) {
         Some((id, weight)) => ctx(L).rt().futures().with(|st| st.grant(id, weight)),
         None => false,
@@ -351,6 +397,23 @@ pub(crate) unsafe extern "C-unwind" fn resolve(L: *mut ffi::lua_State) -> c_int 
 pub(crate) unsafe extern "C-unwind" fn is_future(L: *mut ffi::lua_State) -> c_int {
     let is = !ffi::luaL_testudata(L, 1, FUTURE.as_ptr()).is_null();
     ffi::lua_pushboolean(L, is as c_int);
+    1
+}
+
+/// `s._fetched()`: bytes of other nodes' results this process got since it
+/// last asked.
+pub(crate) unsafe extern "C-unwind" fn fetched(L: *mut ffi::lua_State) -> c_int {
+    let n = add_fetched(L, 0);
+    ffi::lua_pushinteger(L, 0);
+    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
+    ffi::lua_pushinteger(L, n);
+    1
+}
+
+/// `s._futures_held()`: results and replicas the node's store holds.
+pub(crate) unsafe extern "C-unwind" fn futures_held(L: *mut ffi::lua_State) -> c_int {
+    let n = ctx(L).rt().futures().with(|st| st.len());
+    ffi::lua_pushinteger(L, n as ffi::lua_Integer);
     1
 }
 

@@ -45,6 +45,8 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"_resolve", crate::future::resolve),
     (c"_pool_load", crate::future::pool_load),
     (c"_is_future", crate::future::is_future),
+    (c"_fetched", crate::future::fetched),
+    (c"_futures_held", crate::future::futures_held),
 ];
 
 crate::lazy::lazy_module!(b"synodic");

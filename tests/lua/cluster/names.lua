@@ -3,10 +3,10 @@
 -- registering one name at once: exactly one wins, the other gets the error;
 -- a name goes with its process, everywhere.
 local s = require "synodic"
+local testkit = require "testkit"
 
 local me = s.self()
-local others = {}
-for _, n in ipairs(s.nodes()) do if n ~= s.node() then others[#others + 1] = n end end
+local others = testkit.other_nodes()
 assert(#others == 2)
 
 -- A name registered here is seen there, and a send by name reaches it.

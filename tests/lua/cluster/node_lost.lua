@@ -4,13 +4,12 @@
 -- names are released, and spawn_on it is "no such node"; the other nodes
 -- go on.
 local s = require "synodic"
+local testkit = require "testkit"
 
 local me = s.self()
 local nodes = s.nodes()
 assert(#nodes == 3)
-local others = {}
-for _, n in ipairs(nodes) do if n ~= s.node() then others[#others + 1] = n end end
-local doomed, survivor = others[1], others[2]
+local doomed, survivor = table.unpack(testkit.other_nodes())
 
 local resident = s.spawn_on(doomed, function(parent)
   local s = require "synodic"

@@ -29,12 +29,18 @@ function M.ping_pong(rounds)
   assert(n == rounds, n)
 end
 
+-- The nodes of the cluster other than this one, in order.
+function M.other_nodes()
+  local others = {}
+  for _, n in ipairs(s.nodes()) do
+    if n ~= s.node() then others[#others + 1] = n end
+  end
+  return others
+end
+
 -- The first node of the cluster other than this one.
 function M.other_node()
-  for _, n in ipairs(s.nodes()) do
-    if n ~= s.node() then return n end
-  end
-  error("a cluster of one node")
+  return M.other_nodes()[1] or error("a cluster of one node")
 end
 
 -- A process on `node` that sends back whatever it gets: `send(echo, me,

@@ -1,0 +1,70 @@
+-- synodic-args: --nodes 3 --workers 2
+-- Futures across nodes (SPEC §6): async_on runs f in another node's pool
+-- and its result stays there; get brings it; errors come back as raised;
+-- a future given to a task on a third node goes from its node straight to
+-- that one, never through the caller, and once per node; a task on the
+-- result's own node reads it where it is; futures cross in messages; a
+-- result whose node is lost makes get fail with "node lost".
+local s = require "synodic"
+local testkit = require "testkit"
+local me = s.self()
+local nodes = s.nodes()
+assert(#nodes == 3)
+local b, c = table.unpack(testkit.other_nodes())
+
+-- Each node computes its tasks; "any" picks one of them.
+for _, n in ipairs(nodes) do
+  local f = s.async_on(n, function(x) return require("synodic").node(), x * 2 end, 21)
+  assert(f:node() == n)
+  local where, value = f:get()
+  assert(where == n and value == 42)
+end
+local anywhere = s.async_on("any", function() return require("synodic").node() end)
+assert(anywhere:get() == anywhere:node())
+
+-- Errors come back as they were raised.
+local bad = s.async_on(b, function() error("far boom") end)
+local ok, err = pcall(bad.get, bad)
+assert(not ok and err:find("far boom", 1, true), err)
+
+-- Data moves from its node to where it is used, not through the caller,
+-- and once per node however many use it there.
+local MB = 1 << 20
+s._fetched()
+local produced = s.async_on(b, function() return require("synodic.buffer").new(MB, "u8") end)
+local consumers = {}
+for i = 1, 2 do
+  consumers[i] = s.async_on(c, function(x) local s = require "synodic" return #x, s._fetched(), s.node() end, produced)
+end
+local moved = 0
+for i = 1, 2 do
+  local size, bytes, where = consumers[i]:get()
+  assert(size == MB and where == c)
+  moved = moved + bytes
+end
+assert(moved >= MB and moved < 2 * MB, "the consumers' node fetched the bytes once: " .. moved)
+local in_place = s.async_on(b, function(x) return #x, require("synodic")._fetched() end, produced)
+local size, bytes = in_place:get()
+assert(size == MB and bytes == 0, "a task on the result's node reads it in place")
+local through = s._fetched()
+assert(through < 1000, "only small results came to the caller: " .. through)
+
+-- A future in a message to a process of another node.
+local mine = s.async_on(s.node(), function() return "from " .. require("synodic").node() end)
+local reader = s.spawn_on(c, function(boss)
+  local s = require "synodic"
+  local fut = s.receive()
+  s.send(boss, "read", fut:get(), fut:node())
+end, me)
+s.send(reader, mine)
+local tag, value, home = s.receive_match("read", 5)
+assert(value == "from " .. s.node() and home == s.node())
+
+-- A lost node: its results fail with "node lost".
+local doomed = s.async_on(c, function() require("synodic").sleep(0.2) return "never" end)
+s.spawn_on(c, function() os.exit(3) end)
+ok, err = pcall(doomed.get, doomed, 10)
+assert(not ok and err:find("node lost: " .. c, 1, true), tostring(err))
+local fine = s.async_on(b, function() return "still here" end)
+assert(fine:get(5) == "still here")
+print("futures ok")
