@@ -12,7 +12,8 @@
 //!
 //! The native surface, in one place: `async`, `async_on`, `_submit`,
 //! `_pool_take`, `_resolve`, `_pool_load`, `_is_future`, `_fetched`,
-//! `_futures_held` in the `synodic` table; `get`,
+//! `_futures_held`, `_store`, `_cpu_clock`, `_isatty` in the `synodic`
+//! table; `get`,
 //! `ready`, `node` on handles.
 
 use std::ffi::{c_int, CStr};
@@ -125,7 +126,8 @@ pub(crate) unsafe extern "C-unwind" fn async_on(L: *mut ffi::lua_State) -> c_int
 }
 
 /// `s._submit(node, watcher, note, f, ...)`: `async_on`, and when the task
-/// is done the pool worker sends `watcher` `"$done", note, ok, load`.
+/// is done the pool worker sends `watcher` a note (see `lualib/future.lua`).
+/// Returns the future and how many bytes the task carried.
 pub(crate) unsafe extern "C-unwind" fn submit_(L: *mut ffi::lua_State) -> c_int {
     match node_arg(L, "_submit") {
         Ok(node) => submit(L, &node, 2, "_submit"),
@@ -162,18 +164,23 @@ unsafe fn submit(L: *mut ffi::lua_State, node: &str, first: c_int, fname: &str) 
         // Paths in errors count from `f` (the first value the caller gave).
         let task = codec::encode_after(L, first, ffi::lua_gettop(L), 5).map_err(|e| format!("{fname}: {e}"))?;
         let ticket = rt.ticket(id, home, weight);
+        let bytes = task.size();
         if here {
             rt.pool_push(task);
         } else {
             synodic_core::remote::crossing(&task).map_err(|e| format!("{fname}: {e}"))?;
             rt.remote().ok_or_else(|| format!("{fname}: no such node: {node}"))?.submit(node, task).map_err(|e| format!("{fname}: {e}"))?;
         }
-        Ok(ticket)
+        Ok((ticket, bytes))
     })();
     match sent {
-        Ok(ticket) => {
+        Ok((ticket, bytes)) => {
             push_handle(L, ticket);
-            1
+            if fname != "_submit" {
+                return 1;
+            }
+            ffi::lua_pushinteger(L, bytes as ffi::lua_Integer);
+            2
         }
         Err(e) => raise(L, e),
     }
@@ -391,6 +398,42 @@ pub(crate) unsafe extern "C-unwind" fn resolve(L: *mut ffi::lua_State) -> c_int 
     let value = codec::encode(L, 3, ffi::lua_gettop(L)).unwrap_or_else(|e| synodic_core::future::failure(&format!("the results cannot be sent: {e}")));
     ctx(L).rt().future_resolve(id, value);
     0
+}
+
+/// `s._store(...)`: a future of this node whose results are the values
+/// given (the skeletons keep the parts of a split this way, where they were
+/// made).
+pub(crate) unsafe extern "C-unwind" fn store(L: *mut ffi::lua_State) -> c_int {
+    ffi::lua_pushboolean(L, 1);
+    ffi::lua_insert(L, 1);
+    let value = match codec::encode(L, 1, ffi::lua_gettop(L)) {
+        Ok(v) => v,
+        Err(e) => return raise(L, format!("_store: {e}")),
+    };
+    let rt = ctx(L).rt();
+    let (id, weight) = rt.new_future();
+    let ticket = rt.ticket(id, 0, weight);
+    rt.futures().with(|st| st.grant(id, weight));
+    rt.future_resolve(id, value);
+    push_handle(L, ticket);
+    1
+}
+
+/// `s._cpu_clock()`: the processor time of the thread running this
+/// process, in seconds (how much of a task's time it computed).
+pub(crate) unsafe extern "C-unwind" fn cpu_clock(L: *mut ffi::lua_State) -> c_int {
+    let mut ts: libc::timespec = std::mem::zeroed();
+    libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+    ffi::lua_pushnumber(L, ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9);
+    1
+}
+
+/// `s._isatty(fd)`: whether the descriptor is a terminal (progress bars
+/// draw only on one).
+pub(crate) unsafe extern "C-unwind" fn isatty(L: *mut ffi::lua_State) -> c_int {
+    let fd = ffi::lua_tointegerx(L, 1, std::ptr::null_mut()) as c_int;
+    ffi::lua_pushboolean(L, libc::isatty(fd));
+    1
 }
 
 /// `s._is_future(v)`: whether `v` is a future.

@@ -47,6 +47,9 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"_is_future", crate::future::is_future),
     (c"_fetched", crate::future::fetched),
     (c"_futures_held", crate::future::futures_held),
+    (c"_store", crate::future::store),
+    (c"_cpu_clock", crate::future::cpu_clock),
+    (c"_isatty", crate::future::isatty),
 ];
 
 crate::lazy::lazy_module!(b"synodic");

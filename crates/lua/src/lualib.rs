@@ -14,6 +14,7 @@ const BUNDLED: &[(&CStr, &CStr, &str)] = &[
     (c"synodic.alua", c"@lualib/alua.lua", include_str!("../../../lualib/alua.lua")),
     (c"synodic.console", c"@lualib/console.lua", include_str!("../../../lualib/console.lua")),
     (c"synodic.future", c"@lualib/future.lua", include_str!("../../../lualib/future.lua")),
+    (c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../lualib/skel.lua")),
 ];
 
 /// Adds a loader for every bundled module to the `package.preload` table at `preload`.
