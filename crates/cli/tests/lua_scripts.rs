@@ -28,6 +28,7 @@ script_tests!(
     values_deep,
     buffer_memory,
     futures,
+    skel,
     monitor,
     exit,
     memory_limit,
