@@ -122,17 +122,7 @@ fn a_c_module_loads_in_every_process() {
            }"#,
     )
     .unwrap();
-    let include = lua_include_dir();
-    let so = dir.join("twice.so");
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O2", "-I"])
-        .arg(&include)
-        .arg(&src)
-        .arg("-o")
-        .arg(&so)
-        .status()
-        .expect("run cc");
-    assert!(status.success());
+    build_c_module(&src, &dir.join("twice.so"));
     let script = format!(
         r#"local s = require "synodic"
            local me = s.self()
@@ -153,11 +143,34 @@ fn a_c_module_loads_in_every_process() {
     assert!(text(&out.stdout).contains("c module ok"));
 }
 
-/// The headers of the Lua the binary embeds: the vendored sources.
-fn lua_include_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../vendor/lua-5.4.8");
-    assert!(dir.join("lua.h").exists(), "vendor/lua-5.4.8/lua.h is part of the tree");
-    dir
+/// Builds a C module as docs/skeletons.md says a user does: against the
+/// headers of the Lua the binary embeds (the vendored sources) and
+/// include/synodic.h.
+fn build_c_module(src: &Path, so: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lua = root.join("vendor/lua-5.4.8");
+    assert!(lua.join("lua.h").exists(), "vendor/lua-5.4.8/lua.h is part of the tree");
+    let status = Command::new("cc").args(["-shared", "-fPIC", "-O2", "-I"]).arg(&lua).arg("-I").arg(root.join("include")).arg(src).arg("-o").arg(so).status().expect("run cc");
+    assert!(status.success(), "cc {}", src.display());
+}
+
+/// Where the examples' C modules are built (once per test run), as a
+/// LUA_CPATH_5_4 for the runs that need them.
+fn examples_cpath() -> &'static str {
+    static CPATH: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CPATH.get_or_init(|| {
+        let dir = common::scratch_dir("example-modules");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/skel/filters.c");
+        build_c_module(&src, &dir.join("filters.so"));
+        format!("{}/?.so;;", dir.display())
+    })
+}
+
+/// `synodic ARGS...` with the examples' C modules on the path.
+fn synodic_example(args: &[&str]) -> std::process::Output {
+    let mut cmd = common::synodic_command();
+    cmd.args(args).env("LUA_CPATH_5_4", examples_cpath());
+    common::output_within(cmd, common::LIMIT, &format!("synodic {}", args.join(" ")))
 }
 
 fn examples() -> Vec<PathBuf> {
@@ -183,7 +196,7 @@ fn every_example_runs() {
     let examples = examples();
     assert!(examples.len() >= 7);
     for ex in examples {
-        let out = synodic(&["run", ex.to_str().unwrap()]);
+        let out = synodic_example(&["run", ex.to_str().unwrap()]);
         assert!(out.status.success(), "{}: {}", ex.display(), text(&out.stderr));
         assert!(!out.stdout.is_empty(), "{} printed nothing", ex.display());
     }
@@ -193,7 +206,7 @@ fn run_example(path: &str, args: &[&str]) -> String {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(path);
     let mut all = vec!["run", file.to_str().unwrap()];
     all.extend_from_slice(args);
-    let out = synodic(&all);
+    let out = synodic_example(&all);
     assert!(out.status.success(), "{path}: {}", text(&out.stderr));
     text(&out.stdout)
 }
@@ -211,6 +224,27 @@ fn the_linda_programs() {
     // Linpack: the unblocked default (order 1000) runs in every_example_runs.
     let lu = run_example("linda/linpack.lua", &["1000", "2", "blocked", "8"]);
     assert!(lu.starts_with("LU blocked order 1000, 2 workers: same factors as sequential, normalised residual "), "{lu}");
+}
+
+/// The Lithium paper's image pipeline gives the same pictures sequentially,
+/// plain and optimised, on one node and on two.
+#[test]
+fn the_image_pipeline_gives_the_same_pictures_every_way() {
+    let dir = common::scratch_dir("images");
+    let cookie = common::cookie_in(&dir, "cookie", "a cookie for the image pipeline");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/skel/images.lua");
+    let checksum = |nodes: &str, mode: &str| {
+        let out = synodic_example(&["run", "--nodes", nodes, "--cookie-file", cookie.to_str().unwrap(), file.to_str().unwrap(), "6", "96", "64", mode]);
+        assert!(out.status.success(), "{mode} on {nodes}: {}", text(&out.stderr));
+        let stdout = text(&out.stdout);
+        assert!(stdout.starts_with(&format!("{mode}: 6 pictures 96x64, blur then oil, on {nodes} node(s): ")), "{stdout}");
+        assert!(text(&out.stderr).is_empty(), "no progress bar on a pipe: {}", text(&out.stderr));
+        stdout.rsplit("checksum ").next().unwrap().trim().to_string()
+    };
+    let expected = checksum("1", "sequential");
+    for (nodes, mode) in [("1", "plain"), ("1", "optimised"), ("2", "plain"), ("2", "optimised")] {
+        assert_eq!(checksum(nodes, mode), expected, "{mode} on {nodes} node(s)");
+    }
 }
 
 /// The ALua paper's programs give the paper's results.

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{output_within, scratch_dir, synodic_command, text, KillOnDrop, LIMIT};
+use common::{cookie_in, output_within, scratch_dir, synodic_command, text, KillOnDrop, LIMIT};
 
 /// Runs `tests/lua/cluster/NAME.lua` (its first line asks for `--nodes N`)
 /// with a cookie of its own.
@@ -61,15 +61,6 @@ impl Node {
         assert!(first.contains(&format!("node {name}@")) && addr.starts_with("127.0.0.1:"), "{first}");
         Node { _process: KillOnDrop(child), addr, stderr }
     }
-}
-
-/// A directory with a cookie file of `secret`.
-fn cookie_in(dir: &Path, file: &str, secret: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join(file);
-    std::fs::write(&path, secret).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    path
 }
 
 /// Runs `source` as a program joining the node at `seed`.

@@ -420,3 +420,38 @@ unsafe extern "C-unwind" fn gc(L: *mut ffi::lua_State) -> c_int {
     }
     0
 }
+
+// The C API for modules (`include/synodic.h`). None of these raises: a
+// longjmp must not cross their Rust frames.
+
+/// `synodic_buffer_bytes`: the bytes of the buffer at `idx`, to read.
+#[no_mangle]
+pub unsafe extern "C" fn synodic_buffer_bytes(L: *mut ffi::lua_State, idx: c_int, len: *mut usize) -> *const u8 {
+    let Some(b) = to_buffer(L, idx) else { return std::ptr::null() };
+    if !len.is_null() {
+        *len = b.payload.len();
+    }
+    b.payload.as_ptr()
+}
+
+/// `synodic_buffer_bytes_mut`: the bytes of the buffer at `idx`, to write
+/// (copied first if they are shared).
+#[no_mangle]
+pub unsafe extern "C" fn synodic_buffer_bytes_mut(L: *mut ffi::lua_State, idx: c_int, len: *mut usize) -> *mut u8 {
+    let Some(b) = to_buffer(L, idx) else { return std::ptr::null_mut() };
+    let Ok(bytes) = writable(b, "synodic_buffer_bytes_mut") else { return std::ptr::null_mut() };
+    if !len.is_null() {
+        *len = bytes.len();
+    }
+    bytes.as_mut_ptr()
+}
+
+/// `synodic_buffer_new`: pushes a new buffer of `len` zeroed bytes.
+#[no_mangle]
+pub unsafe extern "C" fn synodic_buffer_new(L: *mut ffi::lua_State, len: usize) -> *mut u8 {
+    let Ok(bytes) = zeroed(len, "synodic_buffer_new") else { return std::ptr::null_mut() };
+    if push_new(L, Arc::new(bytes.into()), Kind::U8, "synodic_buffer_new").is_err() {
+        return std::ptr::null_mut();
+    }
+    synodic_buffer_bytes_mut(L, -1, std::ptr::null_mut())
+}

@@ -152,3 +152,12 @@ pub fn run_lua_script_with(dir: &std::path::Path, name: &str, extra: &[&std::ffi
     assert!(out.status.success(), "{name}.lua failed ({}):\n{stdout}\n{stderr}", out.status);
     assert!(stdout.contains(&format!("{name} ok")), "{name}.lua did not reach its end:\n{stdout}\n{stderr}");
 }
+
+/// A directory with a cookie file of `secret`.
+pub fn cookie_in(dir: &std::path::Path, file: &str, secret: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(file);
+    std::fs::write(&path, secret).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
+}
