@@ -15,8 +15,10 @@
 //!    (a process that cannot yield) or slept in the kernel for that long (a
 //!    C function that blocks); a thread that was merely waiting for a
 //!    processor (a machine busy with other work) is not stuck: its process
-//!    yields as soon as it runs again. It names the process once on stderr,
-//!    and brings a spare thread to work in its place (see `scheduler`);
+//!    yields as soon as it runs again. It brings a spare thread to work in
+//!    its place (see `scheduler`), and names the process once on stderr if
+//!    it holds the thread for [`WARN_AFTER`] (a C function computing for a
+//!    while, the point of a native kernel, is not worth a word);
 //! 4. wakes a parked worker if work is waiting where only a looking worker
 //!    finds it.
 //! 5. on a node of a cluster, reads the network if no worker does (every
@@ -40,6 +42,9 @@ const PREEMPT_AFTER: u64 = SLICE_TICKS;
 const STUCK_AFTER: u64 = 5 * SLICE_TICKS;
 /// Ticks between trims of the payload cache (half a second by default).
 const TRIM_EVERY: u64 = 1000;
+/// A stuck run is named once it has lasted this many ticks (a second with
+/// the default 2 ms slice).
+const WARN_AFTER: u64 = 500 * SLICE_TICKS;
 /// Stuck processes remembered, so each is named once.
 const WARNED_MAX: usize = 4096;
 
@@ -95,21 +100,17 @@ pub(crate) fn run(rt: &Runtime, signal: Option<libc::c_int>, slice: Duration) {
                     continue;
                 }
             };
-            if age < STUCK_AFTER || slot.watch.stuck.load(Acquire) || !held_for(&slot.watch, seen, tick * (STUCK_AFTER - PREEMPT_AFTER) as u32) {
+            if slot.watch.stuck.load(Acquire) {
+                if age >= WARN_AFTER {
+                    warn_once(&mut warned, proc.pid(), index, tick * age as u32);
+                }
+                continue;
+            }
+            if age < STUCK_AFTER || !held_for(&slot.watch, seen, tick * (STUCK_AFTER - PREEMPT_AFTER) as u32) {
                 continue;
             }
             if !slot.watch.stuck.swap(true, AcqRel) {
                 sched.active.fetch_sub(1, AcqRel);
-                let pid = proc.pid();
-                if warned.len() >= WARNED_MAX {
-                    warned.clear();
-                }
-                if warned.insert(pid) {
-                    eprintln!(
-                        "synodic: process {pid} has held worker thread {index} for {} ms without yielding (a call that cannot yield, or a C function that blocks); its other processes move to another thread",
-                        (tick * age as u32).as_millis()
-                    );
-                }
             }
         }
         while sched.active.load(Acquire) < sched.target && !sched.is_stopping() {
@@ -122,6 +123,19 @@ pub(crate) fn run(rt: &Runtime, signal: Option<libc::c_int>, slice: Duration) {
         if epoch.is_multiple_of(TRIM_EVERY) {
             crate::payload::trim();
         }
+    }
+}
+
+/// Names a process that holds its worker's thread, once.
+fn warn_once(warned: &mut HashSet<Pid>, pid: Pid, index: usize, held: Duration) {
+    if warned.len() >= WARNED_MAX {
+        warned.clear();
+    }
+    if warned.insert(pid) {
+        eprintln!(
+            "synodic: process {pid} has held worker thread {index} for {} ms without yielding (a call that cannot yield, or a C function that blocks); its other processes moved to another thread",
+            held.as_millis()
+        );
     }
 }
 
