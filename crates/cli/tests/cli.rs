@@ -226,6 +226,16 @@ fn the_linda_programs() {
     assert!(lu.starts_with("LU blocked order 1000, 2 workers: same factors as sequential, normalised residual "), "{lu}");
 }
 
+/// The skeleton examples give their results.
+#[test]
+fn the_skeleton_examples() {
+    assert_eq!(run_example("skel/primes.lua", &["100000", "7000"]), "9592 primes up to 100000 (15 ranges)\n");
+    let freq = run_example("skel/wordfreq.lua", &["", "2"]);
+    assert_eq!(freq, "programming\t200\ndata\t150\n");
+    let sorted = run_example("skel/mergesort.lua", &["20000", "1000"]);
+    assert!(sorted.starts_with("sorted 20000 numbers (halves of at most 1000 sorted directly): first "), "{sorted}");
+}
+
 /// The Lithium paper's image pipeline gives the same pictures sequentially,
 /// plain and optimised, on one node and on two.
 #[test]
