@@ -5,11 +5,14 @@
 -- moves the pictures, as synodic.buffer values.
 --
 -- usage: synodic run [--nodes N] examples/skel/images.lua [count] [width]
---          [height] [mode] [out.ppm]
+--          [height] [words...]
 --   count   pictures (default 30), width x height (default 640 x 480)
---   mode    optimised (default: lookahead, lazy binding, load balancing),
---           plain (none of them) or sequential (one process, no skeleton)
---   out.ppm writes the first result there, to look at
+--   words, in any order:
+--     optimised (default: lookahead, lazy binding, load balancing), plain
+--     (none of them) or sequential (one process, no skeleton);
+--     remote: only the other nodes compute (this one coordinates, as the
+--     paper's client did);
+--     FILE.ppm: writes the first result there, to look at
 -- Prints the mode, the time and a checksum of all results (the same in
 -- every mode).
 local s = require "synodic"
@@ -18,8 +21,25 @@ local skel = require "synodic.skel"
 local count = math.tointeger(tonumber(arg[1])) or 30
 local width = math.tointeger(tonumber(arg[2])) or 640
 local height = math.tointeger(tonumber(arg[3])) or 480
-local mode = arg[4] or "optimised"
-local out = arg[5]
+local mode, remote, out = "optimised", false, nil
+for i = 4, #arg do
+  local word = arg[i]
+  if word == "optimised" or word == "plain" or word == "sequential" then
+    mode = word
+  elseif word == "remote" then
+    remote = true
+  elseif word:match("%.ppm$") then
+    out = word
+  else
+    error("unknown word " .. word .. ": optimised, plain, sequential, remote or FILE.ppm", 0)
+  end
+end
+local nodes = s.nodes()
+if remote then
+  nodes = {}
+  for _, n in ipairs(s.nodes()) do if n ~= s.node() then nodes[#nodes + 1] = n end end
+  if #nodes == 0 then error("remote: there is no other node", 0) end
+end
 
 local ok, filters = pcall(require, "filters")
 if not ok then
@@ -47,23 +67,22 @@ local results
 if mode == "sequential" then
   results = {}
   for i, p in ipairs(pictures) do results[i] = oil(blur(p)) end
-elseif mode == "optimised" or mode == "plain" then
+else
   local plain = mode == "plain"
   results = skel.run(skel.pipeline(blur, oil), pictures, {
+    nodes = nodes,
     lookahead = not plain and {min = 2, max = 6} or false,
     lazy = not plain,
     balance = not plain,
     progress = true,
   })
-else
-  error("mode: optimised, plain or sequential", 0)
 end
 local took = s.clock() - started
 
 local sum = 0
 for _, r in ipairs(results) do sum = (sum * 31 + filters.checksum(r.pixels)) % (1 << 53) end
 print(("%s: %d pictures %dx%d, blur then oil, on %d node(s): %.2f s, checksum %d"):format(
-  mode, count, width, height, #s.nodes(), took, sum))
+  mode, count, width, height, mode == "sequential" and 1 or #nodes, took, sum))
 
 if out then
   local f = assert(io.open(out, "wb"))

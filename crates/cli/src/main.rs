@@ -105,6 +105,11 @@ struct ClusterArgs {
     /// Join the cluster that the node at this address is a member of.
     #[arg(long, value_name = "ADDR")]
     join: Option<String>,
+    /// Tell the other nodes to reach this one at this address (host:port)
+    /// rather than the one it listens on: a proxy or a NAT in between
+    /// forwards it (TCP and UDP) to the listening address.
+    #[arg(long, value_name = "ADDR", requires = "listen")]
+    advertise: Option<String>,
     /// This node's name (NAME, or NAME@HOST; the host is added when
     /// missing). Default: a name made from the OS process id.
     #[arg(long, value_name = "NAME")]
@@ -311,7 +316,7 @@ fn open_cluster(rt: &Runtime, args: &ClusterArgs, say: bool) -> anyhow::Result<O
     let io = synodic_net::Io::start()?;
     let spawner_rt = rt.clone();
     let spawner: synodic_net::cluster::Spawner = std::sync::Arc::new(move |msg| LuaProcess::spawn(&spawner_rt, msg, None).map_err(|e| e.to_string()));
-    let cluster = synodic_net::cluster::Cluster::start(&io, rt.clone(), args.listen.as_deref().unwrap_or("127.0.0.1:0"), cookie.into_bytes(), spawner)?;
+    let cluster = synodic_net::cluster::Cluster::start(&io, rt.clone(), args.listen.as_deref().unwrap_or("127.0.0.1:0"), args.advertise.as_deref(), cookie.into_bytes(), spawner)?;
     if say {
         eprintln!("synodic: node {} listening on {}", rt.node_name(), cluster.addr());
     }

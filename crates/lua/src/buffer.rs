@@ -125,12 +125,13 @@ pub(crate) unsafe fn push_new(L: *mut ffi::lua_State, payload: Payload, kind: Ki
 }
 
 /// Before a process that has made or received a megabyte or more of
-/// buffers blocks, its collector does the work that much allocation would
-/// have asked for: a payload lives outside the Lua heap, so without this a
-/// process that drops large buffers keeps them (and their memory) until
-/// its heap grows by itself, and the next large message finds no memory
-/// to reuse (`synodic_core::payload`). Erlang's binary heap works the same
-/// way. A collector the program stopped stays stopped.
+/// buffers (or futures, which hold results elsewhere) blocks, its collector
+/// does the work that much allocation would have asked for: a payload lives
+/// outside the Lua heap, so without this a process that drops large buffers
+/// keeps them (and their memory) until its heap grows by itself, and the
+/// next large message finds no memory to reuse (`synodic_core::payload`).
+/// Erlang's binary heap works the same way. A collector the program stopped
+/// stays stopped.
 pub(crate) unsafe fn collect_dropped(L: *mut ffi::lua_State) {
     let c = crate::ctx::ctx(L);
     let kib = std::mem::take(&mut c.payload_kib);

@@ -56,7 +56,14 @@ unsafe fn rebuild(L: *mut ffi::lua_State, _variant: u8, shared: &Attachment) -> 
     Ok(())
 }
 
+/// What a handle counts for with the collector, in KiB: little in the Lua
+/// heap, it may hold a large result on some node, which is freed only once
+/// the handle is collected (see `buffer::collect_dropped`).
+const HANDLE_KIB: u32 = 64;
+
 unsafe fn push_handle(L: *mut ffi::lua_State, ticket: Arc<Ticket>) {
+    let c = ctx(L);
+    c.payload_kib = c.payload_kib.saturating_add(HANDLE_KIB);
     (ffi::lua_newuserdatauv(L, std::mem::size_of::<Handle>(), 0) as *mut Handle).write(Handle { ticket });
     if ffi::luaL_newmetatable(L, FUTURE.as_ptr()) != 0 {
         for (name, f) in [(c"__gc", handle_gc as ffi::lua_CFunction), (c"__eq", handle_eq), (c"__tostring", handle_tostring)] {

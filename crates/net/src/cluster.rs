@@ -76,6 +76,8 @@ struct Inner {
     cookie: Vec<u8>,
     me: NodeId,
     listen: SocketAddr,
+    /// Where other nodes are told to reach this one.
+    announced: SocketAddr,
     udp: Arc<UdpSocket>,
     membership: Mutex<Membership>,
     links: Mutex<HashMap<u16, Arc<Link>>>,
@@ -96,8 +98,10 @@ struct Inner {
 
 impl Cluster {
     /// Listens on `addr` (TCP and UDP, the same port) and installs itself
-    /// as the runtime's [`Remote`].
-    pub fn start(io: &Io, rt: Runtime, addr: &str, cookie: Vec<u8>, spawner: Spawner) -> Result<Cluster, Error> {
+    /// as the runtime's [`Remote`]. Other nodes are told to reach this one
+    /// at `advertise` if given (a proxy or a NAT in between), else at the
+    /// address it listens on.
+    pub fn start(io: &Io, rt: Runtime, addr: &str, advertise: Option<&str>, cookie: Vec<u8>, spawner: Spawner) -> Result<Cluster, Error> {
         let addr_owned = addr.to_string();
         let (tcp, udp) = io
             .run(async move {
@@ -108,15 +112,20 @@ impl Cluster {
             })
             .map_err(|why| Error::Listen { addr: addr.to_string(), why })?;
         let listen = tcp.local_addr().map_err(|why| Error::Listen { addr: addr.to_string(), why })?;
+        let announced = match advertise {
+            Some(a) => a.parse().map_err(|_| Error::Listen { addr: a.to_string(), why: std::io::Error::other("not an address host:port") })?,
+            None => listen,
+        };
         let poller = Poller::new().map_err(Error::Start)?;
         let me = rt.nodes().me();
-        let member = Member { name: me.name.clone(), incarnation: me.incarnation, addr: listen, renewal: 0 };
+        let member = Member { name: me.name.clone(), incarnation: me.incarnation, addr: announced, renewal: 0 };
         let inner = Arc::new(Inner {
             rt: rt.clone(),
             io: io.handle().clone(),
             cookie,
             me: me.clone(),
             listen,
+            announced,
             udp: Arc::new(udp),
             membership: Mutex::new(Membership::new(member, 16, me.incarnation)),
             links: Mutex::new(HashMap::new()),
@@ -258,7 +267,7 @@ impl Cluster {
     /// Steps 1 and 2 of a link: the handshake, then its reader and writer.
     async fn connect(self, mut stream: TcpStream, role: Role) -> Result<Hello, Error> {
         let _ = stream.set_nodelay(true);
-        let mine = Hello { node: self.inner.me.clone(), listen: self.inner.listen.to_string(), nonce: handshake::nonce().map_err(|e| Error::Protocol(format!("no random source: {e}")))? };
+        let mine = Hello { node: self.inner.me.clone(), listen: self.inner.announced.to_string(), nonce: handshake::nonce().map_err(|e| Error::Protocol(format!("no random source: {e}")))? };
         let mine_nonce = mine.nonce;
         let mut decoder = Decoder::new();
         let peer = tokio::time::timeout(HANDSHAKE_TIME, shake(&mut stream, &mut decoder, role, &self.inner.cookie, mine))
