@@ -134,8 +134,11 @@ pub(crate) unsafe fn push_new(L: *mut ffi::lua_State, payload: Payload, kind: Ki
 /// stays stopped.
 pub(crate) unsafe fn collect_dropped(L: *mut ffi::lua_State) {
     let c = crate::ctx::ctx(L);
+    if c.payload_kib < 1024 {
+        return;
+    }
     let kib = std::mem::take(&mut c.payload_kib);
-    if kib >= 1024 && ffi::lua_gc(L, ffi::LUA_GCISRUNNING) != 0 {
+    if ffi::lua_gc(L, ffi::LUA_GCISRUNNING) != 0 {
         ffi::lua_gc(L, ffi::LUA_GCSTEP, kib.min(c_int::MAX as u32) as c_int);
     }
 }
