@@ -310,6 +310,7 @@ end
 
 -- Dispatches what can go: instructions under way first, then new tasks.
 function Evaluator:dispatch()
+  self:start_last_tasks()
   while true do
     local sent = false
     local i = 1
@@ -329,12 +330,35 @@ function Evaluator:dispatch()
       -- Start a new task only if nothing under way can use the room.
       if #self.ready >= #self.order * self.max then return end
     end
-    local t = self.waiting[self.waiting_head]
-    self.waiting[self.waiting_head] = nil
-    self.waiting_head = self.waiting_head + 1
-    self.started_tasks = self.started_tasks + 1
-    self:unfold(t, self.program, value_token(t.input), function(out) self:deliver(t, out) end, nil, true)
+    self:start_task()
   end
+end
+
+function Evaluator:start_task()
+  local t = self.waiting[self.waiting_head]
+  self.waiting[self.waiting_head] = nil
+  self.waiting_head = self.waiting_head + 1
+  self.started_tasks = self.started_tasks + 1
+  self:unfold(t, self.program, value_token(t.input), function(out) self:deliver(t, out) end, nil, true)
+end
+
+-- Near the end (no more tasks waiting than the nodes have room for), the
+-- waiting tasks start at once, ahead of the work under way: their first
+-- stages then overlap with the others' later ones, instead of the last
+-- task's last stage running alone while the other workers idle.
+function Evaluator:start_last_tasks()
+  local left = self.waiting_tail - self.waiting_head + 1
+  if left <= 0 then return end
+  local room = 0
+  for _, n in pairs(self.nodes) do
+    if n.alive then room = room + n.limit end
+  end
+  if left > room then return end
+  local before = #self.ready
+  while self.waiting_head <= self.waiting_tail do self:start_task() end
+  local new = table.move(self.ready, before + 1, #self.ready, 1, {})
+  table.move(self.ready, 1, before, #new + 1)
+  table.move(new, 1, #new, 1, self.ready)
 end
 
 function Evaluator:send(ins, node)
