@@ -157,7 +157,7 @@ function M.evaluator(program, opts)
     id = evaluators, program = program, me = s.self(),
     lazy = opts.lazy ~= false, balance = opts.balance ~= false,
     min = min, max = max, errors = opts.errors or "raise",
-    progress = opts.progress and s._isatty(2) or false, drawn = 0,
+    progress = opts.progress and s._isatty(2) or false, drawn = -math.huge, shown = false,
     trace = opts.trace and {} or nil, started = s.clock(),
     nodes = {}, order = {},
     instructions = {}, next_instruction = 0,
@@ -612,7 +612,7 @@ function Evaluator:draw_progress()
   if not self.progress then return end
   local now = s.clock()
   if now - self.drawn < 0.1 then return end
-  self.drawn = now
+  self.drawn, self.shown = now, true
   local done, all = self.finished, self.added
   local elapsed = now - self.started
   local rate = elapsed > 0 and done / elapsed or 0
@@ -624,7 +624,7 @@ function Evaluator:draw_progress()
 end
 
 function Evaluator:clear_progress()
-  if self.progress and self.drawn > 0 then
+  if self.progress and self.shown then
     io.stderr:write("\r" .. (" "):rep(70) .. "\r")
     io.stderr:flush()
   end

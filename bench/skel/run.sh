@@ -65,7 +65,7 @@ start_node() {
   else "$synodic" node "${cookie[@]}" "$@" 2> "$log" &
   fi
   pids+=($!)
-  until grep -q "listening on" "$log"; do sleep 0.05; done
+  until [ -f "$log" ] && grep -q "listening on" "$log"; do sleep 0.05; done
 }
 
 # 1. The image pipeline.

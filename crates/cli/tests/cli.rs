@@ -226,6 +226,25 @@ fn the_linda_programs() {
     assert!(lu.starts_with("LU blocked order 1000, 2 workers: same factors as sequential, normalised residual "), "{lu}");
 }
 
+/// `progress = true` draws a bar (tasks, rate, time left) on a terminal,
+/// and clears it at the end; on a pipe nothing (see the image test).
+#[test]
+fn a_progress_bar_is_drawn_on_a_terminal() {
+    let dir = common::scratch_dir("progress");
+    let prog = dir.join("progress.lua");
+    std::fs::write(&prog, r#"local skel = require "synodic.skel"
+        local r = skel.run(function(x) require("synodic").sleep(0.05) return x end, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {progress = true})
+        print("done", #r)"#).unwrap();
+    let bin = env!("CARGO_BIN_EXE_synodic");
+    // `script` gives the run a terminal and copies what it writes there.
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &format!("{bin} run --workers 2 {}", prog.display()), "/dev/null"]);
+    let out = common::output_within(cmd, common::LIMIT, "synodic run under script");
+    let screen = text(&out.stdout);
+    assert!(out.status.success() && screen.contains("done\t10"), "{screen}");
+    assert!(screen.contains("/10 tasks") && screen.contains("/s") && screen.contains("s left") && screen.contains("[#"), "no bar: {screen:?}");
+}
+
 /// The skeleton examples give their results.
 #[test]
 fn the_skeleton_examples() {
