@@ -147,19 +147,8 @@ pub(crate) unsafe fn collect_dropped(L: *mut ffi::lua_State) {
 unsafe fn push(L: *mut ffi::lua_State, payload: Payload, kind: Kind) {
     let p = ffi::lua_newuserdatauv(L, std::mem::size_of::<Buffer>(), 0) as *mut Buffer;
     p.write(Buffer { payload, kind });
-    if ffi::luaL_newmetatable(L, BUFFER.as_ptr()) != 0 {
-        for (name, f) in [(c"__index", index as ffi::lua_CFunction), (c"__newindex", newindex), (c"__len", len), (c"__gc", gc), (c"__tostring", tostring)] {
-            ffi::lua_pushcfunction(L, f);
-            ffi::lua_setfield(L, -2, name.as_ptr());
-        }
-        ffi::lua_createtable(L, 0, METHODS.len() as c_int);
-        for (name, f) in METHODS {
-            ffi::lua_pushcfunction(L, *f);
-            ffi::lua_setfield(L, -2, name.as_ptr());
-        }
-        ffi::lua_setfield(L, -2, c"methods".as_ptr());
-    }
-    ffi::lua_setmetatable(L, -2);
+    let meta: &Functions = &[(c"__index", index), (c"__newindex", newindex), (c"__len", len), (c"__gc", gc), (c"__tostring", tostring)];
+    set_class(L, BUFFER, meta, c"methods", METHODS);
 }
 
 /// The buffer at `idx`, if it is one.

@@ -65,19 +65,7 @@ unsafe fn push_handle(L: *mut ffi::lua_State, ticket: Arc<Ticket>) {
     let c = ctx(L);
     c.payload_kib = c.payload_kib.saturating_add(HANDLE_KIB);
     (ffi::lua_newuserdatauv(L, std::mem::size_of::<Handle>(), 0) as *mut Handle).write(Handle { ticket });
-    if ffi::luaL_newmetatable(L, FUTURE.as_ptr()) != 0 {
-        for (name, f) in [(c"__gc", handle_gc as ffi::lua_CFunction), (c"__eq", handle_eq), (c"__tostring", handle_tostring)] {
-            ffi::lua_pushcfunction(L, f);
-            ffi::lua_setfield(L, -2, name.as_ptr());
-        }
-        ffi::lua_createtable(L, 0, METHODS.len() as c_int);
-        for (name, f) in METHODS {
-            ffi::lua_pushcfunction(L, *f);
-            ffi::lua_setfield(L, -2, name.as_ptr());
-        }
-        ffi::lua_setfield(L, -2, c"__index".as_ptr());
-    }
-    ffi::lua_setmetatable(L, -2);
+    set_class(L, FUTURE, &[(c"__gc", handle_gc as ffi::lua_CFunction), (c"__eq", handle_eq), (c"__tostring", handle_tostring)], c"__index", METHODS);
 }
 
 unsafe fn handle<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a Handle, String> {

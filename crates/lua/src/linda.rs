@@ -95,21 +95,7 @@ struct Handle {
 /// Pushes a handle to `space`, whose id is `id`.
 pub(crate) unsafe fn push_space(L: *mut ffi::lua_State, id: u64, space: Arc<Space>) {
     (ffi::lua_newuserdatauv(L, std::mem::size_of::<Handle>(), 0) as *mut Handle).write(Handle { id, space });
-    if ffi::luaL_newmetatable(L, SPACE.as_ptr()) != 0 {
-        ffi::lua_pushcfunction(L, space_gc);
-        ffi::lua_setfield(L, -2, c"__gc".as_ptr());
-        ffi::lua_createtable(L, 0, METHODS.len() as c_int);
-        for (name, f) in METHODS {
-            ffi::lua_pushcfunction(L, *f);
-            ffi::lua_setfield(L, -2, name.as_ptr());
-        }
-        ffi::lua_setfield(L, -2, c"__index".as_ptr());
-        ffi::lua_pushcfunction(L, space_eq);
-        ffi::lua_setfield(L, -2, c"__eq".as_ptr());
-        ffi::lua_pushcfunction(L, space_tostring);
-        ffi::lua_setfield(L, -2, c"__tostring".as_ptr());
-    }
-    ffi::lua_setmetatable(L, -2);
+    set_class(L, SPACE, &[(c"__gc", space_gc as ffi::lua_CFunction), (c"__eq", space_eq), (c"__tostring", space_tostring)], c"__index", METHODS);
 }
 
 /// A space handle crosses as its space, shared (see `codec::Sendable`).

@@ -187,3 +187,26 @@ pub(crate) unsafe fn yield_to_scheduler(L: *mut ffi::lua_State, why: Pending, k:
     ctx(L).pending = why;
     ffi::lua_yieldk(L, 0, 0, Some(k))
 }
+
+/// A table of C functions by name (a module's, or a class's methods).
+pub(crate) type Functions = [(&'static CStr, ffi::lua_CFunction)];
+
+/// Gives the userdata on top of the stack the metatable registered as
+/// `name`, made on first use: the metamethods `meta`, and the `methods` in
+/// a table at `methods_at` (`__index`, or a field an `__index` function
+/// looks in).
+pub(crate) unsafe fn set_class(L: *mut ffi::lua_State, name: &CStr, meta: &Functions, methods_at: &CStr, methods: &Functions) {
+    if ffi::luaL_newmetatable(L, name.as_ptr()) != 0 {
+        for (key, f) in meta {
+            ffi::lua_pushcfunction(L, *f);
+            ffi::lua_setfield(L, -2, key.as_ptr());
+        }
+        ffi::lua_createtable(L, 0, methods.len() as c_int);
+        for (key, f) in methods {
+            ffi::lua_pushcfunction(L, *f);
+            ffi::lua_setfield(L, -2, key.as_ptr());
+        }
+        ffi::lua_setfield(L, -2, methods_at.as_ptr());
+    }
+    ffi::lua_setmetatable(L, -2);
+}
