@@ -82,13 +82,13 @@ slow_link() {
   pids=()
 }
 declare -A t
+# Each configuration's runs one after the other (a run after another that
+# moved much data finds colder memory on this kind of VM).
 for _ in $(seq "$repeat"); do
   t[sequential]+="$("$synodic" run "${images[@]}" sequential | seconds) "
-  for mode in plain optimised; do
-    t[one_$mode]+="$("$synodic" run "${images[@]}" "$mode" | seconds) "
-    t[two_$mode]+="$("$synodic" run --nodes 2 "${cookie[@]}" "${images[@]}" "$mode" 2>/dev/null | seconds) "
-    t[slow_$mode]+="$(slow_link "$mode" | seconds) "
-  done
+  for mode in plain optimised; do t[one_$mode]+="$("$synodic" run "${images[@]}" "$mode" | seconds) "; done
+  for mode in plain optimised; do t[two_$mode]+="$("$synodic" run --nodes 2 "${cookie[@]}" "${images[@]}" "$mode" 2>/dev/null | seconds) "; done
+  for mode in plain optimised; do t[slow_$mode]+="$(slow_link "$mode" | seconds) "; done
 done
 med() { echo "${t[$1]}" | tr ' ' '\n' | grep . | median; }
 seq_s=$(med sequential)

@@ -371,7 +371,9 @@ unsafe extern "C-unwind" fn pool_take_k(L: *mut ffi::lua_State, _status: c_int, 
 /// pushes whether it is still wanted, then the task's values.
 unsafe fn task_values(L: *mut ffi::lua_State, task: synodic_core::Message) -> c_int {
     ffi::lua_settop(L, 0);
-    ctx(L).pool_worker = true;
+    if !std::mem::replace(&mut ctx(L).pool_worker, true) {
+        run_starts(L);
+    }
     let wanted = match synodic_core::future::task_head(&task) {
         Some((id, weight)) => ctx(L).rt().futures().with(|st| st.grant(id, weight)),
         None => false,
@@ -414,12 +416,48 @@ pub(crate) unsafe extern "C-unwind" fn store(L: *mut ffi::lua_State) -> c_int {
     1
 }
 
-/// `s._cpu_clock()`: the processor time of the thread running this
-/// process, in seconds (how much of a task's time it computed).
+/// A pool worker's processor time, kept in its registry (few processes
+/// need it, and every idle one would pay for a field): nanoseconds used in
+/// its runs so far; during a run, what to add to the thread's clock.
+const CPU_USED: &CStr = c"synodic.cpu_used";
+const CPU_OFFSET: &CStr = c"synodic.cpu_offset";
+
+fn thread_cpu_ns() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes the clock into `ts`.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+unsafe fn registry_int(L: *mut ffi::lua_State, key: &CStr) -> i64 {
+    ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr());
+    let n = ffi::lua_tointegerx(L, -1, std::ptr::null_mut());
+    ffi::lua_pop(L, 1);
+    n
+}
+
+unsafe fn set_registry_int(L: *mut ffi::lua_State, key: &CStr, n: i64) {
+    ffi::lua_pushinteger(L, n);
+    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr());
+}
+
+/// A pool worker's run begins (on whatever thread): its clock continues
+/// from the time it has used.
+pub(crate) unsafe fn run_starts(L: *mut ffi::lua_State) {
+    set_registry_int(L, CPU_OFFSET, registry_int(L, CPU_USED) - thread_cpu_ns());
+}
+
+/// A pool worker's run ends: the time it used is added up.
+pub(crate) unsafe fn run_ends(L: *mut ffi::lua_State) {
+    set_registry_int(L, CPU_USED, registry_int(L, CPU_OFFSET) + thread_cpu_ns());
+}
+
+/// `s._cpu_clock()`: the processor time this pool worker has used, in
+/// seconds, wherever its runs took place (how much of a task's time it
+/// computed).
 pub(crate) unsafe extern "C-unwind" fn cpu_clock(L: *mut ffi::lua_State) -> c_int {
-    let mut ts: libc::timespec = std::mem::zeroed();
-    libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-    ffi::lua_pushnumber(L, ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9);
+    let ns = registry_int(L, CPU_OFFSET) + thread_cpu_ns();
+    ffi::lua_pushnumber(L, ns as f64 * 1e-9);
     1
 }
 

@@ -101,9 +101,16 @@ impl Body for LuaProcess {
             }
             let L = self.L;
             let mut nres = 0;
+            if self.ctx.pool_worker {
+                crate::future::run_starts(L);
+            }
             crate::preempt::enter(L);
             let status = ffi::lua_resume(L, std::ptr::null_mut(), 0, &mut nres);
             crate::preempt::leave(L);
+            // (A process becomes a pool worker during a run: its clock starts then.)
+            if self.ctx.pool_worker {
+                crate::future::run_ends(L);
+            }
             match status {
                 ffi::LUA_YIELD => {
                     if nres > 0 {
