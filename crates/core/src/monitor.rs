@@ -9,7 +9,8 @@
 //!    next instruction (for Lua: a count hook). A run is signalled at the
 //!    fourth tick after the one it started in, so a slice lasts 1.5 to 2 ms
 //!    of a 2 ms setting (2 ms when processes take turns computing, since
-//!    each run then starts at a tick);
+//!    each run then starts at a tick), and again once a slice while it
+//!    goes on (in a C function, say);
 //! 3. declares stuck a worker whose run has gone on [`STUCK_AFTER`] ticks,
 //!    and whose thread has since its overrun either computed for that long
 //!    (a process that cannot yield) or slept in the kernel for that long (a
@@ -89,7 +90,9 @@ pub(crate) fn run(rt: &Runtime, signal: Option<libc::c_int>, slice: Duration) {
             if age < PREEMPT_AFTER {
                 continue;
             }
-            if let Some(signal) = signal {
+            // Once a slice: a run that did not yield to the first signal is
+            // in C code, which a signal every tick would only interrupt.
+            if let Some(signal) = signal.filter(|_| (age - PREEMPT_AFTER).is_multiple_of(SLICE_TICKS)) {
                 slot.watch.signal(signal);
             }
             let seen = match overruns[index] {

@@ -61,8 +61,9 @@ local tag, value, home = s.receive_match("read", 5)
 assert(value == "from " .. s.node() and home == s.node())
 
 -- A lost node: its results fail with "node lost".
+local killer = s.spawn_on(c, function() require("synodic").receive() os.exit(3) end)
 local doomed = s.async_on(c, function() require("synodic").sleep(0.2) return "never" end)
-s.spawn_on(c, function() os.exit(3) end)
+s.send(killer, "die")
 ok, err = pcall(doomed.get, doomed, 10)
 assert(not ok and err:find("node lost: " .. c, 1, true), tostring(err))
 local fine = s.async_on(b, function() return "still here" end)
