@@ -60,6 +60,41 @@ s.send(reader, mine)
 local tag, value, home = s.receive_match("read", 5)
 assert(value == "from " .. s.node() and home == s.node())
 
+-- Results are freed once no node holds a handle to them: handles fetched
+-- here and handles sent to a process on a third node, all dropped. (A
+-- node's releases reach the home node before anything it sends there
+-- later: links keep order.)
+local function held_on(node)
+  return s.async_on(node, function() return require("synodic")._futures_held() end):get()
+end
+collectgarbage()
+local before = held_on(b)
+local spread = {}
+for i = 1, 20 do spread[i] = s.async_on(b, function() return require("synodic.buffer").new(65536, "u8") end) end
+for i = 1, 10 do assert(#spread[i]:get() == 65536) end
+local keeper = s.spawn_on(c, function(boss, b)
+  local s = require "synodic"
+  local got = s.receive()
+  for _, f in ipairs(got) do assert(#f:get() == 65536) end
+  s.send(boss, "got")
+  s.receive()
+  got = nil
+  collectgarbage()
+  s.send(boss, "left", s.async_on(b, function() return require("synodic")._futures_held() end):get())
+end, me, b)
+s.send(keeper, {table.unpack(spread, 11, 20)})
+assert(s.receive_match("got", 5))
+assert(held_on(b) >= before + 20, "the results live on their node")
+spread = nil
+collectgarbage()
+-- A round trip to that node: this node's releases are there.
+local echo = testkit.echo_on(b)
+s.send(echo, me, "synced")
+assert(s.receive_match("synced", 5))
+s.send(keeper, "drop")
+local _, left = s.receive_match("left", 5)
+assert(left <= before, (left - before) .. " results still held on their node")
+
 -- A lost node: its results fail with "node lost".
 local killer = s.spawn_on(c, function() require("synodic").receive() os.exit(3) end)
 local doomed = s.async_on(c, function() require("synodic").sleep(0.2) return "never" end)
