@@ -20,7 +20,9 @@
 //! | [`waiting`] | `Waiter`, `Completion`, `Delivery`: what the stores queue and decide |
 //! | [`ports`] | `Ports`: byte sinks of the I/O layer that processes write to by number |
 //! | [`channel`] | `ChannelStore` (a state machine) and `Channels` (the node's, behind a lock): named rendezvous |
-//! | [`linda`] | `Store` (a state machine), `Space`, `Spaces`: tuple stores indexed by arity and first field, with waiters |
+//! | [`linda`] | `Store` (a state machine): a tuple store indexed by arity and first field, with waiters |
+//! | [`spaces`] | `Space`, `Spaces` (the node's), `SpaceRef`: what a handle names, here or on another node |
+//! | [`linda_remote`] | tuple-space requests between nodes: their format, `serve` (the home's side), the name `keeper` |
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
 //! | [`hash`] | `FastHasher`: hashing for the runtime's own keys |
 //! | `scheduler`, `monitor` | the worker pool and its watcher; `on_preempt_signal` for the preemption signal's handler, `MAX_WORKERS` |
@@ -33,6 +35,7 @@ mod error;
 pub mod future;
 pub mod hash;
 pub mod linda;
+pub mod linda_remote;
 mod mailbox;
 mod message;
 mod names;
@@ -47,6 +50,7 @@ pub mod process;
 pub mod remote;
 pub mod runtime;
 mod scheduler;
+pub mod spaces;
 mod table;
 mod timer;
 pub mod waiting;

@@ -26,10 +26,7 @@
 //! takes a candidate by sequence number only if it is still there.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Weak};
-
-use parking_lot::Mutex;
+use std::sync::Arc;
 
 use crate::waiting::{Completion, Delivery, Waiter};
 use crate::Message;
@@ -51,16 +48,46 @@ pub enum Field {
 }
 
 /// The type of a field, as formals test it.
+#[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    Boolean,
-    Int,
-    Float,
-    String,
-    Table,
-    Buffer,
-    Pid,
-    Other,
+    Boolean = 0,
+    Int = 1,
+    Float = 2,
+    String = 3,
+    Table = 4,
+    Buffer = 5,
+    Pid = 6,
+    Other = 7,
+}
+
+impl Kind {
+    const ALL: [Kind; 8] = [Kind::Boolean, Kind::Int, Kind::Float, Kind::String, Kind::Table, Kind::Buffer, Kind::Pid, Kind::Other];
+
+    /// The kind numbered `n` (as `Kind as u8` numbers them).
+    pub fn from_u8(n: u8) -> Option<Kind> {
+        Kind::ALL.get(n as usize).copied()
+    }
+}
+
+/// A set of kinds, one bit each: what a formal accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kinds(pub u8);
+
+impl Kinds {
+    pub const fn of(kinds: &[Kind]) -> Kinds {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < kinds.len() {
+            bits |= 1 << kinds[i] as u8;
+            i += 1;
+        }
+        Kinds(bits)
+    }
+
+    pub fn contains(self, kind: Kind) -> bool {
+        self.0 & (1 << kind as u8) != 0
+    }
 }
 
 /// One field of a template.
@@ -69,7 +96,7 @@ pub enum Pattern {
     /// Matches an equal value (Lua's `==` on plain values).
     Actual(Field),
     /// Matches any value of one of these kinds (`number` is int and float).
-    Formal(&'static [Kind]),
+    Formal(Kinds),
     /// Matches anything; used for `any` and, here, for `where` fields.
     Any,
     /// Matches nothing (a table given as an actual).
@@ -119,7 +146,7 @@ impl Pattern {
     fn matches(&self, field: &Field) -> bool {
         match self {
             Pattern::Actual(a) => a.equals(field),
-            Pattern::Formal(kinds) => kinds.contains(&field.kind()),
+            Pattern::Formal(kinds) => kinds.contains(field.kind()),
             Pattern::Any => true,
             Pattern::Never => false,
         }
@@ -139,6 +166,18 @@ enum Key {
     Float(u64),
     Str(Text),
     Pid(u64),
+}
+
+impl Key {
+    fn field(&self) -> Field {
+        match self {
+            Key::Bool(b) => Field::Bool(*b),
+            Key::Int(i) => Field::Int(*i),
+            Key::Float(bits) => Field::Float(f64::from_bits(*bits)),
+            Key::Str(s) => Field::Str(s.clone()),
+            Key::Pid(p) => Field::Pid(*p),
+        }
+    }
 }
 
 /// A tuple: its fields for matching, and its values encoded for delivery.
@@ -297,20 +336,58 @@ impl Store {
         self.arities.get(&template.len()).map_or(0, |a| a.classes(template).flat_map(|(_, c)| c).filter(|e| matches(template, &e.tuple)).count())
     }
 
-    /// Removes every match; oldest first.
-    pub fn take_all(&mut self, template: &[Pattern]) -> Vec<Tuple> {
-        let mut taken: Vec<Entry> = Vec::new();
-        if let Some(a) = self.arities.get_mut(&template.len()) {
-            for class in a.keyed.values_mut().chain(std::iter::once(&mut a.unkeyed)) {
-                let (hit, keep): (VecDeque<Entry>, VecDeque<Entry>) = class.drain(..).partition(|e| matches(template, &e.tuple));
-                *class = keep;
-                taken.extend(hit);
+    /// Removes every match, oldest first; but no more than fit in `limit`
+    /// bytes (at least one), the others staying for another call.
+    pub fn take_all(&mut self, template: &[Pattern], limit: usize) -> Vec<Tuple> {
+        let Some(a) = self.arities.get_mut(&template.len()) else { return Vec::new() };
+        let mut hits: Vec<(u64, usize)> = a.keyed.values().chain(std::iter::once(&a.unkeyed)).flatten().filter(|e| matches(template, &e.tuple)).map(|e| (e.seq, e.tuple.values.size())).collect();
+        hits.sort_unstable();
+        let (mut total, mut last) = (0usize, None);
+        for (seq, size) in hits {
+            total = total.saturating_add(size);
+            if total > limit && last.is_some() {
+                break;
             }
-            a.prune();
+            last = Some(seq);
         }
+        let Some(last) = last else { return Vec::new() };
+        let mut taken: Vec<Entry> = Vec::new();
+        for class in a.keyed.values_mut().chain(std::iter::once(&mut a.unkeyed)) {
+            let (hit, keep): (VecDeque<Entry>, VecDeque<Entry>) = class.drain(..).partition(|e| e.seq <= last && matches(template, &e.tuple));
+            *class = keep;
+            taken.extend(hit);
+        }
+        a.prune();
         self.len -= taken.len();
         taken.sort_by_key(|e| e.seq);
         taken.into_iter().map(|e| e.tuple).collect()
+    }
+
+    /// Withdraws every waiter of the node with this alias (it was lost):
+    /// nothing is handed to a process that is gone.
+    pub fn forget_node(&mut self, alias: u16) {
+        self.waiters.retain(|w| w.waiter.pid.node() != alias);
+    }
+
+    /// Callers blocked on the space.
+    pub fn waiting(&self) -> usize {
+        self.waiters.len()
+    }
+
+    /// The classes of tuples held, for tools (the tuple scope): each one's
+    /// arity, first field (`None` for the class of first fields that are
+    /// not plain values) and size; by arity, then oldest tuple first.
+    pub fn classes(&self) -> Vec<(usize, Option<Field>, usize)> {
+        let mut found: Vec<(usize, u64, Option<Field>, usize)> = Vec::new();
+        for (&arity, a) in &self.arities {
+            for (key, class) in a.keyed.iter().map(|(k, c)| (Some(k), c)).chain(std::iter::once((None, &a.unkeyed))) {
+                if let Some(oldest) = class.front() {
+                    found.push((arity, oldest.seq, key.map(Key::field), class.len()));
+                }
+            }
+        }
+        found.sort_by_key(|&(arity, seq, ..)| (arity, seq));
+        found.into_iter().map(|(arity, _, key, n)| (arity, key, n)).collect()
     }
 
     /// Empties the space (waiters stay).
@@ -326,29 +403,6 @@ impl Store {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-}
-
-/// A space of the node: its store behind a lock. `with` runs an operation
-/// on the store, and `out` carries out its deliveries before the lock is
-/// released.
-#[derive(Default)]
-pub struct Space {
-    store: Mutex<Store>,
-}
-
-impl Space {
-    /// Runs `op` on the store.
-    pub fn with<R>(&self, op: impl FnOnce(&mut Store) -> R) -> R {
-        op(&mut self.store.lock())
-    }
-
-    /// `out`, carrying out its deliveries with `deliver`.
-    pub fn out(&self, tuple: Tuple, deliver: impl Fn(Delivery)) {
-        let mut store = self.store.lock();
-        for d in store.out(tuple) {
-            deliver(d);
-        }
     }
 }
 
@@ -378,71 +432,6 @@ impl Store {
     }
 }
 
-/// A space's id: the alias of its node in the node table (as a pid's: 0 is
-/// this node) in the top 16 bits, a serial number of that node below.
-pub type SpaceId = u64;
-
-/// The node alias and serial number of a space id.
-pub fn space_id_parts(id: SpaceId) -> (u16, u64) {
-    ((id >> 48) as u16, id & ((1 << 48) - 1))
-}
-
-/// All spaces of a node. Named spaces live as long as the node; a private
-/// space lives while something holds it (a handle in some process, a
-/// message or a tuple carrying one): the table knows it only weakly.
-/// A named space: its id and the space.
-type Named = (SpaceId, Arc<Space>);
-
-#[derive(Default)]
-pub struct Spaces {
-    named: Mutex<HashMap<Box<[u8]>, Named>>,
-    by_id: Mutex<ById>,
-    next_id: AtomicU64,
-}
-
-#[derive(Default)]
-struct ById {
-    spaces: HashMap<u64, Weak<Space>, Fast>,
-    /// Entries at the last sweep of dead ones; the next comes at twice as many.
-    swept_at: usize,
-}
-
-impl Spaces {
-    /// The space with this name, created on first use, and its id.
-    pub fn open(&self, name: &[u8]) -> (u64, Arc<Space>) {
-        let mut named = self.named.lock();
-        if let Some((id, space)) = named.get(name) {
-            return (*id, space.clone());
-        }
-        let (id, space) = self.create();
-        named.insert(name.into(), (id, space.clone()));
-        (id, space)
-    }
-
-    /// A fresh private space and its id.
-    pub fn create(&self) -> (u64, Arc<Space>) {
-        let id = self.next_id.fetch_add(1, Relaxed) + 1;
-        let space = Arc::new(Space::default());
-        let mut by_id = self.by_id.lock();
-        if by_id.spaces.len() >= 2 * by_id.swept_at.max(32) {
-            by_id.spaces.retain(|_, s| s.strong_count() > 0);
-            by_id.swept_at = by_id.spaces.len();
-        }
-        by_id.spaces.insert(id, Arc::downgrade(&space));
-        (id, space)
-    }
-
-    /// The space with this id, if something still holds it.
-    pub fn get(&self, id: u64) -> Option<Arc<Space>> {
-        self.by_id.lock().spaces.get(&id).and_then(Weak::upgrade)
-    }
-
-    /// Spaces alive, named or held (a snapshot, for tests and tools).
-    pub fn live(&self) -> usize {
-        self.by_id.lock().spaces.values().filter(|s| s.strong_count() > 0).count()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -461,9 +450,9 @@ mod tests {
         sp.out(tuple(vec![s("b"), Field::Int(1)]));
         sp.out(tuple(vec![s("a"), Field::Int(2)]));
         sp.out(tuple(vec![s("a"), Field::Float(3.5)]));
-        let any_first = [Pattern::Formal(&[Kind::String]), Pattern::Any];
+        let any_first = [Pattern::Formal(Kinds::of(&[Kind::String])), Pattern::Any];
         assert!(matches!(sp.find(&any_first, true).unwrap().fields[1], Field::Int(1)), "the oldest of all classes");
-        let int_second = [Pattern::Actual(s("a")), Pattern::Formal(&[Kind::Int])];
+        let int_second = [Pattern::Actual(s("a")), Pattern::Formal(Kinds::of(&[Kind::Int]))];
         assert!(matches!(sp.find(&int_second, false).unwrap().fields[1], Field::Int(2)));
         assert_eq!(sp.count(&[Pattern::Any, Pattern::Any]), 2);
         assert!(sp.find(&[Pattern::Any], true).is_none(), "arity must match");
@@ -474,7 +463,7 @@ mod tests {
         let mut sp = Store::default();
         sp.out(tuple(vec![Field::Float(1.0), s("x")]));
         assert!(sp.find(&[Pattern::Actual(Field::Int(1)), Pattern::Any], false).is_some());
-        assert!(sp.find(&[Pattern::Formal(&[Kind::Int]), Pattern::Any], false).is_none(), "1.0 is a float");
+        assert!(sp.find(&[Pattern::Formal(Kinds::of(&[Kind::Int])), Pattern::Any], false).is_none(), "1.0 is a float");
         assert!(sp.find(&[Pattern::Actual(Field::Float(1.0)), Pattern::Never], false).is_none());
     }
 
@@ -494,7 +483,7 @@ mod tests {
         for i in 0..5 {
             sp.out(tuple(vec![Field::Int(i % 2), Field::Int(i)]));
         }
-        let all = sp.take_all(&[Pattern::Any, Pattern::Any]);
+        let all = sp.take_all(&[Pattern::Any, Pattern::Any], usize::MAX);
         let order: Vec<i64> = all.iter().map(|t| if let Field::Int(i) = t.fields[1] { i } else { -1 }).collect();
         assert_eq!(order, vec![0, 1, 2, 3, 4]);
         assert!(sp.is_empty());
@@ -510,7 +499,7 @@ mod tests {
     #[test]
     fn waiters_are_served_in_arrival_order_readers_before_the_taker() {
         let mut sp = Store::default();
-        let int = [Pattern::Formal(&[Kind::Int])];
+        let int = [Pattern::Formal(Kinds::of(&[Kind::Int]))];
         assert!(sp.find_or_wait(int.to_vec(), Mode::Read, waiter(1)).is_none());
         assert!(sp.find_or_wait(int.to_vec(), Mode::Notify, waiter(2)).is_none());
         assert!(sp.find_or_wait(int.to_vec(), Mode::Take, waiter(3)).is_none());
@@ -538,18 +527,22 @@ mod tests {
     }
 
     #[test]
-    fn a_private_space_goes_when_nothing_holds_it() {
-        let spaces = Spaces::default();
-        let (named, _) = spaces.open(b"n");
-        let (id, space) = spaces.create();
-        assert!(spaces.get(id).is_some());
-        drop(space);
-        assert!(spaces.get(id).is_none(), "gone with its last holder");
-        assert!(spaces.get(named).is_some(), "a named space stays");
-        for _ in 0..10_000 {
-            drop(spaces.create());
-        }
-        assert!(spaces.by_id.lock().spaces.len() < 200, "dead entries are swept");
-        assert_eq!(spaces.live(), 1);
+    fn classes_list_each_class_once_and_a_lost_nodes_waiters_go() {
+        let mut sp = Store::default();
+        sp.out(tuple(vec![s("b"), Field::Int(1)]));
+        sp.out(tuple(vec![s("a"), Field::Int(2)]));
+        sp.out(tuple(vec![s("b"), Field::Int(3)]));
+        sp.out(tuple(vec![Field::Float(0.5)]));
+        let classes: Vec<(usize, String, usize)> = sp.classes().into_iter().map(|(a, k, n)| (a, format!("{k:?}"), n)).collect();
+        assert_eq!(classes.len(), 3);
+        assert_eq!((classes[1].0, classes[1].2), (2, 2), "class b: two tuples, listed first (oldest)");
+        assert!(classes[1].1.contains("Str"));
+        let far = Waiter { pid: crate::Pid::new(3, 1, 0), ticket: 1 };
+        sp.find_or_wait(vec![Pattern::Actual(Field::Int(9))], Mode::Take, far);
+        sp.find_or_wait(vec![Pattern::Actual(Field::Int(9))], Mode::Take, waiter(1));
+        sp.forget_node(3);
+        assert_eq!(sp.waiting(), 1);
+        let d = sp.out(tuple(vec![Field::Int(9)]));
+        assert_eq!(d[0].0, waiter(1), "the tuple goes to a waiter still there");
     }
 }

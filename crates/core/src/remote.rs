@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use crate::future::{FutureId, Ticket};
 use crate::payload::Payload;
+use crate::spaces::{Home, SpaceRef};
+use crate::waiting::{Completion, Waiter};
 use crate::wire::{Reader, Tag, Writer};
 use crate::{Attachment, Message, NodeId, Pid, Runtime};
 
@@ -71,6 +73,15 @@ pub trait Remote: Send + Sync {
 
     /// Returns `weight` of the result `id` to its home node `home`.
     fn release(&self, home: u16, id: FutureId, weight: u64);
+
+    /// Sends the tuple-space request `request` (see [`crate::linda_remote`])
+    /// of `caller`, a wait of a process here, to the node `home`; when
+    /// `answered`, its answer is awaited and, should that node be lost
+    /// first, given as `Deleted`. False when that node is not connected.
+    fn linda(&self, home: u16, caller: Waiter, request: Message, answered: bool) -> bool;
+
+    /// Gives `completion` to `waiter`, a wait of a process of another node.
+    fn complete(&self, waiter: Waiter, completion: Completion);
 }
 
 /// The longest message (bytes and buffers together) that crosses between nodes.
@@ -79,11 +90,12 @@ pub const MESSAGE_MAX: u64 = 1 << 30;
 pub const ATTACHMENTS_MAX: usize = 4096;
 
 /// Whether `msg` can go to another node: buffers cross as their bytes,
-/// futures as their id (see [`carry`]), tuple-space handles not yet, and
-/// the whole must not be too long. The error says what is wrong.
+/// futures as their id, tuple-space handles as the name or home of their
+/// space (see [`carry`]), and the whole must not be too long. The error
+/// says what is wrong.
 pub fn crossing(msg: &Message) -> Result<(), String> {
-    if msg.attachments().iter().any(|a| !a.is::<Payload>() && !a.is::<Ticket>()) {
-        return Err("a tuple-space handle cannot cross to another node yet".into());
+    if msg.attachments().iter().any(|a| !a.is::<Payload>() && !a.is::<Ticket>() && !a.is::<SpaceRef>()) {
+        return Err("a value of this kind cannot cross to another node".into());
     }
     if msg.attachments().len() > ATTACHMENTS_MAX {
         return Err(format!("a message to another node carries at most {ATTACHMENTS_MAX} buffers"));
@@ -102,12 +114,18 @@ pub enum Carried {
     /// A future: its home node, its id and the weight that goes with it
     /// (half of what this node held; see [`crate::future`]), encoded.
     Future(Vec<u8>),
+    /// A tuple-space handle: its space's name, or its home node and serial
+    /// there, encoded.
+    Space(Vec<u8>),
 }
 
 /// What of `shared` crosses to another node; `None` for what cannot.
 pub fn carry(shared: &Attachment, rt: &Runtime) -> Option<Carried> {
     if let Ok(bytes) = shared.clone().downcast::<Payload>() {
         return Some(Carried::Bytes(bytes));
+    }
+    if let Some(space) = shared.downcast_ref::<SpaceRef>() {
+        return carry_space(space, rt).map(Carried::Space);
     }
     let ticket = shared.downcast_ref::<Ticket>()?;
     let home = rt.nodes().id(ticket.home)?;
@@ -132,6 +150,54 @@ pub fn arrive_future(bytes: &[u8], rt: &Runtime) -> Option<Attachment> {
     Some(rt.ticket(id, alias, weight))
 }
 
+/// A space handle as it crosses: `0 name`, or `1 node incarnation serial`
+/// for a private space (pinned here if it lives here: the other node holds
+/// it now, and this one cannot see it let go).
+fn carry_space(space: &SpaceRef, rt: &Runtime) -> Option<Vec<u8>> {
+    let mut w = Writer::fields_after(Vec::new());
+    let (alias, serial) = match (&space.name, &space.home) {
+        (Some(name), _) => {
+            w.byte(0);
+            w.bytes(name);
+            return Some(w.finish_small());
+        }
+        (None, Home::Here(serial, s)) => {
+            rt.spaces().pin(*serial, s);
+            (0, *serial)
+        }
+        (None, Home::There(alias, serial)) => (*alias, *serial),
+        (None, _) => return None,
+    };
+    let node = rt.nodes().id(alias)?;
+    w.byte(1);
+    w.bytes(node.name.as_bytes());
+    w.u64(node.incarnation);
+    w.varint(serial);
+    Some(w.finish_small())
+}
+
+/// A space handle that arrived from another node (as [`carry_space`]
+/// encoded it).
+pub fn arrive_space(bytes: &[u8], rt: &Runtime) -> Option<Attachment> {
+    let mut r = Reader::fields(bytes);
+    let space = match r.byte_value().ok()? {
+        0 => SpaceRef { name: Some(std::sync::Arc::new(r.bytes().ok()?.into())), home: Home::Unresolved },
+        1 => {
+            let name = std::str::from_utf8(r.bytes().ok()?).ok()?.into();
+            let node = NodeId { name, incarnation: r.u64().ok()? };
+            let serial = r.varint().ok()?;
+            let home = match rt.nodes().alias(&node)? {
+                0 => rt.spaces().get(serial).map_or(Home::Gone, |s| Home::Here(serial, s)),
+                alias => Home::There(alias, serial),
+            };
+            SpaceRef { name: None, home }
+        }
+        _ => return None,
+    };
+    r.finish().ok()?;
+    Some(Arc::new(space))
+}
+
 const REPLY: &[u8] = b"$reply";
 
 /// The answer to the request tagged `tag`: a pid, `true` (`None`), or an error.
@@ -148,6 +214,47 @@ pub fn reply(tag: u64, answer: Result<Option<Pid>, &str>) -> Message {
         }
     }
     Message::from_vec(w.finish_small())
+}
+
+/// A claim's refusal: [`reply`]'s error, then the pid that holds the name.
+pub fn refused(tag: u64, why: &str, holder: Pid) -> Message {
+    let mut w = Writer::message(5);
+    w.str(REPLY);
+    w.int(tag as i64);
+    w.tag(Tag::Nil);
+    w.str(why.as_bytes());
+    w.pid(holder);
+    Message::from_vec(w.finish_small())
+}
+
+/// What the reply `msg` to a name claim says: granted, or refused, with
+/// why and, when the refusal names it, the pid that holds the name.
+pub fn claim_answer(msg: &[u8]) -> Option<Result<(), (String, Option<Pid>)>> {
+    let (_, granted) = reply_of(msg)?;
+    if granted {
+        return Some(Ok(()));
+    }
+    let (mut r, count) = Reader::message(msg).ok()?;
+    for _ in 0..3 {
+        skip_scalar(&mut r)?;
+    }
+    let why = match r.tag().ok()? {
+        Tag::Str => String::from_utf8_lossy(r.bytes().ok()?).into_owned(),
+        _ => return None,
+    };
+    let holder = if count == 5 && r.tag().ok()? == Tag::Pid { Some(r.pid().ok()?) } else { None };
+    Some(Err((why, holder)))
+}
+
+/// Reads past one string, integer or nil.
+fn skip_scalar(r: &mut Reader) -> Option<()> {
+    match r.tag().ok()? {
+        Tag::Str => drop(r.bytes().ok()?),
+        Tag::Int => drop(r.int().ok()?),
+        Tag::Nil => {}
+        _ => return None,
+    }
+    Some(())
 }
 
 /// The tag of `msg` if it is a reply.
@@ -218,5 +325,9 @@ mod tests {
         assert_eq!(reply_tag(&down.to_vec()), None);
         assert_eq!(down_of(&reply(7, Ok(Some(pid))).to_vec()), None);
         assert_eq!(down_of(b"junk"), None);
+        assert_eq!(claim_answer(&reply(4, Ok(None))), Some(Ok(())));
+        assert_eq!(claim_answer(&reply(4, Err("taken"))), Some(Err(("taken".into(), None))));
+        assert_eq!(claim_answer(&refused(4, "taken", pid)), Some(Err(("taken".into(), Some(pid)))));
+        assert_eq!(claim_answer(b"junk"), None);
     }
 }

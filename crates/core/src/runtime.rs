@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 
 use crate::channel::Channels;
-use crate::linda::Spaces;
+use crate::spaces::Spaces;
 use crate::names::Names;
 use crate::ports::Ports;
 use crate::node::{NodeId, Nodes};
@@ -437,10 +437,20 @@ impl Runtime {
 
     /// Carries out a store's decision (see `waiting`): the waiter's process
     /// gets the completion and is woken. A waiter that has ended gets nothing.
+    /// A waiter of another node is answered over the network.
     pub fn complete(&self, (waiter, completion): Delivery) {
-        let Route::Here(slot) = self.route(waiter.pid) else { return };
-        if slot.complete(waiter.pid, waiter.ticket, completion) {
-            self.wake(slot);
+        match self.route(waiter.pid) {
+            Route::Here(slot) => {
+                if slot.complete(waiter.pid, waiter.ticket, completion) {
+                    self.wake(slot);
+                }
+            }
+            Route::Elsewhere(_) => {
+                if let Some(remote) = self.shared.remote.get() {
+                    remote.complete(waiter, completion);
+                }
+            }
+            Route::Nowhere => {}
         }
     }
 

@@ -27,8 +27,14 @@ pub enum Completion {
     Taken,
     /// Something the waiter may want arrived; it looks again (a `where` template).
     Notified,
-    /// The store went away under the waiter (a deleted channel).
+    /// The store went away under the waiter (a deleted channel, a tuple
+    /// space whose node was lost).
     Deleted,
+    /// Nothing to hand over: a probe that found nothing, a withdrawn wait,
+    /// an operation that gives no values done (a remote `out`).
+    Nothing,
+    /// A number: how many tuples matched (a remote `count`).
+    Count(u64),
 }
 
 /// A store's decision: give this completion to this waiter.

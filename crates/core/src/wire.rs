@@ -13,6 +13,17 @@ use crate::Pid;
 /// First byte of every message; bump when the layout changes.
 pub const VERSION: u8 = 2;
 
+/// The kinds of shared values (tag 13), and their variants that the core
+/// needs to know (the Lua layer defines them all).
+pub mod shared {
+    pub const BUFFER: u8 = 1;
+    pub const SPACE: u8 = 2;
+    pub const FUTURE: u8 = 3;
+    /// A future variant: the bytes of a large buffer kept on the node that
+    /// made it, which a tuple space hands out in its stead.
+    pub const DEFERRED_BUFFER: u8 = 1;
+}
+
 /// Deepest nesting of tables and functions a message may carry.
 pub const MAX_DEPTH: usize = 200;
 
@@ -432,12 +443,12 @@ impl<'a> Reader<'a> {
 /// Shared values are passed over: their attachments cross beside the bytes.
 pub fn map_pids(buf: &mut [u8], mut map: impl FnMut(Pid, usize) -> Result<Pid, WireError>) -> Result<(), WireError> {
     let (mut r, count) = Reader::message(buf)?;
-    let mut pids = Vec::new();
+    let mut walk = Walk::default();
     for _ in 0..count {
-        skim_value(&mut r, 0, &mut pids)?;
+        walk.value(&mut r, 0)?;
     }
     r.finish()?;
-    for at in pids {
+    for at in walk.pids {
         let raw = u64::from_le_bytes(buf[at..at + 8].try_into().expect("eight bytes"));
         let pid = map(Pid::from_raw(raw).ok_or(WireError::BadPid(at))?, at)?;
         buf[at..at + 8].copy_from_slice(&pid.raw().to_le_bytes());
@@ -445,52 +456,214 @@ pub fn map_pids(buf: &mut [u8], mut map: impl FnMut(Pid, usize) -> Result<Pid, W
     Ok(())
 }
 
-/// Reads past one value, noting where its pids sit.
-fn skim_value(r: &mut Reader, depth: usize, pids: &mut Vec<usize>) -> Result<(), WireError> {
-    if depth > MAX_DEPTH {
-        return Err(WireError::TooDeep);
+/// What a value is, seen from outside: tables and functions are not opened.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Shape<'a> {
+    Nil,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(&'a [u8]),
+    Pid(Pid),
+    Table,
+    Function,
+    /// A loaded module (`function`: one of its C functions).
+    Library { function: bool },
+    /// A shared userdata: its kind and variant (see the format's shared kinds).
+    Shared { kind: u8, variant: u8 },
+}
+
+/// The shapes of the values of the message `buf`, which must be well formed.
+pub fn shapes(buf: &[u8]) -> Result<Vec<Shape<'_>>, WireError> {
+    let (mut r, count) = Reader::message(buf)?;
+    let mut walk = Walk::default();
+    let shapes = (0..count).map(|_| walk.value(&mut r, 0)).collect::<Result<Vec<_>, _>>()?;
+    r.finish()?;
+    Ok(shapes)
+}
+
+/// Appends the values of the message `msg` to `w`, as if they had been
+/// written there: the message's tables and functions are renumbered after
+/// the `objects` that `w` holds already (the count is updated), and its
+/// shared values after the `shared_base` attachments that come before its
+/// own. So several messages become values of one (a list of tuples).
+/// Returns how many values were appended.
+pub fn append_values(w: &mut Writer, msg: &[u8], objects: &mut u64, shared_base: u64) -> Result<usize, WireError> {
+    let (mut r, count) = Reader::message(msg)?;
+    let mut walk = Walk { copy: Some(Copy { w, object_base: *objects, shared_base }), ..Walk::default() };
+    for _ in 0..count {
+        walk.value(&mut r, 0)?;
     }
-    match r.tag()? {
-        Tag::Nil | Tag::False | Tag::True | Tag::Globals => {}
-        Tag::Int | Tag::Ref => drop(r.varint()?),
-        Tag::Float => drop(r.float()?),
-        Tag::Str => drop(r.bytes()?),
-        Tag::Pid => {
-            pids.push(r.position());
-            r.pid()?;
+    r.finish()?;
+    *objects += walk.objects.len() as u64;
+    Ok(count)
+}
+
+/// Splits a message whose first value is a string: that string's bytes,
+/// and the message of the values after it. (The string numbers no object
+/// and refers to no attachment, so the rest needs no renumbering.)
+pub fn split_leading_str(msg: &[u8]) -> Result<(&[u8], Vec<u8>), WireError> {
+    let (mut r, count) = Reader::message(msg)?;
+    let at = r.position();
+    if count == 0 || r.tag()? != Tag::Str {
+        return Err(WireError::BadTag { tag: msg.get(at).copied().unwrap_or(0), at });
+    }
+    let lead = r.bytes()?;
+    let mut w = Writer::message(count - 1);
+    w.raw(&msg[r.position()..]);
+    Ok((lead, w.finish_small()))
+}
+
+/// The message `msg` with the string `lead` as a new first value (undoes
+/// [`split_leading_str`]).
+pub fn prepend_str(lead: &[u8], msg: &[u8]) -> Result<Vec<u8>, WireError> {
+    let (r, count) = Reader::message(msg)?;
+    let mut w = Writer::message(count + 1);
+    w.str(lead);
+    w.raw(&msg[r.position()..]);
+    w.finish().map_err(|(e, _)| e)
+}
+
+/// A walk over values: where their pids sit, the kind of each object
+/// (true: a table) by number, and, when copying, the values written again
+/// with objects and shared values renumbered.
+#[derive(Default)]
+struct Walk<'w> {
+    pids: Vec<usize>,
+    objects: Vec<bool>,
+    copy: Option<Copy<'w>>,
+}
+
+struct Copy<'w> {
+    w: &'w mut Writer,
+    object_base: u64,
+    shared_base: u64,
+}
+
+impl Walk<'_> {
+    fn out(&mut self) -> Option<&mut Writer> {
+        self.copy.as_mut().map(|c| &mut *c.w)
+    }
+
+    fn base(&self) -> (u64, u64) {
+        self.copy.as_ref().map_or((0, 0), |c| (c.object_base, c.shared_base))
+    }
+
+    /// Reads past one value (copying it if asked); returns its shape.
+    fn value<'a>(&mut self, r: &mut Reader<'a>, depth: usize) -> Result<Shape<'a>, WireError> {
+        if depth > MAX_DEPTH {
+            return Err(WireError::TooDeep);
         }
-        Tag::Table => {
-            let narr = r.varint()?;
-            let nhash = r.u32()? as u64;
-            for _ in 0..narr.saturating_add(nhash.saturating_mul(2)) {
-                skim_value(r, depth + 1, pids)?;
-            }
-        }
-        Tag::Function => {
-            let len = r.u32()? as usize;
-            r.bytes_raw(len)?;
-            for _ in 0..r.varint()? {
-                if r.peek_tag() == Some(Tag::SharedUpvalue) {
-                    r.tag()?;
-                    r.varint()?;
-                    r.varint()?;
-                } else {
-                    skim_value(r, depth + 1, pids)?;
+        let (object_base, shared_base) = self.base();
+        let tag = r.tag()?;
+        let shape = match tag {
+            Tag::Nil => Shape::Nil,
+            Tag::False | Tag::True => Shape::Bool(tag == Tag::True),
+            Tag::Globals => Shape::Table,
+            Tag::Int => {
+                let i = r.int()?;
+                if let Some(w) = self.out() {
+                    w.int(i);
                 }
+                return Ok(Shape::Int(i));
             }
+            Tag::Ref => {
+                let id = r.varint()?;
+                let table = *self.objects.get(id as usize).ok_or(WireError::BadRef(id))?;
+                if let Some(w) = self.out() {
+                    w.tag(Tag::Ref);
+                    w.varint(object_base + id);
+                }
+                return Ok(if table { Shape::Table } else { Shape::Function });
+            }
+            Tag::Float => {
+                let f = r.float()?;
+                if let Some(w) = self.out() {
+                    w.float(f);
+                }
+                return Ok(Shape::Float(f));
+            }
+            Tag::Str => {
+                let b = r.bytes()?;
+                if let Some(w) = self.out() {
+                    w.str(b);
+                }
+                return Ok(Shape::Str(b));
+            }
+            Tag::Pid => {
+                self.pids.push(r.position());
+                let pid = r.pid()?;
+                if let Some(w) = self.out() {
+                    w.pid(pid);
+                }
+                return Ok(Shape::Pid(pid));
+            }
+            Tag::Table => {
+                self.objects.push(true);
+                let narr = r.varint()?;
+                let nhash = r.u32()?;
+                if let Some(w) = self.out() {
+                    w.tag(Tag::Table);
+                    w.varint(narr);
+                    w.buffer().extend_from_slice(&nhash.to_le_bytes());
+                }
+                for _ in 0..narr.saturating_add((nhash as u64).saturating_mul(2)) {
+                    self.value(r, depth + 1)?;
+                }
+                return Ok(Shape::Table);
+            }
+            Tag::Function => {
+                self.objects.push(false);
+                let len = r.u32()?;
+                let code = r.bytes_raw(len as usize)?;
+                let nups = r.varint()?;
+                if let Some(w) = self.out() {
+                    w.tag(Tag::Function);
+                    w.buffer().extend_from_slice(&len.to_le_bytes());
+                    w.raw(code);
+                    w.varint(nups);
+                }
+                for _ in 0..nups {
+                    if r.peek_tag() == Some(Tag::SharedUpvalue) {
+                        r.tag()?;
+                        let (owner, index) = (r.varint()?, r.varint()?);
+                        if let Some(w) = self.out() {
+                            w.tag(Tag::SharedUpvalue);
+                            w.varint(object_base + owner);
+                            w.varint(index);
+                        }
+                    } else {
+                        self.value(r, depth + 1)?;
+                    }
+                }
+                return Ok(Shape::Function);
+            }
+            Tag::Library => {
+                let (module, field) = (r.bytes()?, r.bytes()?);
+                if let Some(w) = self.out() {
+                    w.tag(Tag::Library);
+                    w.bytes(module);
+                    w.bytes(field);
+                }
+                return Ok(Shape::Library { function: !field.is_empty() });
+            }
+            Tag::SharedUpvalue => return Err(WireError::BadTag { tag: Tag::SharedUpvalue as u8, at: r.position() - 1 }),
+            Tag::Shared => {
+                let (kind, variant, index) = (r.byte_value()?, r.byte_value()?, r.varint()?);
+                if let Some(w) = self.out() {
+                    w.tag(Tag::Shared);
+                    w.byte(kind);
+                    w.byte(variant);
+                    w.varint(shared_base + index);
+                }
+                return Ok(Shape::Shared { kind, variant });
+            }
+        };
+        if let Some(w) = self.out() {
+            w.tag(tag);
         }
-        Tag::Library => {
-            r.bytes()?;
-            r.bytes()?;
-        }
-        Tag::SharedUpvalue => return Err(WireError::BadTag { tag: Tag::SharedUpvalue as u8, at: r.position() - 1 }),
-        Tag::Shared => {
-            r.byte_value()?;
-            r.byte_value()?;
-            r.varint()?;
-        }
+        Ok(shape)
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -591,5 +764,59 @@ mod tests {
         let mut w = Writer::message(1);
         w.str(&[7; 5000]);
         assert!(w.finish().is_ok());
+    }
+
+    /// A message of one table holding itself, then a shared value.
+    fn self_holding_table(shared: u64) -> Vec<u8> {
+        let mut w = Writer::message(2);
+        w.tag(Tag::Table);
+        w.varint(1);
+        w.buffer().extend_from_slice(&0u32.to_le_bytes());
+        w.tag(Tag::Ref);
+        w.varint(0);
+        w.tag(Tag::Shared);
+        w.byte(1);
+        w.byte(0);
+        w.varint(shared);
+        w.finish_small()
+    }
+
+    #[test]
+    fn values_of_several_messages_become_one_renumbered() {
+        let a = self_holding_table(0);
+        let b = self_holding_table(0);
+        let mut w = Writer::message(1);
+        w.tag(Tag::Table);
+        w.varint(4);
+        w.buffer().extend_from_slice(&0u32.to_le_bytes());
+        let mut objects = 1;
+        for (i, m) in [&a, &b].into_iter().enumerate() {
+            assert_eq!(append_values(&mut w, m, &mut objects, i as u64).unwrap(), 2);
+        }
+        assert_eq!(objects, 3);
+        let list = w.finish_small();
+        // The second table refers to itself as object 2, and to attachment 1.
+        let (mut r, _) = Reader::message(&list).unwrap();
+        let mut walk = Walk::default();
+        assert_eq!(walk.value(&mut r, 0).unwrap(), Shape::Table);
+        assert_eq!(walk.objects.len(), 3);
+        r.finish().unwrap();
+        let tail = &list[list.len() - 12..];
+        assert_eq!(tail, &[Tag::Table as u8, 1, 0, 0, 0, 0, Tag::Ref as u8, 2, Tag::Shared as u8, 1, 0, 1][..]);
+    }
+
+    #[test]
+    fn shapes_see_through_references_and_strings_split_off() {
+        let m = self_holding_table(3);
+        assert_eq!(shapes(&m).unwrap(), vec![Shape::Table, Shape::Shared { kind: 1, variant: 0 }]);
+        let with_lead = prepend_str(b"op", &m).unwrap();
+        let (lead, rest) = split_leading_str(&with_lead).unwrap();
+        assert_eq!((lead, rest), (&b"op"[..], m.clone()));
+        assert!(split_leading_str(&m).is_err(), "the first value is no string");
+        let mut w = Writer::message(1);
+        w.tag(Tag::Ref);
+        w.varint(0);
+        assert_eq!(shapes(&w.finish_small()), Err(WireError::BadRef(0)));
+        assert!(split_leading_str(&with_lead[..4]).is_err(), "cut inside the string");
     }
 }

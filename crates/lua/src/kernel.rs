@@ -133,15 +133,22 @@ unsafe extern "C-unwind" fn spawn_on(L: *mut ffi::lua_State) -> c_int {
     if ffi::lua_type(L, 2) != ffi::LUA_TFUNCTION {
         return raise(L, format!("bad argument #2 to 'spawn_on' (function expected, got {})", type_name(L, 2)));
     }
+    spawn_somewhere(L, asked, 2, "spawn_on")
+}
+
+/// Starts `f, args...` (from `first`) on the node named `asked`, or the
+/// least loaded one for `"any"`; returns its pid, waiting for it if the
+/// node is another.
+pub(crate) unsafe fn spawn_somewhere(L: *mut ffi::lua_State, asked: &[u8], first: c_int, fname: &str) -> c_int {
     let rt = ctx(L).rt();
     let node = match asked {
         b"any" => rt.least_loaded_node(),
         named => String::from_utf8_lossy(named).into(),
     };
     if node != rt.node_name() {
-        return crate::remote::spawn_on(L, &node, 2);
+        return crate::remote::spawn_on(L, &node, first);
     }
-    match spawn_from(L, 2, "spawn_on") {
+    match spawn_from(L, first, fname) {
         Ok(pid) => {
             push_pid(L, pid);
             1

@@ -16,6 +16,7 @@
 //! | [`control`] | `synodic.control` | write (to a console), processes, probe |
 //! | [`coroutine`] | `coroutine.resume`, `wrap`, `yield`, `isyieldable` | scheduler-aware replacements |
 //! | [`codec`] | – | Lua values ⇄ wire format; `Sendable`, the userdata kinds that cross (buffers, space handles) |
+//! | `linda_remote` | – | space methods on another node's space: requests, and waiting for their answers |
 //! | `wait` | – | what a blocked process waits for, and withdrawing it |
 //! | `remote` | – | requests another node answers (`spawn_on` elsewhere): sent, then the reply awaited by its tag |
 //! | [`state`] | – | state creation, `require`, `print`, `warn`; a new state's first collection (`csrc/gc.c`) |
@@ -70,6 +71,7 @@ mod hot;
 pub mod kernel;
 mod lazy;
 pub mod linda;
+mod linda_remote;
 mod lualib;
 mod peek;
 mod plain;

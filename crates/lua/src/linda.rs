@@ -11,15 +11,23 @@
 //! tried. A blocked `where` caller is woken by any tuple matching its other
 //! fields and looks again.
 //!
-//! A handle holds its space; handles in messages and tuples share it as an
+//! A handle holds a [`SpaceRef`]: a named space's name, and where the space
+//! lives once that is known. Handles in messages and tuples share it as an
 //! attachment, so a private space lives exactly as long as some handle to
-//! it does.
+//! it does (or, once a handle has gone to another node, as long as its
+//! node). Every method first finds where its space lives (`place`): a space
+//! of this node is worked on here; one of another node through requests
+//! (`linda_remote`); a named space nobody has used yet is claimed for this
+//! node first (`claim`), which waits for the cluster's answer.
 
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::Arc;
 
 use mlua_sys as ffi;
-use synodic_core::linda::{Field, Kind, Mode, Pattern, Space, Tuple};
+use synodic_core::linda::{Field, Kind, Kinds, Mode, Pattern, Tuple};
+use synodic_core::linda_remote::{home_name, keeper};
+use synodic_core::remote::{claim_answer, reply_tag};
+use synodic_core::spaces::{Home, Space, SpaceRef};
 use synodic_core::waiting::{Completion, Waiter};
 use synodic_core::{Attachment, Pid};
 
@@ -39,33 +47,73 @@ fn formal_key() -> *mut c_void {
     &FORMAL as *const u8 as *mut c_void
 }
 
-const FORMALS: &[(&CStr, &[Kind])] = &[
-    (c"int", &[Kind::Int]),
-    (c"float", &[Kind::Float]),
-    (c"number", &[Kind::Int, Kind::Float]),
-    (c"string", &[Kind::String]),
-    (c"boolean", &[Kind::Boolean]),
-    (c"table", &[Kind::Table]),
-    (c"buffer", &[Kind::Buffer]),
-    (c"any", &[]),
+const FORMALS: &[(&CStr, Kinds)] = &[
+    (c"int", Kinds::of(&[Kind::Int])),
+    (c"float", Kinds::of(&[Kind::Float])),
+    (c"number", Kinds::of(&[Kind::Int, Kind::Float])),
+    (c"string", Kinds::of(&[Kind::String])),
+    (c"boolean", Kinds::of(&[Kind::Boolean])),
+    (c"table", Kinds::of(&[Kind::Table])),
+    (c"buffer", Kinds::of(&[Kind::Buffer])),
+    (c"any", Kinds(0)),
 ];
 
 const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"open", open_space), (c"new", new_space), (c"where", where_)];
 
-const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
-    (c"out", out),
-    (c"take", take),
-    (c"in", take),
-    (c"rd", rd),
-    (c"inp", inp),
-    (c"rdp", rdp),
-    (c"take_within", take_within),
-    (c"rd_within", rd_within),
-    (c"count", count),
-    (c"take_all", take_all),
-    (c"clear", clear),
+/// A method that works on the space's tuples: what it does on a space of
+/// this node, and on one of another node.
+struct Method {
+    name: &'static str,
+    here: unsafe fn(*mut ffi::lua_State, &Arc<Space>) -> c_int,
+    there: unsafe fn(*mut ffi::lua_State, &SpaceRef, u16) -> c_int,
+}
+
+use crate::linda_remote as far;
+
+const METHODS: [Method; 11] = [
+    Method { name: "out", here: out, there: far::out },
+    Method { name: "take", here: take, there: far::take },
+    Method { name: "rd", here: rd, there: far::rd },
+    Method { name: "inp", here: inp, there: far::inp },
+    Method { name: "rdp", here: rdp, there: far::rdp },
+    Method { name: "take_within", here: take_within, there: far::take_within },
+    Method { name: "rd_within", here: rd_within, there: far::rd_within },
+    Method { name: "count", here: count, there: far::count },
+    Method { name: "take_all", here: take_all, there: far::take_all },
+    Method { name: "clear", here: clear, there: far::clear },
+    Method { name: "in", here: take, there: far::take },
+];
+
+/// The methods as Lua sees them (`eval` only starts a process).
+const LUA_METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
+    (c"out", method::<0>),
+    (c"take", method::<1>),
+    (c"rd", method::<2>),
+    (c"inp", method::<3>),
+    (c"rdp", method::<4>),
+    (c"take_within", method::<5>),
+    (c"rd_within", method::<6>),
+    (c"count", method::<7>),
+    (c"take_all", method::<8>),
+    (c"clear", method::<9>),
+    (c"in", method::<10>),
     (c"eval", eval),
 ];
+
+unsafe extern "C-unwind" fn method<const M: usize>(L: *mut ffi::lua_State) -> c_int {
+    call(L, M)
+}
+
+/// Runs method `m` where its space lives.
+unsafe fn call(L: *mut ffi::lua_State, m: usize) -> c_int {
+    let method = &METHODS[m];
+    match place(L, method.name) {
+        Ok(Place::Here(space)) => (method.here)(L, space),
+        Ok(Place::There(space, alias)) => (method.there)(L, space, alias),
+        Ok(Place::Unclaimed) => claim(L, m),
+        Err(e) => raise(L, e),
+    }
+}
 
 pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
     ffi::lua_createtable(L, 0, (FUNCTIONS.len() + FORMALS.len() + 1) as c_int);
@@ -79,52 +127,46 @@ pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
         ffi::lua_rawsetp(L, -2, formal_key());
         ffi::lua_setfield(L, -2, name.as_ptr());
     }
-    let (id, space) = ctx(L).rt().spaces().open(b"default");
-    push_space(L, id, space);
+    push_space(L, named(b"default"));
     ffi::lua_setfield(L, -2, c"default".as_ptr());
     1
 }
 
-/// What a space handle holds: the space itself, so operations need no
-/// lookup in the node's table (and no lock on it).
+/// A handle to the named space `name`, not looked up yet.
+fn named(name: &[u8]) -> SpaceRef {
+    SpaceRef { name: Some(Arc::new(name.into())), home: Home::Unresolved }
+}
+
+/// What a space handle holds: where its space is (for a space of this
+/// node, the space itself, so operations need no lookup in the node's
+/// table and no lock on it).
 struct Handle {
-    id: u64,
-    space: Arc<Space>,
+    space: SpaceRef,
 }
 
-/// Pushes a handle to `space`, whose id is `id`.
-pub(crate) unsafe fn push_space(L: *mut ffi::lua_State, id: u64, space: Arc<Space>) {
-    (ffi::lua_newuserdatauv(L, std::mem::size_of::<Handle>(), 0) as *mut Handle).write(Handle { id, space });
-    set_class(L, SPACE, &[(c"__gc", space_gc as ffi::lua_CFunction), (c"__eq", space_eq), (c"__tostring", space_tostring)], c"__index", METHODS);
+/// Pushes a handle to `space`.
+pub(crate) unsafe fn push_space(L: *mut ffi::lua_State, space: SpaceRef) {
+    (ffi::lua_newuserdatauv(L, std::mem::size_of::<Handle>(), 0) as *mut Handle).write(Handle { space });
+    set_class(L, SPACE, &[(c"__gc", space_gc as ffi::lua_CFunction), (c"__eq", space_eq), (c"__tostring", space_tostring)], c"__index", LUA_METHODS);
 }
 
-/// A space handle crosses as its space, shared (see `codec::Sendable`).
-pub(crate) static SENDABLE: Sendable = Sendable { kind: 2, share: share_space, rebuild: rebuild_space };
-
-/// What travels: the id and the space itself.
-struct Shared {
-    id: u64,
-    space: Arc<Space>,
-}
+/// A space handle crosses as what it holds, shared (see `codec::Sendable`;
+/// between nodes, `remote::carry`).
+pub(crate) static SENDABLE: Sendable = Sendable { kind: synodic_core::wire::shared::SPACE, share: share_space, rebuild: rebuild_space };
 
 unsafe fn share_space(L: *mut ffi::lua_State, idx: c_int) -> Option<(u8, Attachment)> {
     let h = handle(L, idx)?;
-    Some((0, Arc::new(Shared { id: h.id, space: h.space.clone() })))
+    Some((0, Arc::new(h.space.clone())))
 }
 
 unsafe fn rebuild_space(L: *mut ffi::lua_State, _variant: u8, shared: &Attachment) -> Result<(), String> {
-    let shared = shared.downcast_ref::<Shared>().ok_or("not a tuple space")?;
-    push_space(L, shared.id, shared.space.clone());
+    let space = shared.downcast_ref::<SpaceRef>().ok_or("not a tuple space")?;
+    push_space(L, space.clone());
     Ok(())
 }
 
-unsafe fn handle<'a>(L: *mut ffi::lua_State, idx: c_int) -> Option<&'a Handle> {
-    (ffi::luaL_testudata(L, idx, SPACE.as_ptr()) as *const Handle).as_ref()
-}
-
-/// The space id of the handle at `idx`, if it is one.
-unsafe fn to_space(L: *mut ffi::lua_State, idx: c_int) -> Option<u64> {
-    handle(L, idx).map(|h| h.id)
+unsafe fn handle<'a>(L: *mut ffi::lua_State, idx: c_int) -> Option<&'a mut Handle> {
+    (ffi::luaL_testudata(L, idx, SPACE.as_ptr()) as *mut Handle).as_mut()
 }
 
 unsafe extern "C-unwind" fn space_gc(L: *mut ffi::lua_State) -> c_int {
@@ -138,14 +180,16 @@ unsafe extern "C-unwind" fn space_gc(L: *mut ffi::lua_State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn space_eq(L: *mut ffi::lua_State) -> c_int {
-    let same = matches!((to_space(L, 1), to_space(L, 2)), (Some(a), Some(b)) if a == b);
+    let same = match (handle(L, 1), handle(L, 2)) {
+        (Some(a), Some(b)) => a.space.same(&b.space),
+        _ => false,
+    };
     ffi::lua_pushboolean(L, same as c_int);
     1
 }
 
 unsafe extern "C-unwind" fn space_tostring(L: *mut ffi::lua_State) -> c_int {
-    let (node, serial) = synodic_core::linda::space_id_parts(to_space(L, 1).unwrap_or(0));
-    let s = format!("space: {node}.{serial}");
+    let s = format!("space: {}", handle(L, 1).map_or_else(String::new, |h| h.space.describe()));
     push_bytes(L, s.as_bytes());
     1
 }
@@ -154,14 +198,13 @@ unsafe extern "C-unwind" fn open_space(L: *mut ffi::lua_State) -> c_int {
     let Some(name) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
         return raise(L, format!("bad argument #1 to 'open' (space name expected, got {})", type_name(L, 1)));
     };
-    let (id, space) = ctx(L).rt().spaces().open(name);
-    push_space(L, id, space);
+    push_space(L, named(name));
     1
 }
 
 unsafe extern "C-unwind" fn new_space(L: *mut ffi::lua_State) -> c_int {
-    let (id, space) = ctx(L).rt().spaces().create();
-    push_space(L, id, space);
+    let (serial, space) = ctx(L).rt().spaces().create();
+    push_space(L, SpaceRef { name: None, home: Home::Here(serial, space) });
     1
 }
 
@@ -178,18 +221,103 @@ unsafe extern "C-unwind" fn where_(L: *mut ffi::lua_State) -> c_int {
     1
 }
 
-/// The space of the handle `self` (argument 1), borrowed for this call:
-/// every space operation goes through here, the one place where a space
-/// held by another node will branch off (as `Runtime::route` does for
-/// processes).
-unsafe fn space_of<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a Arc<Space>, String> {
-    handle(L, 1)
-        .map(|h| &h.space)
-        .ok_or_else(|| format!("bad self to '{fname}' (tuple space expected, got {}; call it as ts:{fname}(...))", type_name(L, 1)))
+/// Where the space of the handle `self` (argument 1) lives, borrowed for this call.
+enum Place<'a> {
+    Here(&'a Arc<Space>),
+    /// Another node's (its alias).
+    There(&'a SpaceRef, u16),
+    /// A named space that no node has claimed yet.
+    Unclaimed,
+}
+
+/// Finds where `self`'s space lives; a named space is looked up in the
+/// cluster's name map the first time, and the answer kept in the handle.
+unsafe fn place<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<Place<'a>, String> {
+    let h = handle(L, 1).ok_or_else(|| format!("bad self to '{fname}' (tuple space expected, got {}; call it as ts:{fname}(...))", type_name(L, 1)))?;
+    if let (Home::Unresolved, Some(name)) = (&h.space.home, &h.space.name) {
+        let rt = ctx(L).rt();
+        let found = match rt.remote() {
+            None => Some(Pid::new(0, 0, 0)),
+            Some(_) => rt.whereis(&home_name(name)),
+        };
+        if let Some(holder) = found {
+            h.space.home = home_at(L, name, holder);
+        }
+    }
+    Ok(match &h.space.home {
+        Home::Here(_, space) => Place::Here(space),
+        Home::There(alias, _) => Place::There(&h.space, *alias),
+        Home::Unresolved => Place::Unclaimed,
+        Home::Gone => return Err(format!("{fname}: space lost: {}", h.space.describe())),
+    })
+}
+
+/// The home of the named space `name`, whose name `holder` holds.
+unsafe fn home_at(L: *mut ffi::lua_State, name: &[u8], holder: Pid) -> Home {
+    match holder.node() {
+        0 => {
+            let (serial, space) = ctx(L).rt().spaces().open(name);
+            Home::Here(serial, space)
+        }
+        alias => Home::There(alias, 0),
+    }
+}
+
+/// Method `m` on a named space nobody has claimed: claims it for this
+/// node, waits for the cluster's answer (granted, or another node was
+/// first), then runs the method where the space lives.
+unsafe fn claim(L: *mut ffi::lua_State, m: usize) -> c_int {
+    let fname = METHODS[m].name;
+    let asked = (|| {
+        if ffi::lua_isyieldable(L) == 0 {
+            return Err(format!("{fname}: cannot block here (inside a call that cannot yield, such as a metamethod called from C)"));
+        }
+        let rt = ctx(L).rt();
+        let name = handle(L, 1).and_then(|h| h.space.name.clone()).ok_or("not a named space")?;
+        let holder = keeper(rt).map_err(|e| format!("{fname}: {e}"))?;
+        let remote = rt.remote().ok_or("no cluster")?;
+        let tag = rt.next_tag();
+        remote.claim(ctx(L).proc().pid(), tag, &home_name(&name), holder).map_err(|e| format!("{fname}: space lost: {} ({e})", String::from_utf8_lossy(&name)))?;
+        Ok(tag)
+    })();
+    match asked {
+        Ok(tag) => {
+            start_deadline(L, None);
+            ffi::lua_pushinteger(L, tag as ffi::lua_Integer);
+            claimed_k(L, ffi::LUA_OK, m as ffi::lua_KContext)
+        }
+        Err(e) => raise(L, e),
+    }
+}
+
+/// Waits for the answer to a claim (its tag on top of the stack); the
+/// context is the method, and the mailbox cursor above 8 bits.
+unsafe extern "C-unwind" fn claimed_k(L: *mut ffi::lua_State, _status: c_int, k: ffi::lua_KContext) -> c_int {
+    let (m, cursor) = (k as usize & 0xff, k as usize >> 8);
+    let tag = ffi::lua_tointegerx(L, -1, std::ptr::null_mut()) as u64;
+    let answer = match ctx(L).proc().take_first_match(cursor, |msg| reply_tag(msg) == Some(tag)) {
+        Ok(msg) => claim_answer(&msg),
+        Err(next) => {
+            if wait::take_withdrawn(L) {
+                return wait::cannot_block(L, METHODS[m].name);
+            }
+            return crate::kernel::block_on_mailbox(L, claimed_k, ((next << 8) | m) as ffi::lua_KContext, METHODS[m].name);
+        }
+    };
+    ffi::lua_settop(L, -2);
+    let Some(h) = handle(L, 1) else { return 0 };
+    let name = h.space.name.clone().unwrap_or_default();
+    match answer {
+        Some(Ok(())) => h.space.home = home_at(L, &name, Pid::new(0, 0, 0)),
+        Some(Err((_, Some(holder)))) => h.space.home = home_at(L, &name, holder),
+        Some(Err((why, None))) => return raise(L, format!("{}: space lost: {} ({why})", METHODS[m].name, String::from_utf8_lossy(&name))),
+        None => return raise(L, format!("{}: a malformed answer from the cluster", METHODS[m].name)),
+    }
+    call(L, m)
 }
 
 /// The field at `idx`, for a tuple (`n` is its position, for errors).
-unsafe fn field(L: *mut ffi::lua_State, idx: c_int, n: c_int, what: &str) -> Result<Field, String> {
+pub(crate) unsafe fn field(L: *mut ffi::lua_State, idx: c_int, n: c_int, what: &str) -> Result<Field, String> {
     Ok(match peek(L, idx) {
         Plain::Nil => return Err(format!("{what}: field {n} is nil (tuples cannot hold nil)")),
         Plain::Bool(b) => Field::Bool(b),
@@ -204,10 +332,10 @@ unsafe fn field(L: *mut ffi::lua_State, idx: c_int, n: c_int, what: &str) -> Res
 }
 
 /// The `where` fields of a template: (field index, stack slot of the formal).
-type Wheres = Vec<(usize, c_int)>;
+pub(crate) type Wheres = Vec<(usize, c_int)>;
 
 /// A template from the arguments `first..=top`; also the stack slots of its `where` formals.
-unsafe fn template(L: *mut ffi::lua_State, first: c_int, what: &str) -> Result<(Vec<Pattern>, Wheres), String> {
+pub(crate) unsafe fn template(L: *mut ffi::lua_State, first: c_int, what: &str) -> Result<(Vec<Pattern>, Wheres), String> {
     let top = ffi::lua_gettop(L);
     if top < first {
         return Err(format!("{what}: a template needs at least one field"));
@@ -226,8 +354,8 @@ unsafe fn template(L: *mut ffi::lua_State, first: c_int, what: &str) -> Result<(
                     Pattern::Any
                 }
                 (true, i) => match FORMALS.get(i as usize) {
-                    Some((_, [])) => Pattern::Any,
-                    Some((_, kinds)) => Pattern::Formal(kinds),
+                    Some((_, Kinds(0))) => Pattern::Any,
+                    Some((_, kinds)) => Pattern::Formal(*kinds),
                     None => Pattern::Never,
                 },
                 // A table as an actual never matches (SPEC §5).
@@ -250,22 +378,27 @@ unsafe fn push_tuple(L: *mut ffi::lua_State, tuple: &Tuple, what: &str) -> Resul
 unsafe fn holds(L: *mut ffi::lua_State, tuple: &Tuple, wheres: &[(usize, c_int)]) -> Result<bool, String> {
     let base = ffi::lua_gettop(L);
     push_tuple(L, tuple, "where")?;
+    let held = check(L, base + 1, wheres);
+    ffi::lua_settop(L, base);
+    held
+}
+
+/// Whether every `where` predicate holds for its field of the tuple whose
+/// values are on the stack from `first` on (left as they are).
+pub(crate) unsafe fn check(L: *mut ffi::lua_State, first: c_int, wheres: &[(usize, c_int)]) -> Result<bool, String> {
     for &(field, slot) in wheres {
         ffi::lua_rawgeti(L, slot, 1);
-        ffi::lua_pushvalue(L, base + 1 + field as c_int);
+        ffi::lua_pushvalue(L, first + field as c_int);
         if protected(L, 1, 1).is_err() {
             let err = pop_error(L);
-            ffi::lua_settop(L, base);
             return Err(format!("where: the predicate failed: {err}"));
         }
         let ok = ffi::lua_toboolean(L, -1) != 0;
         ffi::lua_settop(L, -2);
         if !ok {
-            ffi::lua_settop(L, base);
             return Ok(false);
         }
     }
-    ffi::lua_settop(L, base);
     Ok(true)
 }
 
@@ -401,15 +534,14 @@ unsafe extern "C-unwind" fn blocking_k(L: *mut ffi::lua_State, _status: c_int, _
 }
 
 /// `take`/`rd` and their timed forms: the template starts at `first`.
-unsafe fn blocking(L: *mut ffi::lua_State, take: bool, timed: bool, fname: &str) -> c_int {
+unsafe fn blocking(L: *mut ffi::lua_State, space: &Arc<Space>, take: bool, timed: bool, fname: &str) -> c_int {
     let prepared = (|| {
-        let space = space_of(L, fname)?;
-        let timeout = if timed { Some(opt_seconds(L, 2, fname)?.ok_or_else(|| format!("bad argument #1 to '{fname}' (seconds expected)"))?) } else { None };
+        let timeout = if timed { Some(seconds(L, fname)?) } else { None };
         let (patterns, wheres) = template(L, if timed { 3 } else { 2 }, fname)?;
-        Ok::<_, String>((space, timeout, patterns, wheres))
+        Ok::<_, String>((timeout, patterns, wheres))
     })();
     match prepared {
-        Ok((space, timeout, patterns, wheres)) => {
+        Ok((timeout, patterns, wheres)) => {
             start_deadline(L, timeout);
             let got = attempt(L, Box::new(Query { space: space.clone(), patterns, wheres, take }));
             // A zero timeout polls: no waiting (but a tuple handed meanwhile is kept).
@@ -422,26 +554,30 @@ unsafe fn blocking(L: *mut ffi::lua_State, take: bool, timed: bool, fname: &str)
     }
 }
 
-unsafe extern "C-unwind" fn take(L: *mut ffi::lua_State) -> c_int {
-    blocking(L, true, false, "take")
+/// The timeout of a timed form (argument 2).
+pub(crate) unsafe fn seconds(L: *mut ffi::lua_State, fname: &str) -> Result<std::time::Duration, String> {
+    opt_seconds(L, 2, fname)?.ok_or_else(|| format!("bad argument #1 to '{fname}' (seconds expected)"))
 }
 
-unsafe extern "C-unwind" fn rd(L: *mut ffi::lua_State) -> c_int {
-    blocking(L, false, false, "rd")
+unsafe fn take(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
+    blocking(L, space, true, false, "take")
 }
 
-unsafe extern "C-unwind" fn take_within(L: *mut ffi::lua_State) -> c_int {
-    blocking(L, true, true, "take_within")
+unsafe fn rd(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
+    blocking(L, space, false, false, "rd")
 }
 
-unsafe extern "C-unwind" fn rd_within(L: *mut ffi::lua_State) -> c_int {
-    blocking(L, false, true, "rd_within")
+unsafe fn take_within(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
+    blocking(L, space, true, true, "take_within")
+}
+
+unsafe fn rd_within(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
+    blocking(L, space, false, true, "rd_within")
 }
 
 /// `inp` / `rdp`: the oldest match now, or no values.
-unsafe fn probe(L: *mut ffi::lua_State, take: bool, fname: &str) -> c_int {
+unsafe fn probe(L: *mut ffi::lua_State, space: &Arc<Space>, take: bool, fname: &str) -> c_int {
     let found = (|| {
-        let space = space_of(L, fname)?;
         let (patterns, wheres) = template(L, 2, fname)?;
         if wheres.is_empty() {
             Ok(space.with(|st| st.find(&patterns, take)))
@@ -456,17 +592,16 @@ unsafe fn probe(L: *mut ffi::lua_State, take: bool, fname: &str) -> c_int {
     }
 }
 
-unsafe extern "C-unwind" fn inp(L: *mut ffi::lua_State) -> c_int {
-    probe(L, true, "inp")
+unsafe fn inp(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
+    probe(L, space, true, "inp")
 }
 
-unsafe extern "C-unwind" fn rdp(L: *mut ffi::lua_State) -> c_int {
-    probe(L, false, "rdp")
+unsafe fn rdp(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
+    probe(L, space, false, "rdp")
 }
 
-unsafe extern "C-unwind" fn out(L: *mut ffi::lua_State) -> c_int {
+unsafe fn out(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
     let done = (|| {
-        let space = space_of(L, "out")?;
         let top = ffi::lua_gettop(L);
         if top < 2 {
             return Err("out: a tuple needs at least one field".to_string());
@@ -483,9 +618,8 @@ unsafe extern "C-unwind" fn out(L: *mut ffi::lua_State) -> c_int {
     }
 }
 
-unsafe extern "C-unwind" fn count(L: *mut ffi::lua_State) -> c_int {
+unsafe fn count(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
     let counted = (|| {
-        let space = space_of(L, "count")?;
         let (patterns, wheres) = template(L, 2, "count")?;
         if wheres.is_empty() {
             return Ok(space.with(|st| st.count(&patterns)));
@@ -505,19 +639,17 @@ unsafe extern "C-unwind" fn count(L: *mut ffi::lua_State) -> c_int {
     }
 }
 
-unsafe extern "C-unwind" fn take_all(L: *mut ffi::lua_State) -> c_int {
+unsafe fn take_all(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
     let taken = (|| {
-        let space = space_of(L, "take_all")?;
         let (patterns, wheres) = template(L, 2, "take_all")?;
         if wheres.is_empty() {
-            let all = space.with(|st| st.take_all(&patterns));
-            return Ok((space, all));
+            return Ok(space.with(|st| st.take_all(&patterns, usize::MAX)));
         }
         let mut all = Vec::new();
         loop {
             match find_where(L, space, &patterns, &wheres, true) {
                 Ok(Some(t)) => all.push(t),
-                Ok(None) => return Ok((space, all)),
+                Ok(None) => return Ok(all),
                 Err(e) => {
                     // Nothing is lost: what was taken goes back.
                     for t in all {
@@ -528,7 +660,7 @@ unsafe extern "C-unwind" fn take_all(L: *mut ffi::lua_State) -> c_int {
             }
         }
     })();
-    let (space, tuples) = match taken {
+    let tuples = match taken {
         Ok(t) => t,
         Err(e) => return raise(L, e),
     };
@@ -564,14 +696,9 @@ unsafe extern "C-unwind" fn take_all(L: *mut ffi::lua_State) -> c_int {
     }
 }
 
-unsafe extern "C-unwind" fn clear(L: *mut ffi::lua_State) -> c_int {
-    match space_of(L, "clear") {
-        Ok(space) => {
-            space.with(|st| st.clear());
-            0
-        }
-        Err(e) => raise(L, e),
-    }
+unsafe fn clear(_L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
+    space.with(|st| st.clear());
+    0
 }
 
 /// The body of an `eval` process: calls the function fields, then `out`s the tuple.
@@ -580,21 +707,23 @@ const EVAL: &str = "local ts = ... \
     for i = 1, t.n do if type(t[i]) == 'function' then t[i] = t[i]() end end \
     ts:out(table.unpack(t, 1, t.n))";
 
+/// `eval`: starts the process on the least loaded node; returns its pid.
 unsafe extern "C-unwind" fn eval(L: *mut ffi::lua_State) -> c_int {
-    let started = (|| {
-        space_of(L, "eval")?;
-        let top = ffi::lua_gettop(L);
-        if top < 2 {
+    let loaded = (|| {
+        if handle(L, 1).is_none() {
+            return Err(format!("bad self to 'eval' (tuple space expected, got {}; call it as ts:eval(...))", type_name(L, 1)));
+        }
+        if ffi::lua_gettop(L) < 2 {
             return Err("eval: a tuple needs at least one field".to_string());
         }
         if ffi::luaL_loadbufferx(L, EVAL.as_ptr().cast(), EVAL.len(), c"=(eval)".as_ptr(), c"t".as_ptr()) != ffi::LUA_OK {
             return Err("eval: internal error".into());
         }
         ffi::lua_rotate(L, 1, 1);
-        crate::kernel::spawn_encoded(L, 1, None, "eval")
+        Ok(())
     })();
-    match started {
-        Ok(_) => 0,
+    match loaded {
+        Ok(()) => crate::kernel::spawn_somewhere(L, b"any", 1, "eval"),
         Err(e) => raise(L, e),
     }
 }

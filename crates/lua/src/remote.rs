@@ -90,11 +90,11 @@ unsafe extern "C-unwind" fn reply_k(L: *mut ffi::lua_State, _status: c_int, curs
             return block_on_mailbox(L, reply_k, next as ffi::lua_KContext, what);
         }
     };
-    // "$reply", tag, value  or  "$reply", tag, nil, error
+    // "$reply", tag, value  or  "$reply", tag, nil, error [, holder]
     match decoded {
         Ok(3) => 1,
         Ok(_) => {
-            let why = to_bytes(L, -1).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("failed");
+            let why = to_bytes(L, 6).and_then(|b| std::str::from_utf8(b).ok()).unwrap_or("failed");
             raise(L, format!("{what}: {why}"))
         }
         Err(e) => raise(L, format!("{what}: {e}")),

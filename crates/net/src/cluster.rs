@@ -44,12 +44,13 @@ use parking_lot::Mutex;
 use synodic_core::netpoll::Netpoll;
 use synodic_core::future::FutureId;
 use synodic_core::remote::{self, Carried, Remote};
-use synodic_core::{Attachment, ExitReason, Message, NodeId, Pid, Runtime};
+use synodic_core::waiting::{Completion, Waiter};
+use synodic_core::{linda_remote, Attachment, ExitReason, Message, NodeId, Pid, Runtime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::Notify;
 
-use crate::frame::{Decoder, Frame, Hello};
+use crate::frame::{completion, Decoder, Frame, Hello};
 use crate::handshake::{self, Handshake, Role, Step};
 use crate::link::{self, Drained, Link};
 use crate::membership::{self, Event, Member, Membership, Output};
@@ -344,6 +345,7 @@ impl Cluster {
             }
             awaited.replies.extend(moved.replies);
             awaited.claims.extend(moved.claims);
+            awaited.waits.extend(moved.waits);
         }
         retired.retire();
     }
@@ -376,12 +378,16 @@ impl Cluster {
         for (tag, caller) in awaited.replies {
             rt.send(caller, remote::reply(tag, Err(&why)));
         }
+        for (pid, ticket) in awaited.waits {
+            rt.complete((Waiter { pid, ticket }, Completion::Deleted));
+        }
         if still_linked {
             return;
         }
         self.inner.live.lock().remove(&link.peer.name);
         self.tell_load();
         rt.drop_names_of(link.alias);
+        rt.spaces().forget_node(link.alias);
         rt.future_home_lost(link.alias, &why);
         let watchers = self.inner.node_watchers.lock().remove(&link.peer.name).unwrap_or_default();
         for watcher in watchers {
@@ -424,10 +430,11 @@ impl Cluster {
             .into_iter()
             .map(|c| match c {
                 Carried::Bytes(bytes) => Some(bytes as Attachment),
-                Carried::Future(encoded) => remote::arrive_future(&encoded, rt),
+                    Carried::Future(encoded) => remote::arrive_future(&encoded, rt),
+                Carried::Space(encoded) => remote::arrive_space(&encoded, rt),
             })
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| Error::Protocol("a malformed future in a message".into()))?;
+            .ok_or_else(|| Error::Protocol("a malformed future or space handle in a message".into()))?;
         let attach = |message: Vec<u8>| Message::with_attachments(message, shared);
         match frame {
             Frame::Node { alias, node } => {
@@ -455,8 +462,7 @@ impl Cluster {
                 let caller = link.ours(caller)?;
                 let message = link.arrived(message)?;
                 let (name, pid) = remote::name_of(&message).ok_or_else(|| Error::Protocol("malformed name claim".into()))?;
-                let answer = rt.enter_name(name, pid).map_err(|e| e.to_string());
-                rt.send(caller, remote::reply(tag, answer.as_ref().map(|()| None).map_err(|e| e.as_str())));
+                rt.send(caller, self.arbitrate(tag, name, pid));
             }
             Frame::Named { message } => {
                 let message = link.arrived(message)?;
@@ -475,6 +481,24 @@ impl Cluster {
             Frame::Fetch { origin, seq } => rt.future_fetch(link.alias, FutureId { origin, seq }),
             Frame::Fetched { origin, seq, message } => rt.future_fill(FutureId { origin, seq }, attach(link.arrived(message)?)),
             Frame::Release { origin, seq, weight } => drop(rt.futures().with(|st| st.release(FutureId { origin, seq }, weight))),
+            Frame::Linda { caller, ticket, message } => {
+                let caller = Waiter { pid: link.ours(caller)?, ticket };
+                let request = attach(link.arrived(message)?);
+                linda_remote::serve(rt, caller, &request).map_err(|e| Error::Protocol(format!("a malformed tuple-space request: {e}")))?;
+            }
+            Frame::Complete { to, ticket, kind, count, message } => {
+                let to = here(to);
+                link.awaited.lock().waits.remove(&(to, ticket));
+                let answer = match kind {
+                    completion::VALUE => Completion::Value(attach(link.arrived(message)?)),
+                    completion::TAKEN => Completion::Taken,
+                    completion::NOTIFIED => Completion::Notified,
+                    completion::NOTHING => Completion::Nothing,
+                    completion::COUNT => Completion::Count(count),
+                    _ => Completion::Deleted,
+                };
+                rt.complete((Waiter { pid: to, ticket }, answer));
+            }
             Frame::Load { load, nodes } => {
                 link.load.store(load, Relaxed);
                 link.sees.store(nodes, Relaxed);
@@ -493,6 +517,19 @@ impl Cluster {
         match self.inner.rt.enter_name(name, pid) {
             Ok(()) => self.broadcast(|| remote::name_message(name, pid), |message| Frame::Named { message }),
             Err(_) => self.released(pid, &[name.into()]),
+        }
+    }
+
+    /// This node arbitrates `name`: gives it to `pid` if it is free, and
+    /// answers the claim tagged `tag` (a refusal names the holder).
+    fn arbitrate(&self, tag: u64, name: &[u8], pid: Pid) -> Message {
+        let rt = &self.inner.rt;
+        match rt.enter_name(name, pid) {
+            Ok(()) => remote::reply(tag, Ok(None)),
+            Err(e) => match rt.whereis(name) {
+                Some(holder) => remote::refused(tag, &e.to_string(), holder),
+                None => remote::reply(tag, Err(&e.to_string())),
+            },
         }
     }
 
@@ -733,11 +770,11 @@ impl Remote for Cluster {
     fn claim(&self, caller: Pid, tag: u64, name: &[u8], pid: Pid) -> Result<(), String> {
         let home = self.home_of(name);
         if home == self.inner.me.name {
-            let answer = self.inner.rt.enter_name(name, pid).map_err(|e| e.to_string());
-            if answer.is_ok() {
+            let answer = self.arbitrate(tag, name, pid);
+            if remote::reply_of(&answer).is_some_and(|(_, granted)| granted) {
                 self.broadcast(|| remote::name_message(name, pid), |message| Frame::Named { message });
             }
-            self.inner.rt.send(caller, remote::reply(tag, answer.as_ref().map(|()| None).map_err(|e| e.as_str())));
+            self.inner.rt.send(caller, answer);
             return Ok(());
         }
         let link = self.link_to(&home).ok_or_else(|| format!("node {home}, which keeps this name, was lost"))?;
@@ -813,4 +850,45 @@ impl Remote for Cluster {
             link.push(|out| Frame::Release { origin: id.origin, seq: id.seq, weight }.encode(&mut out.bytes));
         }
     }
+
+    fn linda(&self, home: u16, caller: Waiter, request: Message, answered: bool) -> bool {
+        let Some(link) = self.inner.links.lock().get(&home).cloned() else { return false };
+        let key = (caller.pid, caller.ticket);
+        if answered {
+            link.awaited.lock().waits.insert(key);
+        }
+        // Held behind the caller's earlier requests to that node's spaces (an `out` of a long tuple).
+        let sent = link.push_message(self.inner.rt.nodes(), &request, Some((caller.pid, spaces_there())), |message| Frame::Linda { caller: caller.pid, ticket: caller.ticket, message });
+        if !sent && answered {
+            link.awaited.lock().waits.remove(&key);
+        }
+        sent
+    }
+
+    fn complete(&self, waiter: Waiter, answer: Completion) {
+        let Some(link) = self.inner.links.lock().get(&waiter.pid.node()).cloned() else { return };
+        let (kind, count, message) = match answer {
+            Completion::Value(m) => (completion::VALUE, 0, m),
+            Completion::Taken => (completion::TAKEN, 0, no_values()),
+            Completion::Notified => (completion::NOTIFIED, 0, no_values()),
+            Completion::Deleted => (completion::DELETED, 0, no_values()),
+            Completion::Nothing => (completion::NOTHING, 0, no_values()),
+            Completion::Count(n) => (completion::COUNT, n, no_values()),
+        };
+        let frame = |kind: u8| move |message| Frame::Complete { to: waiter.pid, ticket: waiter.ticket, kind, count, message };
+        let between = Some((waiter.pid, waiter.pid));
+        if !link.push_message(self.inner.rt.nodes(), &message, between, frame(kind)) {
+            // Values that cannot cross: the waiter is told rather than left waiting.
+            link.push_message(self.inner.rt.nodes(), &no_values(), between, frame(completion::DELETED));
+        }
+    }
+}
+
+/// What frames for another node's tuple spaces queue behind, per caller.
+fn spaces_there() -> Pid {
+    Pid::new(0, Pid::MAX_INDEX, Pid::GEN_MASK)
+}
+
+fn no_values() -> Message {
+    Message::from_vec(synodic_core::wire::Writer::message(0).finish_small())
 }

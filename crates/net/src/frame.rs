@@ -72,6 +72,24 @@ pub enum Frame {
     Fetched { origin: u64, seq: u64, message: Vec<u8> },
     /// My handles to your result `(origin, seq)` are gone: `weight` comes back.
     Release { origin: u64, seq: u64, weight: u64 },
+    /// The wait `ticket` of `caller` (on the sending node) asks the
+    /// receiving node's tuple spaces for what `message` says (see
+    /// `synodic_core::linda_remote`).
+    Linda { caller: Pid, ticket: u64, message: Vec<u8> },
+    /// The answer to the wait `ticket` of `to` (a process of the receiving
+    /// node): `kind` says what it is (see [`completion`]), `count` is a
+    /// count's, `message` a tuple's values (else no values).
+    Complete { to: Pid, ticket: u64, kind: u8, count: u64, message: Vec<u8> },
+}
+
+/// How a `Complete` frame's `kind` names a `Completion`.
+pub mod completion {
+    pub const VALUE: u8 = 0;
+    pub const TAKEN: u8 = 1;
+    pub const NOTIFIED: u8 = 2;
+    pub const DELETED: u8 = 3;
+    pub const NOTHING: u8 = 4;
+    pub const COUNT: u8 = 5;
 }
 
 mod kind {
@@ -90,6 +108,8 @@ mod kind {
     pub const FETCH: u8 = 13;
     pub const FETCHED: u8 = 14;
     pub const RELEASE: u8 = 15;
+    pub const LINDA: u8 = 16;
+    pub const COMPLETE: u8 = 17;
 }
 
 impl Frame {
@@ -171,6 +191,20 @@ impl Frame {
                 w.u64(*seq);
                 w.u64(*weight);
                 kind::RELEASE
+            }
+            Frame::Linda { caller, ticket, message } => {
+                w.u64(caller.raw());
+                w.varint(*ticket);
+                w.raw(message);
+                kind::LINDA
+            }
+            Frame::Complete { to, ticket, kind, count, message } => {
+                w.u64(to.raw());
+                w.varint(*ticket);
+                w.byte(*kind);
+                w.varint(*count);
+                w.raw(message);
+                kind::COMPLETE
             }
         };
         *out = w.finish_small();
@@ -268,6 +302,19 @@ fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
             Frame::Fetched { origin, seq, message: rest(r) }
         }
         kind::RELEASE => Frame::Release { origin: r.u64()?, seq: r.u64()?, weight: r.u64()? },
+        kind::LINDA => {
+            let (caller, ticket) = (pid(r)?, r.varint()?);
+            Frame::Linda { caller, ticket, message: rest(r) }
+        }
+        kind::COMPLETE => {
+            let (to, ticket) = (pid(r)?, r.varint()?);
+            let kind = r.byte_value()?;
+            if kind > completion::COUNT {
+                return Err(Parse::Other(format!("unknown completion kind {kind}")));
+            }
+            let count = r.varint()?;
+            Frame::Complete { to, ticket, kind, count, message: rest(r) }
+        }
         other => return Err(Parse::Other(format!("unknown frame kind {other}"))),
     };
     match r.remaining() {
@@ -425,6 +472,8 @@ mod tests {
             Frame::Fetch { origin: 1 << 60, seq: 4 },
             Frame::Fetched { origin: 9, seq: 4, message: vec![1, 2] },
             Frame::Release { origin: 9, seq: 4, weight: 1 << 61 },
+            Frame::Linda { caller: q, ticket: 1 << 40, message: vec![2, 1, 5, 0] },
+            Frame::Complete { to: p, ticket: 7, kind: completion::COUNT, count: 12, message: vec![2, 0] },
         ]
     }
 

@@ -25,7 +25,7 @@
 //! arrives, and the rest of a long part is read straight into its parcel.
 
 use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
@@ -102,6 +102,8 @@ pub(crate) struct Awaited {
     pub(crate) replies: HashMap<u64, Pid>,
     /// Tags of name claims, and the name and pid claimed.
     pub(crate) claims: HashMap<u64, (Box<[u8]>, Pid)>,
+    /// Tuple-space requests waiting for their answer: (process here, ticket).
+    pub(crate) waits: HashSet<(Pid, u64)>,
 }
 
 #[derive(Default)]

@@ -56,14 +56,15 @@ impl Parcel {
             .map(|a| match a {
                 Carried::Bytes(bytes) => (0, bytes),
                 Carried::Future(encoded) => (1, Arc::new(encoded.into())),
+                Carried::Space(encoded) => (2, Arc::new(encoded.into())),
             })
             .collect();
         let bare = frame.encode_bare();
         let mut w = Writer::fields_after(Vec::new());
         w.varint(1 + attachments.len() as u64);
-        w.varint((bare.len() as u64) << 1);
+        w.varint((bare.len() as u64) << 2);
         for (kind, a) in &attachments {
-            w.varint((a.len() as u64) << 1 | kind);
+            w.varint((a.len() as u64) << 2 | kind);
         }
         let mut head = w.finish_small();
         head.extend_from_slice(&bare);
@@ -189,7 +190,11 @@ impl Assembler {
         if matches!(frame, Frame::Part { .. } | Frame::Hello(_) | Frame::Proof(_)) {
             return Err(Error::Protocol(format!("parcel {stream} carries a frame of kind {kind}")));
         }
-        let attached = pieces.map(|(p, kind)| if kind == 1 { Carried::Future(p) } else { Carried::Bytes(Arc::new(p.into())) });
+        let attached = pieces.map(|(p, kind)| match kind {
+            1 => Carried::Future(p),
+            2 => Carried::Space(p),
+            _ => Carried::Bytes(Arc::new(p.into())),
+        });
         Ok(Some((frame, attached.collect())))
     }
 }
@@ -209,11 +214,11 @@ impl Open {
         let (mut lens, mut kinds) = (Vec::with_capacity(count as usize), Vec::with_capacity(count as usize));
         for i in 0..count {
             let word = r.varint().map_err(|_| bad("its first part does not hold the envelope"))?;
-            if i == 0 && word & 1 != 0 {
-                return Err(bad("its frame is not bytes"));
+            if (i == 0 && word & 3 != 0) || word & 3 == 3 {
+                return Err(bad("a piece of an unknown kind"));
             }
-            lens.push(word >> 1);
-            kinds.push((word & 1) as u8);
+            lens.push(word >> 2);
+            kinds.push((word & 3) as u8);
         }
         let sum = lens.iter().try_fold(r.position() as u64, |a, &l| a.checked_add(l));
         if sum != Some(total) {
@@ -290,6 +295,7 @@ mod tests {
         let frame = Frame::Send { to: Pid::new(0, 1, 1), from: Pid::new(0, 2, 1), message: vec![7; 200_000] };
         let mut buffers: Vec<Carried> = [(0..300_000u32).map(|i| i as u8).collect(), Vec::new(), vec![1; 10]].into_iter().map(|v: Vec<u8>| Carried::Bytes(Arc::new(v.into()))).collect();
         buffers.insert(1, Carried::Future(vec![4, 5, 6]));
+        buffers.push(Carried::Space(vec![0, 1, b'x']));
         let mut parcel = Parcel::new(1, &frame, buffers.clone()).unwrap();
         let (got, attachments) = carry(&mut parcel).unwrap().expect("whole");
         assert_eq!(got, frame);
@@ -301,17 +307,18 @@ mod tests {
     fn junk_parcels_are_errors() {
         let mut a = Assembler::default();
         assert!(part(&mut a, 1, 10, &[]).unwrap_err().to_string().contains("envelope"));
-        assert!(part(&mut a, 1, 10, &[1, 2, 5]).unwrap_err().to_string().contains("add up"));
-        assert!(part(&mut Assembler::default(), 1, 10, &[1, 3, 5]).unwrap_err().to_string().contains("its frame is not bytes"));
+        assert!(part(&mut a, 1, 10, &[1, 4, 5]).unwrap_err().to_string().contains("add up"));
+        assert!(part(&mut Assembler::default(), 1, 10, &[1, 6, 5]).unwrap_err().to_string().contains("unknown kind"));
+        assert!(part(&mut Assembler::default(), 1, 10, &[2, 4, 7, 5]).unwrap_err().to_string().contains("unknown kind"));
         assert!(part(&mut a, 1, MESSAGE_MAX + 1, &[1]).unwrap_err().to_string().contains("at most"));
         // One piece of 2 bytes: a bare frame of one kind byte and one body byte.
         let mut a = Assembler::default();
-        assert!(part(&mut a, 2, 4, &[1, 4, 99]).unwrap().is_none());
+        assert!(part(&mut a, 2, 4, &[1, 8, 99]).unwrap().is_none());
         assert!(part(&mut a, 3, 4, &[0]).unwrap_err().to_string().contains("inside parcel 2"));
         let e = part(&mut a, 2, 4, &[0]).unwrap_err().to_string();
         assert!(e.contains("unknown frame kind 99"), "{e}");
         let mut a = Assembler::default();
-        assert!(part(&mut a, 2, 4, &[1, 4, 99, 0, 0]).unwrap_err().to_string().contains("longer"));
+        assert!(part(&mut a, 2, 4, &[1, 8, 99, 0, 0]).unwrap_err().to_string().contains("longer"));
         // Every cut of a good parcel's first part fails cleanly or waits.
         let frame = Frame::Named { message: vec![2, 0] };
         let mut parcel = Parcel::new(4, &frame, vec![Carried::Bytes(Arc::new(vec![5; 3].into()))]).unwrap();

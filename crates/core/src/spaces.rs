@@ -1,0 +1,195 @@
+//! The tuple spaces of a node, and how a handle names a space anywhere in
+//! the cluster. [`Space`] is a store (`linda::Store`) behind a lock;
+//! [`Spaces`] is the node's table of them; [`SpaceRef`] is what a handle
+//! holds: a name, and where the space lives once that is known.
+//!
+//! A named space lives on one node, its home, for the life of that node: the
+//! first node to use the name claims it cluster-wide (`linda_remote`), and
+//! the others send it their operations. A private space (`linda.new()`)
+//! lives on the node that made it while something holds it (a handle in
+//! some process, a message or a tuple carrying one); the table knows it only
+//! weakly, except once a handle to it has crossed to another node, which
+//! this node cannot see drop it: then it is pinned for the life of the node.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+
+use crate::linda::{Store, Text, Tuple};
+use crate::waiting::Delivery;
+use crate::Pid;
+
+type Fast = crate::hash::FastBuild;
+
+/// A space of the node: its store behind a lock. `with` runs an operation
+/// on the store, and `out` carries out its deliveries before the lock is
+/// released.
+#[derive(Default)]
+pub struct Space {
+    store: Mutex<Store>,
+}
+
+impl Space {
+    /// Runs `op` on the store.
+    pub fn with<R>(&self, op: impl FnOnce(&mut Store) -> R) -> R {
+        op(&mut self.store.lock())
+    }
+
+    /// `out`, carrying out its deliveries with `deliver`.
+    pub fn out(&self, tuple: Tuple, deliver: impl Fn(Delivery)) {
+        let mut store = self.store.lock();
+        for d in store.out(tuple) {
+            deliver(d);
+        }
+    }
+}
+
+/// Where a space lives, as a handle knows it.
+#[derive(Clone)]
+pub enum Home {
+    /// A named space nobody has looked up yet.
+    Unresolved,
+    /// This node: the space's serial here, and the space.
+    Here(u64, Arc<Space>),
+    /// The node with this alias; for a private space, its serial there.
+    There(u16, u64),
+    /// A private space that was gone when its handle arrived.
+    Gone,
+}
+
+/// A space as a handle names it.
+#[derive(Clone)]
+pub struct SpaceRef {
+    /// The name of a named space.
+    pub name: Option<Text>,
+    pub home: Home,
+}
+
+impl SpaceRef {
+    /// What errors call it: the name, or `private space N.S`.
+    pub fn describe(&self) -> String {
+        match (&self.name, &self.home) {
+            (Some(name), _) => String::from_utf8_lossy(name).into_owned(),
+            (None, Home::Here(serial, _)) => format!("private space 0.{serial}"),
+            (None, Home::There(alias, serial)) => format!("private space {alias}.{serial}"),
+            (None, _) => "private space".into(),
+        }
+    }
+
+    /// Whether two handles name the same space.
+    pub fn same(&self, other: &SpaceRef) -> bool {
+        match (&self.name, &other.name, &self.home, &other.home) {
+            (Some(a), Some(b), ..) => a == b,
+            (None, None, Home::Here(a, _), Home::Here(b, _)) => a == b,
+            (None, None, Home::There(n, a), Home::There(m, b)) => (n, a) == (m, b),
+            _ => false,
+        }
+    }
+}
+
+/// A named space: its serial and the space.
+type Named = (u64, Arc<Space>);
+
+/// All spaces of a node.
+#[derive(Default)]
+pub struct Spaces {
+    named: Mutex<HashMap<Box<[u8]>, Named>>,
+    by_id: Mutex<ById>,
+    /// Private spaces whose handles have crossed to other nodes.
+    pinned: Mutex<HashMap<u64, Arc<Space>, Fast>>,
+    next_id: AtomicU64,
+    /// The process that holds this node's claims on space names (see `linda_remote`).
+    pub(crate) keeper: Mutex<Option<Pid>>,
+}
+
+#[derive(Default)]
+struct ById {
+    spaces: HashMap<u64, Weak<Space>, Fast>,
+    /// Entries at the last sweep of dead ones; the next comes at twice as many.
+    swept_at: usize,
+}
+
+impl Spaces {
+    /// The space of this node with this name, created on first use, and its serial.
+    pub fn open(&self, name: &[u8]) -> (u64, Arc<Space>) {
+        let mut named = self.named.lock();
+        if let Some((id, space)) = named.get(name) {
+            return (*id, space.clone());
+        }
+        let (id, space) = self.create();
+        named.insert(name.into(), (id, space.clone()));
+        (id, space)
+    }
+
+    /// A fresh private space and its serial.
+    pub fn create(&self) -> (u64, Arc<Space>) {
+        let id = self.next_id.fetch_add(1, Relaxed) + 1;
+        let space = Arc::new(Space::default());
+        let mut by_id = self.by_id.lock();
+        if by_id.spaces.len() >= 2 * by_id.swept_at.max(32) {
+            by_id.spaces.retain(|_, s| s.strong_count() > 0);
+            by_id.swept_at = by_id.spaces.len();
+        }
+        by_id.spaces.insert(id, Arc::downgrade(&space));
+        (id, space)
+    }
+
+    /// The space with this serial, if something still holds it.
+    pub fn get(&self, id: u64) -> Option<Arc<Space>> {
+        self.by_id.lock().spaces.get(&id).and_then(Weak::upgrade)
+    }
+
+    /// Keeps a private space for the life of the node: a handle to it went
+    /// to another node.
+    pub fn pin(&self, id: u64, space: &Arc<Space>) {
+        self.pinned.lock().entry(id).or_insert_with(|| space.clone());
+    }
+
+    /// Spaces alive, named or held (a snapshot, for tests and tools).
+    pub fn live(&self) -> usize {
+        self.by_id.lock().spaces.values().filter(|s| s.strong_count() > 0).count()
+    }
+
+    /// The named spaces of this node, by name.
+    pub fn named(&self) -> Vec<(Box<[u8]>, Arc<Space>)> {
+        let mut all: Vec<_> = self.named.lock().iter().map(|(n, (_, s))| (n.clone(), s.clone())).collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    /// Withdraws, from every space, the waiters of the node with this alias (it was lost).
+    pub fn forget_node(&self, alias: u16) {
+        let all: Vec<Arc<Space>> = self.by_id.lock().spaces.values().filter_map(Weak::upgrade).collect();
+        for space in all {
+            space.with(|st| st.forget_node(alias));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_private_space_goes_when_nothing_holds_it_unless_pinned() {
+        let spaces = Spaces::default();
+        let (named, _) = spaces.open(b"n");
+        let (id, space) = spaces.create();
+        assert!(spaces.get(id).is_some());
+        drop(space);
+        assert!(spaces.get(id).is_none(), "gone with its last holder");
+        assert!(spaces.get(named).is_some(), "a named space stays");
+        for _ in 0..10_000 {
+            drop(spaces.create());
+        }
+        assert!(spaces.by_id.lock().spaces.len() < 200, "dead entries are swept");
+        assert_eq!(spaces.live(), 1);
+        let (id, space) = spaces.create();
+        spaces.pin(id, &space);
+        drop(space);
+        assert!(spaces.get(id).is_some(), "a pinned space stays");
+        assert_eq!(spaces.named().len(), 1);
+    }
+}

@@ -1,0 +1,443 @@
+//! Tuple-space methods on a space that lives on another node: the caller's
+//! side of `synodic_core::linda_remote`. Each method sends its space's node
+//! a request and waits, as a store wait (`wait`), for the one answer; so a
+//! remote `take` is one round trip, and a blocked one is queued at the
+//! space among the local waiters, in arrival order.
+//!
+//! A timed form whose deadline passes sends `Cancel` and still waits for
+//! the answer: `Nothing` if the wait was withdrawn in time, or the tuple
+//! that was already on its way (it is returned, never lost).
+//!
+//! A `where` template is matched here, where its predicates are: the space
+//! sends the candidates (the tuples matching the other fields, each with
+//! its sequence number), the first whose predicates hold is taken by its
+//! number (`TakeExact`), the next one tried if another caller took it
+//! first; when none holds, the caller asks again for candidates newer than
+//! the newest it saw, and with `WAIT` is told (`Notified`) when one may
+//! have come. On the stack, above the arguments: a result list (filled by
+//! `take_all`), then the candidate list being looked through.
+
+use std::cell::Cell;
+use std::ffi::c_int;
+
+use mlua_sys as ffi;
+use synodic_core::linda::Pattern;
+use synodic_core::linda_remote::{shape_of, Op, Request, Target, TAKE, WAIT};
+use synodic_core::spaces::{Home, SpaceRef};
+use synodic_core::waiting::{Completion, Waiter};
+use synodic_core::{wire, Message};
+
+use crate::codec;
+use crate::ctx::ctx;
+use crate::linda::{check, field, seconds, template, Wheres};
+use crate::util::*;
+use crate::wait::{self, Poll};
+
+/// What the answers of a method's requests are made into.
+#[derive(Clone, Copy, PartialEq)]
+enum Then {
+    /// No values (`out`, `clear`).
+    Nothing,
+    /// The tuple's values, or none (`take`, `rd`, `inp`, `rdp`, timed forms).
+    Tuple,
+    Count,
+    /// The list of lists (`take_all`).
+    List,
+    /// A `where` template, for this purpose.
+    Where(Purpose),
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Purpose {
+    /// The first match (taken when `take`); blocking unless a probe.
+    Find { take: bool, blocking: bool },
+    Count,
+    TakeAll,
+}
+
+/// A method's exchange with the space's node, kept across yields.
+struct Asked {
+    space: SpaceRef,
+    alias: u16,
+    fname: &'static str,
+    then: Then,
+    /// The template's shape and its actual fields' values.
+    shape: Vec<u8>,
+    actuals: Message,
+    /// The request in flight asked to wait (so a deadline cancels it).
+    waits: bool,
+    cancelled: Cell<bool>,
+    /// `where`: the stack top below the result and candidate lists; the
+    /// template's `where` formals; candidates from this sequence number on;
+    /// the next candidate to look at (0: none are here); the arity of the
+    /// one being taken; matches counted.
+    base: c_int,
+    wheres: Wheres,
+    after: u64,
+    next: i64,
+    arity: usize,
+    counted: u64,
+}
+
+impl wait::Queue for Asked {
+    unsafe fn withdraw(&self, L: *mut ffi::lua_State, waiter: Waiter) {
+        if self.waits && !self.cancelled.replace(true) {
+            let cancel = self.request(Op::Cancel, 0, 0, &self.shape, &self.actuals);
+            if let (Ok(msg), Some(remote)) = (cancel, ctx(L).rt().remote()) {
+                remote.linda(self.alias, waiter, msg, false);
+            }
+        }
+    }
+    fn as_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
+
+impl Asked {
+    /// A request on this space: the header before `values`.
+    fn request(&self, op: Op, flags: u8, number: u64, shape: &[u8], values: &Message) -> Result<Message, String> {
+        let target = match (&self.space.name, &self.space.home) {
+            (Some(name), _) => Target::Named(name),
+            (None, Home::There(_, serial)) => Target::Private(*serial),
+            (None, _) => return Err(format!("{}: space lost: {}", self.fname, self.space.describe())),
+        };
+        let header = Request { op, flags, target, number, shape }.encode();
+        let bytes = wire::prepend_str(&header, values).map_err(|e| format!("{}: {e}", self.fname))?;
+        Ok(Message::with_attachments(bytes, values.attachments().to_vec()))
+    }
+
+    fn lost(&self) -> String {
+        format!("{}: space lost: {}", self.fname, self.space.describe())
+    }
+}
+
+/// Sends `asked`'s request `op` and blocks until its answer; the waiting
+/// `Asked` is the process's current wait.
+unsafe fn ask(L: *mut ffi::lua_State, mut asked: Box<Asked>, op: Op, flags: u8, number: u64, values: Option<Message>) -> c_int {
+    let shape = match op {
+        // Taken by number: the template only gives the arity.
+        Op::TakeExact => shape_of(&vec![Pattern::Any; asked.arity]).0,
+        _ => asked.shape.clone(),
+    };
+    let values = values.unwrap_or_else(|| if op == Op::TakeExact { no_values() } else { asked.actuals.clone() });
+    let msg = match asked.request(op, flags, number, &shape, &values) {
+        Ok(m) => m,
+        Err(e) => return raise(L, e),
+    };
+    drop(values);
+    asked.waits = flags & WAIT != 0;
+    asked.cancelled.set(false);
+    let (alias, lost) = (asked.alias, asked.lost());
+    let waiter = wait::begin(L, asked);
+    let sent = ctx(L).rt().remote().is_some_and(|r| r.linda(alias, waiter, msg, true));
+    if !sent {
+        wait::end::<Asked>(L);
+        return raise(L, lost);
+    }
+    drop(lost);
+    wait::block(L, asked_k, "linda")
+}
+
+fn no_values() -> Message {
+    Message::from_vec(wire::Writer::message(0).finish_small())
+}
+
+/// Polls for the answer; a deadline that passed cancels the wait once.
+unsafe extern "C-unwind" fn asked_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
+    match wait::poll(L) {
+        Poll::Waiting => {
+            if deadline_passed(L) {
+                wait::withdraw(L);
+                ctx(L).withdrawn = false;
+            }
+            wait::block(L, asked_k, "linda")
+        }
+        Poll::Withdrawn => {
+            let fname = wait::end::<Asked>(L).map_or("linda", |a| a.fname);
+            wait::cannot_block(L, fname)
+        }
+        Poll::Done(answer) => match wait::end::<Asked>(L) {
+            Some(asked) => answered(L, asked, answer),
+            None => 0,
+        },
+    }
+}
+
+/// Turns `answer` into the method's results, or asks again.
+unsafe fn answered(L: *mut ffi::lua_State, mut asked: Box<Asked>, answer: Completion) -> c_int {
+    if matches!(answer, Completion::Deleted) {
+        return raise(L, asked.lost());
+    }
+    match (asked.then, answer) {
+        (Then::Nothing | Then::Tuple, Completion::Nothing) => 0,
+        (Then::Tuple, Completion::Value(values)) => results(L, values, asked.fname),
+        (Then::Count, Completion::Count(n)) => {
+            ffi::lua_pushinteger(L, n as ffi::lua_Integer);
+            1
+        }
+        (Then::List, Completion::Value(list)) => results(L, list, asked.fname),
+        (Then::Where(Purpose::TakeAll), Completion::Value(values)) if asked.next > 0 => {
+            if let Err(e) = append(L, asked.base + 1, values) {
+                return raise(L, format!("{}: {e}", asked.fname));
+            }
+            scan(L, asked)
+        }
+        // A candidate taken by its number.
+        (Then::Where(_), Completion::Value(values)) if asked.next > 0 => results(L, values, asked.fname),
+        (Then::Where(_), Completion::Value(list)) => {
+            ffi::lua_settop(L, asked.base + 1);
+            if let Err(e) = codec::decode(L, &list) {
+                return raise(L, format!("{}: {e}", asked.fname));
+            }
+            drop(list);
+            asked.next = 1;
+            scan(L, asked)
+        }
+        // A candidate someone else took first: the next one.
+        (Then::Where(_), Completion::Nothing) if asked.next > 0 => scan(L, asked),
+        (Then::Where(_), Completion::Nothing) => 0,
+        // Something may have come, or the wait was cancelled: look again.
+        (Then::Where(_), Completion::Notified) => again(L, asked),
+        _ => raise(L, format!("{}: a malformed answer from the space's node", asked.fname)),
+    }
+}
+
+/// Appends the tuple `values` to the list at `list`, as a list of its fields.
+unsafe fn append(L: *mut ffi::lua_State, list: c_int, values: Message) -> Result<(), crate::error::Error> {
+    let n = codec::decode(L, &values)?;
+    drop(values);
+    ffi::lua_createtable(L, n, 0);
+    ffi::lua_rotate(L, -n - 1, 1);
+    for k in (1..=n).rev() {
+        ffi::lua_rawseti(L, -1 - k, k as ffi::lua_Integer);
+    }
+    let len = ffi::lua_rawlen(L, list) as ffi::lua_Integer;
+    ffi::lua_rawseti(L, list, len + 1);
+    Ok(())
+}
+
+/// Pushes the decoded `values` as the method's results.
+unsafe fn results(L: *mut ffi::lua_State, values: Message, fname: &str) -> c_int {
+    let decoded = codec::decode(L, &values);
+    drop(values);
+    match decoded {
+        Ok(n) => n,
+        Err(e) => raise(L, format!("{fname}: {e}")),
+    }
+}
+
+/// Looks through the candidate list (on top) from `asked.next`: counts,
+/// returns, or takes the first whose predicates hold; at the end, asks for
+/// newer ones or returns.
+unsafe fn scan(L: *mut ffi::lua_State, mut asked: Box<Asked>) -> c_int {
+    let list = asked.base + 2;
+    let len = ffi::lua_rawlen(L, list) as i64;
+    while asked.next <= len {
+        let i = asked.next;
+        asked.next += 1;
+        ffi::lua_rawgeti(L, list, i);
+        let arity = ffi::lua_rawlen(L, -1) as c_int - 1;
+        ffi::lua_rawgeti(L, -1, 1);
+        let seq = ffi::lua_tointegerx(L, -1, std::ptr::null_mut()) as u64;
+        ffi::lua_settop(L, -2);
+        asked.after = asked.after.max(seq + 1);
+        for k in 2..=arity + 1 {
+            ffi::lua_rawgeti(L, list + 1, k as ffi::lua_Integer);
+        }
+        let held = check(L, list + 2, &asked.wheres);
+        match held {
+            Err(e) => return raise(L, format!("{}: {e}", asked.fname)),
+            Ok(false) => {
+                ffi::lua_settop(L, list);
+                continue;
+            }
+            Ok(true) => {}
+        }
+        match asked.then {
+            Then::Where(Purpose::Count) => {
+                asked.counted += 1;
+                ffi::lua_settop(L, list);
+            }
+            // A read returns the candidate as it is.
+            Then::Where(Purpose::Find { take: false, .. }) => return arity,
+            _ => {
+                ffi::lua_settop(L, list);
+                asked.arity = arity as usize;
+                return ask(L, asked, Op::TakeExact, 0, seq, None);
+            }
+        }
+    }
+    match asked.then {
+        Then::Where(Purpose::Count) => {
+            ffi::lua_pushinteger(L, asked.counted as ffi::lua_Integer);
+            1
+        }
+        Then::Where(Purpose::TakeAll) => {
+            ffi::lua_settop(L, asked.base + 1);
+            1
+        }
+        Then::Where(Purpose::Find { blocking: true, .. }) if !deadline_passed(L) => {
+            asked.next = 0;
+            ask_candidates(L, asked, WAIT)
+        }
+        _ => 0,
+    }
+}
+
+/// After `Notified` (or a cancelled wait): candidates once more, waiting
+/// again unless the deadline passed.
+unsafe fn again(L: *mut ffi::lua_State, mut asked: Box<Asked>) -> c_int {
+    let blocking = matches!(asked.then, Then::Where(Purpose::Find { blocking: true, .. }));
+    asked.next = 0;
+    let flags = if blocking && !asked.cancelled.get() && !deadline_passed(L) { WAIT } else { 0 };
+    ask_candidates(L, asked, flags)
+}
+
+unsafe fn ask_candidates(L: *mut ffi::lua_State, asked: Box<Asked>, flags: u8) -> c_int {
+    let after = asked.after;
+    ask(L, asked, Op::Candidates, flags, after, None)
+}
+
+/// An `Asked` with nothing in it (a placeholder while one is moved).
+fn empty_asked() -> Box<Asked> {
+    Box::new(Asked {
+        space: SpaceRef { name: None, home: Home::Gone },
+        alias: 0,
+        fname: "linda",
+        then: Then::Nothing,
+        shape: Vec::new(),
+        actuals: no_values(),
+        waits: false,
+        cancelled: Cell::new(false),
+        base: 0,
+        wheres: Vec::new(),
+        after: 0,
+        next: 0,
+        arity: 0,
+        counted: 0,
+    })
+}
+
+/// A method's first request: the template from argument `first` on (none
+/// when `first` is 0), for the method `fname` answered as `then`.
+unsafe fn start(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16, fname: &'static str, first: c_int, then: Then, op: Op, flags: u8) -> c_int {
+    let prepared = (|| {
+        if ffi::lua_isyieldable(L) == 0 {
+            return Err(format!("{fname}: cannot wait for another node here (inside a call that cannot yield, such as a metamethod called from C)"));
+        }
+        let (shape, actuals, wheres) = match first {
+            0 => (shape_of(&[Pattern::Any]).0, no_values(), Vec::new()),
+            _ => actuals(L, first, fname)?,
+        };
+        Ok((shape, actuals, wheres))
+    })();
+    let (shape, actuals, wheres) = match prepared {
+        Ok(p) => p,
+        Err(e) => return raise(L, e),
+    };
+    let then = match then {
+        Then::Tuple if !wheres.is_empty() => Then::Where(Purpose::Find { take: flags & TAKE != 0, blocking: flags & WAIT != 0 }),
+        Then::Count if !wheres.is_empty() => Then::Where(Purpose::Count),
+        Then::List if !wheres.is_empty() => Then::Where(Purpose::TakeAll),
+        t => t,
+    };
+    let base = ffi::lua_gettop(L);
+    let asked = Box::new(Asked { space: space.clone(), alias, fname, then, shape, actuals, waits: false, cancelled: Cell::new(false), base, wheres, after: 0, next: 0, arity: 0, counted: 0 });
+    if let Then::Where(_) = then {
+        // The result list, then (when it comes) the candidate list.
+        ffi::lua_createtable(L, 0, 0);
+        return ask_candidates(L, asked, flags & WAIT);
+    }
+    ask(L, asked, op, flags, 0, None)
+}
+
+/// The template from argument `first` on: its shape, its actual fields'
+/// values, its `where` formals.
+unsafe fn actuals(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Result<(Vec<u8>, Message, Wheres), String> {
+    let (patterns, wheres) = template(L, first, fname)?;
+    let (shape, at) = shape_of(&patterns);
+    let top = ffi::lua_gettop(L);
+    for i in &at {
+        ffi::lua_pushvalue(L, first + *i as c_int);
+    }
+    let values = codec::encode(L, top + 1, top + at.len() as c_int);
+    ffi::lua_settop(L, top);
+    let values = values.map_err(|e| format!("{fname}: {e}"))?;
+    synodic_core::remote::crossing(&values).map_err(|e| format!("{fname}: {e}"))?;
+    Ok((shape, values, wheres))
+}
+
+pub(crate) unsafe fn out(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
+    let prepared = (|| {
+        if ffi::lua_isyieldable(L) == 0 {
+            return Err("out: cannot wait for another node here (inside a call that cannot yield, such as a metamethod called from C)".to_string());
+        }
+        let top = ffi::lua_gettop(L);
+        if top < 2 {
+            return Err("out: a tuple needs at least one field".to_string());
+        }
+        for i in 2..=top {
+            field(L, i, i - 1, "out")?;
+        }
+        let values = codec::encode(L, 2, top).map_err(|e| format!("out: {e}"))?;
+        synodic_core::remote::crossing(&values).map_err(|e| format!("out: {e}"))?;
+        Ok(values)
+    })();
+    let values = match prepared {
+        Ok(v) => v,
+        Err(e) => return raise(L, e),
+    };
+    let mut asked = empty_asked();
+    asked.space = space.clone();
+    asked.alias = alias;
+    asked.fname = "out";
+    ask(L, asked, Op::Out, 0, 0, Some(values))
+}
+
+/// `take`/`rd` and their timed forms.
+unsafe fn find(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16, fname: &'static str, take: bool, timed: bool, probe: bool) -> c_int {
+    let timeout = match timed.then(|| seconds(L, fname)).transpose() {
+        Ok(t) => t,
+        Err(e) => return raise(L, e),
+    };
+    start_deadline(L, timeout);
+    let waits = !probe && !timeout.is_some_and(|t| t.is_zero());
+    let flags = if take { TAKE } else { 0 } | if waits { WAIT } else { 0 };
+    start(L, space, alias, fname, if timed { 3 } else { 2 }, Then::Tuple, Op::Find, flags)
+}
+
+pub(crate) unsafe fn take(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
+    find(L, space, alias, "take", true, false, false)
+}
+
+pub(crate) unsafe fn rd(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
+    find(L, space, alias, "rd", false, false, false)
+}
+
+pub(crate) unsafe fn inp(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
+    find(L, space, alias, "inp", true, false, true)
+}
+
+pub(crate) unsafe fn rdp(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
+    find(L, space, alias, "rdp", false, false, true)
+}
+
+pub(crate) unsafe fn take_within(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
+    find(L, space, alias, "take_within", true, true, false)
+}
+
+pub(crate) unsafe fn rd_within(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
+    find(L, space, alias, "rd_within", false, true, false)
+}
+
+pub(crate) unsafe fn count(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
+    start(L, space, alias, "count", 2, Then::Count, Op::Count, 0)
+}
+
+pub(crate) unsafe fn take_all(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
+    start(L, space, alias, "take_all", 2, Then::List, Op::TakeAll, TAKE)
+}
+
+pub(crate) unsafe fn clear(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
+    start(L, space, alias, "clear", 0, Then::Nothing, Op::Clear, 0)
+}
