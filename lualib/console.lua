@@ -11,9 +11,15 @@
 --   processes()        lists the live processes (pid, state, queued messages, names)
 --   inspect(who)       shows what a process (pid or name) is doing, and where
 --   inspect(who, expr) evaluates expr in agent `who` and prints the value
+--   scope([space])     the tuple scope: every tuple space of the cluster (or
+--                      the one named), where it lives, its classes of tuples
+--                      (arity and first field) and their counts, and how many
+--                      callers wait on it
+--   dump(space, first [, arity [, max]])
+--                      the tuples of one class, oldest first
 --
 -- Native primitives used: synodic.control.write (a line to the user),
--- processes, probe.
+-- processes, probe, spaces, tuples.
 
 local s = require "synodic"
 local control = require "synodic.control"
@@ -60,6 +66,82 @@ local function pid_of(who)
   return who
 end
 
+-- Runs `f(...)` on each of `nodes`; returns their results (a list of
+-- {node, ok, value}); a node that does not answer in time is reported, not
+-- waited for.
+local function on_nodes(nodes, f, ...)
+  local me, asked = s.self(), {}
+  for _, node in ipairs(nodes) do
+    local ok, pid = pcall(s.spawn_on, node, function(boss, f, ...)
+      local s = require "synodic"
+      s.send(boss, "console.node", s.node(), pcall(f, ...))
+    end, me, f, ...)
+    if ok then asked[#asked + 1] = node end
+  end
+  local got, by = {}, {}
+  for _ = 1, #asked do
+    local tag, node, ok, value = s.receive_match("console.node", 5)
+    if not tag then break end
+    by[node] = {node = node, ok = ok, value = value}
+  end
+  for _, node in ipairs(asked) do got[#got + 1] = by[node] or {node = node, ok = false, value = "no answer"} end
+  return got
+end
+
+-- What a class's first field looks like in a pane.
+local function shown(v)
+  if type(v) == "string" then return string.format("%q", v) end
+  return tostring(v)
+end
+
+-- The spaces of every node, named or private, as control.spaces() gives them.
+local function spaces_of_cluster()
+  return on_nodes(s.nodes(), function() return require("synodic.control").spaces() end)
+end
+
+local function scope(name)
+  local any = false
+  for _, at in ipairs(spaces_of_cluster()) do
+    if not at.ok then
+      print(string.format("%s: %s", at.node, tostring(at.value)))
+    else
+      for _, sp in ipairs(at.value) do
+        if name == nil or sp.name == name then
+          any = true
+          print(string.format("%s on %s: %d tuples, %d waiting", sp.name and string.format("%q", sp.name) or ("private space " .. sp.id), at.node, sp.tuples, sp.waiting))
+          for _, c in ipairs(sp.classes) do
+            print(string.format("  (%s, ...) x%d  %d", c.first == nil and "?" or shown(c.first), c.arity, c.count))
+          end
+        end
+      end
+    end
+  end
+  if not any then print(name and ("no space named " .. name) or "no tuple spaces") end
+end
+
+local function dump(name, first, arity, max)
+  for _, at in ipairs(spaces_of_cluster()) do
+    for _, sp in ipairs(at.ok and at.value or {}) do
+      if sp.name == name or (type(name) == "number" and sp.id == name) then
+        for _, c in ipairs(sp.classes) do
+          if c.first == first and (arity == nil or c.arity == arity) then
+            local got = on_nodes({at.node}, function(...) return require("synodic.control").tuples(...) end, sp.id, c.arity, first, max)
+            for _, r in ipairs(got) do
+              for _, t in ipairs(r.ok and r.value or {}) do
+                local parts = {}
+                for i = 1, #t do parts[i] = shown(t[i]) end
+                print("(" .. table.concat(parts, ", ") .. ")")
+              end
+            end
+          end
+        end
+        return
+      end
+    end
+  end
+  print("no space " .. tostring(name))
+end
+
 --- Entry point: serves the console whose output port is `port` until the
 --- user leaves.
 function console.main(port)
@@ -73,6 +155,8 @@ function console.main(port)
       print(string.format("%-14s %-9s %5d queued  %s", tostring(p.pid), p.state, p.mailbox, table.concat(p.names, " ")))
     end
   end
+
+  _G.scope, _G.dump = scope, dump
 
   local asked = 0
   _G.inspect = function(who, expr)

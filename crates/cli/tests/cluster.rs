@@ -25,7 +25,7 @@ fn cluster_scripts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lua/cluster")
 }
 
-script_tests!(run_cluster_script, cluster_scripts_dir, "cluster.rs"; remote_spawn, remote_send, remote_monitor, node_lost, names, long_messages, backpressure, agents, busy_node, futures, skel);
+script_tests!(run_cluster_script, cluster_scripts_dir, "cluster.rs"; remote_spawn, remote_send, remote_monitor, node_lost, names, long_messages, backpressure, agents, busy_node, futures, skel, linda, linda_lost);
 
 /// A `synodic node` running in the background, with where it listens and
 /// the lines it writes on stderr.
@@ -324,8 +324,9 @@ fn a_stalled_link_loses_nothing_and_a_cut_one_is_noconnection() {
 
 /// A console attached to a node that runs no program reaches the agents of
 /// a program on another node, reads and changes their variables, and sees
-/// an agent placed on its own node; when the program ends, that agent ends
-/// with it and its name is released.
+/// an agent placed on its own node, and shows the program's tuple space
+/// (`scope`, `dump`); when the program ends, that agent ends with it and
+/// its name is released.
 #[test]
 fn a_console_on_any_node_reaches_every_agent() {
     let dir = scratch_dir("cluster-console");
@@ -342,6 +343,8 @@ fn a_console_on_any_node_reaches_every_agent() {
            alua.spawn({"here"})
            alua.spawn({"there"}, {on = other})
            alua.send("here", "x = 1")
+           local jobs = require("synodic.linda").open("jobs")
+           jobs:out("job", 1) jobs:out("job", 2) jobs:out("done", true, 3)
            print("ready")
            io.stdout:flush()"#,
     )
@@ -358,6 +361,8 @@ fn a_console_on_any_node_reaches_every_agent() {
                  inspect('here', 'x')\n\
                  inspect('there', 'require(\"synodic\").node()')\n\
                  inspect('here')\n\
+                 scope('jobs')\n\
+                 dump('jobs', 'job')\n\
                  s = require('synodic') s.monitor(s.whereis('there'))\n\
                  alua.send('main', 'alua.exit_all()') print(select(3, s.receive_match('DOWN', 10)), s.whereis('there'))\n";
     let out = common::output_with_input(console, Some(lines.as_bytes()), LIMIT, "synodic console on node a");
@@ -367,6 +372,8 @@ fn a_console_on_any_node_reaches_every_agent() {
     assert_eq!(got.next(), Some("2"), "{stdout}");
     assert!(got.next().is_some_and(|l| l.starts_with("a@")), "the agent placed on node a: {stdout}");
     assert!(stdout.contains("inspect: no process here on this node (inspect(who, expr) reaches an agent on any node)"), "{stdout}");
+    assert!(stdout.contains("\"jobs\" on p@") && stdout.contains(": 3 tuples, 0 waiting\n  (\"job\", ...) x2  2\n  (\"done\", ...) x3  1\n"), "the scope: {stdout}");
+    assert!(stdout.contains("(\"job\", 1)\n(\"job\", 2)\n"), "the class dumped: {stdout}");
     assert!(stdout.ends_with("normal\tnil\n"), "the agent on a ended with the run, its name released: {stdout}");
     drop(program);
 }

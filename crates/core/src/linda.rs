@@ -390,6 +390,16 @@ impl Store {
         found.into_iter().map(|(arity, _, key, n)| (arity, key, n)).collect()
     }
 
+    /// Up to `max` tuples of one class (see [`Store::classes`]), oldest first.
+    pub fn class(&self, arity: usize, first: Option<&Field>, max: usize) -> Vec<Tuple> {
+        let Some(a) = self.arities.get(&arity) else { return Vec::new() };
+        let class = match first.and_then(Field::key) {
+            Some(k) => a.keyed.get(&k),
+            None => Some(&a.unkeyed),
+        };
+        class.map_or_else(Vec::new, |c| c.iter().take(max).map(|e| e.tuple.clone()).collect())
+    }
+
     /// Empties the space (waiters stay).
     pub fn clear(&mut self) {
         self.arities.clear();

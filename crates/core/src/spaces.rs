@@ -152,10 +152,12 @@ impl Spaces {
         self.by_id.lock().spaces.values().filter(|s| s.strong_count() > 0).count()
     }
 
-    /// The named spaces of this node, by name.
-    pub fn named(&self) -> Vec<(Box<[u8]>, Arc<Space>)> {
-        let mut all: Vec<_> = self.named.lock().iter().map(|(n, (_, s))| (n.clone(), s.clone())).collect();
-        all.sort_by(|a, b| a.0.cmp(&b.0));
+    /// Every space of this node alive, by serial, with its name if it has
+    /// one (a snapshot, for tools).
+    pub fn all(&self) -> Vec<(u64, Option<Box<[u8]>>, Arc<Space>)> {
+        let mut names: HashMap<u64, Box<[u8]>> = self.named.lock().iter().map(|(n, (id, _))| (*id, n.clone())).collect();
+        let mut all: Vec<_> = self.by_id.lock().spaces.iter().filter_map(|(id, s)| Some((*id, names.remove(id), s.upgrade()?))).collect();
+        all.sort_by_key(|(id, ..)| *id);
         all
     }
 

@@ -8,15 +8,20 @@
 //! | `write(port, kind, text)` | `kind text` to a console, as one protocol line (see `synodic_net::console`); false when it is gone |
 //! | `processes()` | the live processes: a list of `{pid =, state =, mailbox =, names = {...}}` |
 //! | `probe(pid)` | asks `pid` to describe itself: the caller receives `"probe", pid, text`; false when there is no such process |
+//! | `spaces()` | the tuple spaces that live on this node: a list of `{id =, name =, tuples =, waiting =, classes = {{arity =, first =, count =}, ...}}` (`first` nil for a class of first fields that are not plain values) |
+//! | `tuples(id, arity, first [, max])` | up to `max` (default 100) tuples of that class of the space `id` of this node, oldest first, each a list of its fields |
 
 use std::ffi::{c_int, CStr};
 
 use mlua_sys as ffi;
 
+use synodic_core::linda::Field;
+use synodic_core::Pid;
+
 use crate::ctx::ctx;
 use crate::util::{push_bytes, push_pid, raise, to_bytes, to_pid, type_name};
 
-pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"write", write), (c"processes", processes), (c"probe", probe)];
+pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"write", write), (c"processes", processes), (c"probe", probe), (c"spaces", spaces), (c"tuples", tuples)];
 
 crate::lazy::lazy_module!(b"synodic.control");
 
@@ -66,5 +71,87 @@ unsafe extern "C-unwind" fn probe(L: *mut ffi::lua_State) -> c_int {
     let c = ctx(L);
     let asked = c.rt().probe(pid, c.proc().pid());
     ffi::lua_pushboolean(L, asked as c_int);
+    1
+}
+
+/// `spaces()`: this node's tuple spaces, their classes and counts (the tuple scope).
+unsafe extern "C-unwind" fn spaces(L: *mut ffi::lua_State) -> c_int {
+    let all = ctx(L).rt().spaces().all();
+    ffi::lua_createtable(L, all.len() as c_int, 0);
+    for (i, (id, name, space)) in all.iter().enumerate() {
+        let (tuples, waiting, classes) = space.with(|st| (st.len(), st.waiting(), st.classes()));
+        ffi::lua_createtable(L, 0, 5);
+        set_int(L, c"id", *id as i64);
+        if let Some(name) = name {
+            push_bytes(L, name);
+            ffi::lua_setfield(L, -2, c"name".as_ptr());
+        }
+        set_int(L, c"tuples", tuples as i64);
+        set_int(L, c"waiting", waiting as i64);
+        ffi::lua_createtable(L, classes.len() as c_int, 0);
+        for (k, (arity, first, count)) in classes.iter().enumerate() {
+            ffi::lua_createtable(L, 0, 3);
+            set_int(L, c"arity", *arity as i64);
+            set_int(L, c"count", *count as i64);
+            if let Some(f) = first {
+                push_field(L, f);
+                ffi::lua_setfield(L, -2, c"first".as_ptr());
+            }
+            ffi::lua_rawseti(L, -2, k as ffi::lua_Integer + 1);
+        }
+        ffi::lua_setfield(L, -2, c"classes".as_ptr());
+        ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
+    }
+    drop(all);
+    1
+}
+
+unsafe fn set_int(L: *mut ffi::lua_State, key: &CStr, n: i64) {
+    ffi::lua_pushinteger(L, n as ffi::lua_Integer);
+    ffi::lua_setfield(L, -2, key.as_ptr());
+}
+
+/// Pushes a plain field as the Lua value it came from.
+unsafe fn push_field(L: *mut ffi::lua_State, f: &Field) {
+    match f {
+        Field::Bool(b) => ffi::lua_pushboolean(L, *b as c_int),
+        Field::Int(i) => ffi::lua_pushinteger(L, *i as ffi::lua_Integer),
+        Field::Float(x) => ffi::lua_pushnumber(L, *x),
+        Field::Str(s) => push_bytes(L, s),
+        Field::Pid(p) => push_pid(L, Pid::from_raw(*p).unwrap_or(Pid::new(0, 0, 0))),
+        Field::Opaque(_) => ffi::lua_pushnil(L),
+    }
+}
+
+/// `tuples(id, arity, first [, max])`: the tuples of one class of a space of this node.
+unsafe extern "C-unwind" fn tuples(L: *mut ffi::lua_State) -> c_int {
+    let found = (|| {
+        let id = ffi::lua_tointegerx(L, 1, std::ptr::null_mut()) as u64;
+        let arity = ffi::lua_tointegerx(L, 2, std::ptr::null_mut()).max(0) as usize;
+        let first = match ffi::lua_isnil(L, 3) {
+            0 => Some(crate::linda::field(L, 3, 1, "tuples")?),
+            _ => None,
+        };
+        let max = match ffi::lua_tointegerx(L, 4, std::ptr::null_mut()) {
+            0 => 100,
+            n => n.max(0) as usize,
+        };
+        let space = ctx(L).rt().spaces().get(id).ok_or_else(|| format!("tuples: no space {id} on this node"))?;
+        Ok::<_, String>(space.with(|st| st.class(arity, first.as_ref(), max)))
+    })();
+    let found = match found {
+        Ok(t) => t,
+        Err(e) => return raise(L, e),
+    };
+    ffi::lua_createtable(L, found.len() as c_int, 0);
+    for (i, t) in found.iter().enumerate() {
+        let base = ffi::lua_gettop(L);
+        match crate::codec::decode(L, &t.values) {
+            Ok(n) => crate::util::pack(L, n),
+            Err(e) => push_bytes(L, format!("(cannot show: {e})").as_bytes()),
+        }
+        ffi::lua_rawseti(L, base, i as ffi::lua_Integer + 1);
+    }
+    drop(found);
     1
 }

@@ -669,14 +669,9 @@ unsafe fn take_all(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
     let mut failed = None;
     let mut tuples = tuples.into_iter();
     for (i, t) in tuples.by_ref().enumerate() {
-        let base = ffi::lua_gettop(L);
         match push_tuple(L, &t, "take_all") {
             Ok(n) => {
-                ffi::lua_createtable(L, n, 0);
-                ffi::lua_rotate(L, base + 1, 1);
-                for k in (1..=n).rev() {
-                    ffi::lua_rawseti(L, base + 1, k as ffi::lua_Integer);
-                }
+                pack(L, n);
                 ffi::lua_rawseti(L, list, i as ffi::lua_Integer + 1);
             }
             Err(e) => {

@@ -206,11 +206,7 @@ unsafe fn answered(L: *mut ffi::lua_State, mut asked: Box<Asked>, answer: Comple
 unsafe fn append(L: *mut ffi::lua_State, list: c_int, values: Message) -> Result<(), crate::error::Error> {
     let n = codec::decode(L, &values)?;
     drop(values);
-    ffi::lua_createtable(L, n, 0);
-    ffi::lua_rotate(L, -n - 1, 1);
-    for k in (1..=n).rev() {
-        ffi::lua_rawseti(L, -1 - k, k as ffi::lua_Integer);
-    }
+    pack(L, n);
     let len = ffi::lua_rawlen(L, list) as ffi::lua_Integer;
     ffi::lua_rawseti(L, list, len + 1);
     Ok(())

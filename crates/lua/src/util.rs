@@ -174,6 +174,15 @@ pub(crate) unsafe fn deadline_passed(L: *mut ffi::lua_State) -> bool {
     c.deadline.is_some_and(|d| c.rt().uptime().as_nanos() as u64 >= d.get())
 }
 
+/// Replaces the top `n` values with one list of them.
+pub(crate) unsafe fn pack(L: *mut ffi::lua_State, n: c_int) {
+    ffi::lua_createtable(L, n, 0);
+    ffi::lua_rotate(L, -n - 1, 1);
+    for k in (1..=n).rev() {
+        ffi::lua_rawseti(L, -1 - k, k as ffi::lua_Integer);
+    }
+}
+
 /// Yields the process to the scheduler; `k` runs when it is resumed.
 /// Raises an error instead when this thread cannot yield.
 pub(crate) unsafe fn yield_to_scheduler(L: *mut ffi::lua_State, why: Pending, k: ffi::lua_KFunction, what: &str) -> c_int {
