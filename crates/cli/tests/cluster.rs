@@ -220,7 +220,7 @@ fn junk_and_cut_frames_on_the_node_port_are_one_line_each_and_the_node_goes_on()
     send_and_close(fake_peer(&a.addr, "junk3@host", Some(secret)), &[20, 0, 0, 0, 4, 1, 2]);
     let line = next_line();
     assert!(line.contains("link to node junk3@host closed: the peer closed the connection in the middle of a frame"), "{line}");
-    send_and_close(fake_peer(&a.addr, "junk4@host", Some(secret)), &[6, 0, 0, 0, 5, 1, 10, 1, 2, 4]);
+    send_and_close(fake_peer(&a.addr, "junk4@host", Some(secret)), &[6, 0, 0, 0, 5, 1, 10, 1, 4, 4]);
     let line = next_line();
     assert!(line.contains("link to node junk4@host closed: parcel 1: its pieces do not add up"), "{line}");
     // Nothing else was logged, and the node still takes a program.

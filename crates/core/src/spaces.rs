@@ -192,6 +192,8 @@ mod tests {
         spaces.pin(id, &space);
         drop(space);
         assert!(spaces.get(id).is_some(), "a pinned space stays");
-        assert_eq!(spaces.named().len(), 1);
+        let all = spaces.all();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].1.as_deref(), Some(&b"n"[..]), "named spaces are listed with their name");
     }
 }

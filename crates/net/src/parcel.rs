@@ -9,10 +9,11 @@
 //! A parcel's bytes, cut anywhere into parts of at most [`PART`] bytes:
 //!
 //! 1. the envelope: how many pieces (varint), then each piece's length
-//!    and kind (varint: length × 2 + kind; kind 0 is bytes, 1 a future);
+//!    and kind (varint: length × 4 + kind; kind 0 is bytes, 1 a future,
+//!    2 a tuple-space handle);
 //! 2. piece 0: the carried frame, its kind byte and body (kind 0);
 //! 3. pieces 1…: the message's attachments, in order: a buffer's bytes, or
-//!    a future as `synodic_core::remote::carry` encodes it.
+//!    a future or a space handle as `synodic_core::remote::carry` encodes it.
 //!
 //! The first part holds the whole envelope (it is at most a few kilobytes,
 //! a part is 64 KiB), so the receiver gives every piece a buffer of its
@@ -134,7 +135,7 @@ struct Open {
     total: u64,
     pieces: Vec<Vec<u8>>,
     lens: Vec<usize>,
-    /// Each piece's kind (0: bytes, 1: a future).
+    /// Each piece's kind (0: bytes, 1: a future, 2: a space handle).
     kinds: Vec<u8>,
     piece: usize,
 }

@@ -109,4 +109,4 @@ end
 assert(total == #nodes * P * EACH, total)
 assert(sum == #nodes * P * EACH * (EACH + 1) / 2, "checksum")
 assert(pc:count("item", linda.any, linda.any) == 0)
-print("cluster linda ok")
+print("linda ok")
