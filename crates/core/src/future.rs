@@ -150,6 +150,11 @@ impl Store {
         (e.home != 0 && e.value.is_none() && !std::mem::replace(&mut e.requested, true)).then_some(e.home)
     }
 
+    /// The value of `id`, if it is here.
+    pub fn value(&self, id: FutureId) -> Option<Message> {
+        self.entries.get(&id)?.value.clone()
+    }
+
     /// Whether the value of `id` is here.
     pub fn is_ready(&self, id: FutureId) -> bool {
         self.entries.get(&id).is_some_and(|e| e.value.is_some())

@@ -442,18 +442,23 @@ impl<'a> Reader<'a> {
 /// another node (a pid is fixed-size, so the message keeps its length).
 /// Shared values are passed over: their attachments cross beside the bytes.
 pub fn map_pids(buf: &mut [u8], mut map: impl FnMut(Pid, usize) -> Result<Pid, WireError>) -> Result<(), WireError> {
-    let (mut r, count) = Reader::message(buf)?;
-    let mut walk = Walk::default();
-    for _ in 0..count {
-        walk.value(&mut r, 0)?;
-    }
-    r.finish()?;
-    for at in walk.pids {
+    let pids = walk(buf)?.0.pids;
+    for at in pids {
         let raw = u64::from_le_bytes(buf[at..at + 8].try_into().expect("eight bytes"));
         let pid = map(Pid::from_raw(raw).ok_or(WireError::BadPid(at))?, at)?;
         buf[at..at + 8].copy_from_slice(&pid.raw().to_le_bytes());
     }
     Ok(())
+}
+
+/// Walks every value of the message `buf`, which must be well formed: what
+/// the walk found, and the values' shapes.
+fn walk(buf: &[u8]) -> Result<(Walk<'static>, Vec<Shape<'_>>), WireError> {
+    let (mut r, count) = Reader::message(buf)?;
+    let mut walk = Walk::default();
+    let shapes = (0..count).map(|_| walk.value(&mut r, 0)).collect::<Result<Vec<_>, _>>()?;
+    r.finish()?;
+    Ok((walk, shapes))
 }
 
 /// What a value is, seen from outside: tables and functions are not opened.
@@ -475,11 +480,23 @@ pub enum Shape<'a> {
 
 /// The shapes of the values of the message `buf`, which must be well formed.
 pub fn shapes(buf: &[u8]) -> Result<Vec<Shape<'_>>, WireError> {
-    let (mut r, count) = Reader::message(buf)?;
-    let mut walk = Walk::default();
-    let shapes = (0..count).map(|_| walk.value(&mut r, 0)).collect::<Result<Vec<_>, _>>()?;
-    r.finish()?;
-    Ok(shapes)
+    Ok(walk(buf)?.1)
+}
+
+/// A shared value in a message: where its kind byte is (the variant byte
+/// follows), its kind, variant and attachment index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SharedAt {
+    pub at: usize,
+    pub kind: u8,
+    pub variant: u8,
+    pub index: u64,
+}
+
+/// The shared values of the message `buf`, which must be well formed, in
+/// order. (A value's kind and variant can be rewritten in place at `at`.)
+pub fn shared_values(buf: &[u8]) -> Result<Vec<SharedAt>, WireError> {
+    Ok(walk(buf)?.0.shared)
 }
 
 /// Appends the values of the message `msg` to `w`, as if they had been
@@ -531,6 +548,7 @@ pub fn prepend_str(lead: &[u8], msg: &[u8]) -> Result<Vec<u8>, WireError> {
 struct Walk<'w> {
     pids: Vec<usize>,
     objects: Vec<bool>,
+    shared: Vec<SharedAt>,
     copy: Option<Copy<'w>>,
 }
 
@@ -649,7 +667,9 @@ impl Walk<'_> {
             }
             Tag::SharedUpvalue => return Err(WireError::BadTag { tag: Tag::SharedUpvalue as u8, at: r.position() - 1 }),
             Tag::Shared => {
+                let at = r.position();
                 let (kind, variant, index) = (r.byte_value()?, r.byte_value()?, r.varint()?);
+                self.shared.push(SharedAt { at, kind, variant, index });
                 if let Some(w) = self.out() {
                     w.tag(Tag::Shared);
                     w.byte(kind);
@@ -809,6 +829,9 @@ mod tests {
     fn shapes_see_through_references_and_strings_split_off() {
         let m = self_holding_table(3);
         assert_eq!(shapes(&m).unwrap(), vec![Shape::Table, Shape::Shared { kind: 1, variant: 0 }]);
+        let shared = shared_values(&m).unwrap();
+        assert_eq!(shared.len(), 1);
+        assert_eq!((m[shared[0].at], m[shared[0].at + 1], shared[0].index), (1, 0, 3), "where the kind and variant bytes are");
         let with_lead = prepend_str(b"op", &m).unwrap();
         let (lead, rest) = split_leading_str(&with_lead).unwrap();
         assert_eq!((lead, rest), (&b"op"[..], m.clone()));

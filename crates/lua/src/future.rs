@@ -50,7 +50,10 @@ unsafe fn share(L: *mut ffi::lua_State, idx: c_int) -> Option<(u8, Attachment)> 
     Some((0, h.ticket.clone() as Attachment))
 }
 
-unsafe fn rebuild(L: *mut ffi::lua_State, _variant: u8, shared: &Attachment) -> Result<(), String> {
+unsafe fn rebuild(L: *mut ffi::lua_State, variant: u8, shared: &Attachment) -> Result<(), String> {
+    if variant == synodic_core::wire::shared::DEFERRED_BUFFER {
+        return crate::deferred::rebuild(L, shared);
+    }
     let ticket = shared.clone().downcast::<Ticket>().map_err(|_| "not a future")?;
     push_handle(L, ticket);
     Ok(())
@@ -253,7 +256,7 @@ unsafe fn got(L: *mut ffi::lua_State, value: synodic_core::Message) -> c_int {
 const FETCHED: &CStr = c"synodic.fetched";
 
 /// Adds `n` to the bytes fetched; returns the total before.
-unsafe fn add_fetched(L: *mut ffi::lua_State, n: i64) -> i64 {
+pub(crate) unsafe fn add_fetched(L: *mut ffi::lua_State, n: i64) -> i64 {
     ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
     let before = ffi::lua_tointegerx(L, -1, std::ptr::null_mut());
     ffi::lua_pop(L, 1);

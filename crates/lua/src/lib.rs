@@ -26,6 +26,7 @@
 //! | `hot` | – | hints of the memory a blocked process will touch, for its wakers (`csrc/hot.c`) |
 //! | `peek` | – | one-call reads of plain stack values (`csrc/peek.c`) |
 //! | `plain` | – | the codec's short path: messages of plain values in one C call each way (`csrc/plain.c`) |
+//! | `deferred` | – | large buffers of tuples left on their producer's node, and fetching them before a tuple is decoded |
 //! | `dumps` | – | the bytecode of functions a process has sent, kept for its next sends |
 //! | `lualib` | `synodic.alua`, `synodic.console` | modules written in Lua, bundled from `lualib/` |
 //! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
@@ -64,6 +65,7 @@ pub mod control;
 pub mod coroutine;
 mod ctx;
 pub mod future;
+mod deferred;
 mod dumps;
 mod error;
 mod heap;

@@ -472,17 +472,16 @@ unsafe fn attempt(L: *mut ffi::lua_State, q: Box<Query>) -> Result<Got, String> 
     Ok(Got::Wait)
 }
 
+/// Returns a tuple's values (once the bytes of its buffers left on other
+/// nodes are here).
+unsafe fn handed(L: *mut ffi::lua_State, values: synodic_core::Message) -> c_int {
+    crate::deferred::deliver(L, values, "take", Box::new(|L, values| crate::linda_remote::results(L, values, "take")))
+}
+
 /// Returns the tuple's values, or blocks with `blocking_k` as continuation.
 unsafe fn finish(L: *mut ffi::lua_State, got: Result<Got, String>) -> c_int {
     match got {
-        Ok(Got::Tuple(t)) => {
-            let pushed = push_tuple(L, &t, "take");
-            drop(t);
-            match pushed {
-                Ok(n) => n,
-                Err(e) => raise(L, e),
-            }
-        }
+        Ok(Got::Tuple(t)) => handed(L, t.values),
         Ok(Got::Wait) => wait::block(L, blocking_k, "linda"),
         Err(e) => {
             wait::end::<Query>(L);
@@ -502,12 +501,7 @@ unsafe extern "C-unwind" fn blocking_k(L: *mut ffi::lua_State, _status: c_int, _
         // A plain waiter is handed its tuple's values.
         Poll::Done(Completion::Value(values)) => {
             wait::end::<Query>(L);
-            let pushed = codec::decode(L, &values).map_err(|e| format!("take: {e}"));
-            drop(values);
-            return match pushed {
-                Ok(n) => n,
-                Err(e) => raise(L, e),
-            };
+            return handed(L, values);
         }
         // A `where` waiter was told something arrived: look again.
         Poll::Done(_) => match wait::end::<Query>(L) {
@@ -664,6 +658,11 @@ unsafe fn take_all(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
         Ok(t) => t,
         Err(e) => return raise(L, e),
     };
+    // Buffers left on their producers' nodes are fetched first, for the list as a whole.
+    if tuples.iter().any(|t| t.values.attachments().iter().any(|a| a.is::<synodic_core::future::Ticket>())) {
+        let list = synodic_core::linda_remote::list(tuples.into_iter().map(|t| (None, t)));
+        return crate::deferred::deliver(L, list, "take_all", Box::new(|L, list| crate::linda_remote::results(L, list, "take_all")));
+    }
     ffi::lua_createtable(L, tuples.len() as c_int, 0);
     let list = ffi::lua_gettop(L);
     let mut failed = None;

@@ -29,6 +29,7 @@ use synodic_core::{wire, Message};
 
 use crate::codec;
 use crate::ctx::ctx;
+use crate::deferred::deliver;
 use crate::linda::{check, field, seconds, template, Wheres};
 use crate::util::*;
 use crate::wait::{self, Poll};
@@ -164,10 +165,21 @@ unsafe extern "C-unwind" fn asked_k(L: *mut ffi::lua_State, _status: c_int, _k: 
 }
 
 /// Turns `answer` into the method's results, or asks again.
-unsafe fn answered(L: *mut ffi::lua_State, mut asked: Box<Asked>, answer: Completion) -> c_int {
-    if matches!(answer, Completion::Deleted) {
-        return raise(L, asked.lost());
-    }
+unsafe fn answered(L: *mut ffi::lua_State, asked: Box<Asked>, answer: Completion) -> c_int {
+    let answer = match answer {
+        Completion::Deleted => return raise(L, asked.lost()),
+        // Tuples whose large buffers stayed on their producers' nodes: their bytes first.
+        Completion::Value(values) => {
+            let fname = asked.fname;
+            return deliver(L, values, fname, Box::new(move |L, values| answered_here(L, asked, Completion::Value(values))));
+        }
+        other => other,
+    };
+    answered_here(L, asked, answer)
+}
+
+/// [`answered`], the bytes of every buffer of the answer here.
+unsafe fn answered_here(L: *mut ffi::lua_State, mut asked: Box<Asked>, answer: Completion) -> c_int {
     match (asked.then, answer) {
         (Then::Nothing | Then::Tuple, Completion::Nothing) => 0,
         (Then::Tuple, Completion::Value(values)) => results(L, values, asked.fname),
@@ -213,7 +225,7 @@ unsafe fn append(L: *mut ffi::lua_State, list: c_int, values: Message) -> Result
 }
 
 /// Pushes the decoded `values` as the method's results.
-unsafe fn results(L: *mut ffi::lua_State, values: Message, fname: &str) -> c_int {
+pub(crate) unsafe fn results(L: *mut ffi::lua_State, values: Message, fname: &str) -> c_int {
     let decoded = codec::decode(L, &values);
     drop(values);
     match decoded {
@@ -376,6 +388,7 @@ pub(crate) unsafe fn out(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -
             field(L, i, i - 1, "out")?;
         }
         let values = codec::encode(L, 2, top).map_err(|e| format!("out: {e}"))?;
+        let values = crate::deferred::defer_large(ctx(L).rt(), values);
         synodic_core::remote::crossing(&values).map_err(|e| format!("out: {e}"))?;
         Ok(values)
     })();

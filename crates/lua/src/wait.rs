@@ -64,6 +64,11 @@ pub(crate) unsafe fn end<T: Queue>(L: *mut ffi::lua_State) -> Option<Box<T>> {
     ctx(L).blocked.take()?.as_any().downcast().ok()
 }
 
+/// Puts back a wait taken out with `end`, to go on waiting under the same ticket.
+pub(crate) unsafe fn resume(L: *mut ffi::lua_State, on: Box<dyn Queue>) {
+    ctx(L).blocked = Some(on);
+}
+
 /// Step 3 for a store wait (the wait stays current until `end`).
 pub(crate) unsafe fn poll(L: *mut ffi::lua_State) -> Poll {
     let c = ctx(L);

@@ -57,21 +57,12 @@ assert(select(2, s.receive_match("c taken", 10)) == "from b")
 -- order by outs from b. (The home's scope tells when each is queued.)
 local turns = linda.open("turns")
 turns:count("claim")
-local function queued(n)
-  local control = require "synodic.control"
-  while true do
-    for _, sp in ipairs(control.spaces()) do
-      if sp.name == "turns" and sp.waiting >= n then return end
-    end
-    s.sleep(0.001)
-  end
-end
 for i, node in ipairs({b, c, s.node()}) do
   s.spawn_on(node, function(boss, i)
     local s, linda = require "synodic", require "synodic.linda"
     s.send(boss, "turn", i, select(2, linda.open("turns"):take("turn", linda.int)))
   end, me, i)
-  queued(i)
+  testkit.await_waiting("turns", i)
 end
 on(b, function() local ts = require("synodic.linda").open("turns") for k = 1, 3 do ts:out("turn", k * 10) end end)
 local got = {}

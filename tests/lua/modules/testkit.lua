@@ -40,7 +40,20 @@ end
 
 -- The first node of the cluster other than this one.
 function M.other_node()
-  return M.other_nodes()[1] or error("a cluster of one node")
+  -- Returns once `n` callers wait on the space `name` of this node (its
+-- home), as the tuple scope shows them. (Nothing announces a queued
+-- waiter, so this looks every millisecond.)
+function M.await_waiting(name, n)
+  local control = require "synodic.control"
+  while true do
+    for _, sp in ipairs(control.spaces()) do
+      if sp.name == name and sp.waiting >= n then return end
+    end
+    s.sleep(0.001)
+  end
+end
+
+return M.other_nodes()[1] or error("a cluster of one node")
 end
 
 -- A process on `node` that sends back whatever it gets: `send(echo, me,
@@ -54,6 +67,19 @@ function M.echo_on(node)
       s.send(msg[1], table.unpack(msg, 2, msg.n))
     end
   end)
+end
+
+-- Returns once `n` callers wait on the space `name` of this node (its
+-- home), as the tuple scope shows them. (Nothing announces a queued
+-- waiter, so this looks every millisecond.)
+function M.await_waiting(name, n)
+  local control = require "synodic.control"
+  while true do
+    for _, sp in ipairs(control.spaces()) do
+      if sp.name == name and sp.waiting >= n then return end
+    end
+    s.sleep(0.001)
+  end
 end
 
 return M
