@@ -5,8 +5,10 @@
 -- columns, and the master collects the factored columns (in). Columns travel
 -- as f64 buffers. "blocked" deals and moves groups of columns instead of
 -- single ones (the paper's larger aggregates). The result is checked against
--- a sequential factorisation and by its residual.
--- usage: synodic run examples/linda/linpack.lua [order] [workers] [unblocked|blocked] [group]
+-- a sequential factorisation and by its residual. With "spread", the
+-- workers are dealt over the nodes of the cluster (the paper's machines A,
+-- B, C), the master and its space on this one.
+-- usage: synodic run [--nodes K] examples/linda/linpack.lua [order] [workers] [unblocked|blocked] [group] [spread]
 local s = require "synodic"
 local linda = require "synodic.linda"
 local buffer = require "synodic.buffer"
@@ -15,6 +17,7 @@ local N = math.tointeger(tonumber(arg[1])) or 1000
 local P = math.tointeger(tonumber(arg[2])) or 2
 local MODE = arg[3] or "unblocked"
 local GROUP = MODE == "blocked" and (math.tointeger(tonumber(arg[4])) or 8) or 1
+local NODES = arg[5] == "spread" and s.nodes() or {s.node()}
 
 -- A random matrix, by columns: A[j][i] is row i of column j.
 math.randomseed(1000)
@@ -95,7 +98,7 @@ end
 
 local t0 = s.clock()
 local ts = linda.new()
-for w = 1, P do s.spawn(worker, ts, w) end
+for w = 1, P do s.spawn_on(NODES[(w - 1) % #NODES + 1], worker, ts, w) end
 for g = 1, GROUPS do ts:out("col", g, pack(A, g)) end
 local LU, piv = {}, {}
 for g = 1, GROUPS do unpack(select(3, ts:take("result", g, linda.buffer)), g, LU) end
@@ -153,5 +156,5 @@ end
 for i = 1, N do r = math.max(r, math.abs(ax[i])) end
 local residual = r / (N * norm * xmax * 2.220446049250313e-16)
 assert(residual < 100, "normalised residual too large: " .. residual)
-print(string.format("LU %s order %d, %d workers: same factors as sequential, normalised residual %.2f; %.2fs parallel, %.2fs sequential",
-  MODE, N, P, residual, parallel, sequential))
+print(string.format("LU %s order %d, %d workers on %d node%s: same factors as sequential, normalised residual %.2f; %.2fs parallel, %.2fs sequential",
+  MODE, N, P, #NODES, #NODES == 1 and "" or "s", residual, parallel, sequential))

@@ -223,7 +223,7 @@ fn the_linda_programs() {
     assert_eq!(dining, "6 philosophers ate 10 meals each; all 6 chopsticks are back\n");
     // Linpack: the unblocked default (order 1000) runs in every_example_runs.
     let lu = run_example("linda/linpack.lua", &["1000", "2", "blocked", "8"]);
-    assert!(lu.starts_with("LU blocked order 1000, 2 workers: same factors as sequential, normalised residual "), "{lu}");
+    assert!(lu.starts_with("LU blocked order 1000, 2 workers on 1 node: same factors as sequential, normalised residual "), "{lu}");
 }
 
 /// `progress = true` draws a bar (tasks, rate, time left) on a terminal,
