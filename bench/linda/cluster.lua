@@ -115,6 +115,6 @@ print()
 print("| remote streams | pairs/s |")
 print("|---|---|")
 for _, k in ipairs({1, 8}) do
-  local rounds = math.max(200, math.floor(20000 * SCALE / k))
+  local rounds = math.max(200, math.floor(40000 * SCALE / k))
   print(string.format("| remote %d | %.0f |", k, pairs_per_second(k, rounds)))
 end
