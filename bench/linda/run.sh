@@ -30,9 +30,13 @@ head -c 24 /dev/urandom | base64 > "$cookie"
 synodic="$root/target/release/synodic"
 "$synodic" run "$here/linda.lua" "$scale" | tee "$out"
 echo
-echo "Between two nodes of this machine (the paper: Sun 4 workstations on Ethernet, 1991):"
+# Each node stands for one of the paper's one-CPU machines: one worker
+# thread each, so that two or three nodes on this machine do not fight over
+# its cores (with a worker per core each, their idle workers' spinning
+# costs the busy ones: 2 nodes x 2 workers on 2 cores gave about half).
+echo "Between two nodes of this machine, one worker thread each (the paper: Sun 4 workstations on Ethernet, 1991):"
 echo
-"$synodic" run --nodes 2 --cookie-file "$cookie" "$here/cluster.lua" "$scale" | tee -a "$out"
+"$synodic" run --nodes 2 --workers 1 --cookie-file "$cookie" "$here/cluster.lua" "$scale" | tee -a "$out"
 
 # Table 2: the parallel LU factorisation, master and space on the first
 # node, one worker per node (the paper's machines A, B, C).
@@ -47,7 +51,7 @@ paper() { # version machines -> "seconds mflops"
 }
 for mode in unblocked blocked; do
   for k in 1 2 3; do
-    line=$("$synodic" run --nodes "$k" --cookie-file "$cookie" "$root/examples/linda/linpack.lua" "$order" "$k" "$mode" 8 spread)
+    line=$("$synodic" run --nodes "$k" --workers 1 --cookie-file "$cookie" "$root/examples/linda/linpack.lua" "$order" "$k" "$mode" 8 spread)
     secs=$(echo "$line" | sed -E 's/.*; ([0-9.]+)s parallel.*/\1/')
     names=$(echo "A B C" | cut -d' ' -f1-"$k" | tr ' ' ',')
     read -r psecs pmflops <<< "$(paper "$mode" "$k")"

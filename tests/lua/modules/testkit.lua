@@ -40,20 +40,7 @@ end
 
 -- The first node of the cluster other than this one.
 function M.other_node()
-  -- Returns once `n` callers wait on the space `name` of this node (its
--- home), as the tuple scope shows them. (Nothing announces a queued
--- waiter, so this looks every millisecond.)
-function M.await_waiting(name, n)
-  local control = require "synodic.control"
-  while true do
-    for _, sp in ipairs(control.spaces()) do
-      if sp.name == name and sp.waiting >= n then return end
-    end
-    s.sleep(0.001)
-  end
-end
-
-return M.other_nodes()[1] or error("a cluster of one node")
+  return M.other_nodes()[1] or error("a cluster of one node")
 end
 
 -- A process on `node` that sends back whatever it gets: `send(echo, me,
