@@ -56,4 +56,5 @@ script_tests!(
     linda_spaces,
     linda_private_gc,
     buffer,
+    entity,
 );

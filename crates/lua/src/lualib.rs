@@ -13,6 +13,7 @@ use crate::util::{push_bytes, raise, to_bytes};
 const BUNDLED: &[(&CStr, &CStr, &str)] = &[
     (c"synodic.alua", c"@lualib/alua.lua", include_str!("../../../lualib/alua.lua")),
     (c"synodic.console", c"@lualib/console.lua", include_str!("../../../lualib/console.lua")),
+    (c"synodic.entity", c"@lualib/entity.lua", include_str!("../../../lualib/entity.lua")),
     (c"synodic.future", c"@lualib/future.lua", include_str!("../../../lualib/future.lua")),
     (c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../lualib/skel.lua")),
 ];
