@@ -226,6 +226,19 @@ fn the_linda_programs() {
     assert!(lu.starts_with("LU blocked order 1000, 2 workers on 1 node: same factors as sequential, normalised residual "), "{lu}");
 }
 
+/// The VEOS paper's communication models (section 5) give their results.
+#[test]
+fn the_entity_examples() {
+    let cs = run_example("entities/client_server.lua", &["50"]);
+    assert_eq!(cs, "client-server: 50 requests, 50 replies by upcall, sum of squares 42925\n");
+    let ring = run_example("entities/causal_ring.lua", &["5", "2", "10"]);
+    assert_eq!(ring, "causal ring: 5 entities, 2 tokens, 10 rounds each: 102 method calls\n");
+    let sink = run_example("entities/transmit_only.lua", &["4", "25"]);
+    assert_eq!(sink, "transmit-only: 4 sources, 100 updates at the sink, in order per source\n");
+    let mesh = run_example("entities/causal_mesh.lua", &["5", "30"]);
+    assert_eq!(mesh, "causal mesh: 5 entities, 30 frames in lock-step, all agree on 3.0\n");
+}
+
 /// `progress = true` draws a bar (tasks, rate, time left) on a terminal,
 /// and clears it at the end; on a pipe nothing (see the image test).
 #[test]
