@@ -168,8 +168,13 @@ fn examples_cpath() -> &'static str {
 
 /// `synodic ARGS...` with the examples' C modules on the path.
 fn synodic_example(args: &[&str]) -> std::process::Output {
+    synodic_example_in(args, Path::new("."))
+}
+
+/// [`synodic_example`] run in `dir` (where an example that writes files writes them).
+fn synodic_example_in(args: &[&str], dir: &Path) -> std::process::Output {
     let mut cmd = common::synodic_command();
-    cmd.args(args).env("LUA_CPATH_5_4", examples_cpath());
+    cmd.args(args).env("LUA_CPATH_5_4", examples_cpath()).current_dir(dir);
     common::output_within(cmd, common::LIMIT, &format!("synodic {}", args.join(" ")))
 }
 
@@ -195,8 +200,10 @@ fn examples() -> Vec<PathBuf> {
 fn every_example_runs() {
     let examples = examples();
     assert!(examples.len() >= 7);
+    // Examples that write files (bounce.html) write them here.
+    let scratch = common::scratch_dir("every-example");
     for ex in examples {
-        let out = synodic_example(&["run", ex.to_str().unwrap()]);
+        let out = synodic_example_in(&["run", ex.to_str().unwrap()], &scratch);
         assert!(out.status.success(), "{}: {}", ex.display(), text(&out.stderr));
         assert!(!out.stdout.is_empty(), "{} printed nothing", ex.display());
     }
@@ -237,6 +244,36 @@ fn the_entity_examples() {
     assert_eq!(sink, "transmit-only: 4 sources, 100 updates at the sink, in order per source\n");
     let mesh = run_example("entities/causal_mesh.lua", &["5", "30"]);
     assert_eq!(mesh, "causal mesh: 5 entities, 30 frames in lock-step, all agree on 3.0\n");
+}
+
+/// Bounce: the collisions are elastic (on a table without cushions both
+/// momentum and energy stay as they were over 1,000 frames; with cushions,
+/// energy), and the page and the picture show the fifteen balls.
+#[test]
+fn bounce_keeps_momentum_and_energy_and_shows_its_balls() {
+    let dir = common::scratch_dir("bounce");
+    let page = dir.join("bounce.html");
+    let totals = |line: &str| -> Vec<f64> {
+        let at = line.find("momentum (").unwrap_or_else(|| panic!("{line}"));
+        line[at..].split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-')).filter_map(|t| t.parse().ok()).collect()
+    };
+    let wrapped = run_example("entities/bounce.lua", &["1000", "sequential", page.to_str().unwrap(), "wrap"]);
+    let last = wrapped.lines().last().unwrap_or_default();
+    let collisions: u64 = last.split(" collisions").next().and_then(|s| s.rsplit(' ').next()).and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(collisions >= 20, "balls collided: {last}");
+    let t = totals(last);
+    let (p0, p1, e0, e1) = ((t[0], t[1]), (t[2], t[3]), t[4], t[5]);
+    assert!((p0.0 - p1.0).abs() < 1e-6 && (p0.1 - p1.1).abs() < 1e-6, "momentum kept: {last}");
+    assert!((e0 - e1).abs() < 1e-6 * e0, "energy kept: {last}");
+    assert!(wrapped.contains("frame 500, "), "the console reports the frame rate: {wrapped}");
+    let cushions = run_example("entities/bounce.lua", &["1000", "sequential", page.to_str().unwrap()]);
+    let t = totals(cushions.lines().last().unwrap_or_default());
+    assert!((t[4] - t[5]).abs() < 1e-6 * t[4], "energy kept with cushions: {cushions}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<canvas") && html.contains("requestAnimationFrame"), "a page that plays the run");
+    assert_eq!(html.matches("],[").count() + 1, 1001, "every frame is on the page");
+    let svg = std::fs::read_to_string(dir.join("bounce.svg")).unwrap();
+    assert_eq!(svg.matches("<circle class='ball'").count(), 15, "the picture shows fifteen balls: {svg}");
 }
 
 /// `progress = true` draws a bar (tasks, rate, time left) on a terminal,

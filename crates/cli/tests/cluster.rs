@@ -494,3 +494,26 @@ fn sigterm_leaves_the_cluster_cleanly() {
     assert!(text(&out.stdout).contains("b is gone"), "{}", text(&out.stderr));
     assert_eq!(text(&out.stderr), "", "nobody tries to reach b");
 }
+
+/// Bounce in the VEOS paper's three placements over nodes: the balls on a
+/// second node (distributed), the same with their renderer updates bundled
+/// there (wholesale), the balls over a second and a third (parallel). Each
+/// run keeps the energy and shows every frame.
+#[test]
+fn bounce_runs_in_every_placement() {
+    let dir = scratch_dir("cluster-bounce");
+    let cookie = cookie_in(&dir, "cookie", "a cookie for the bounce test");
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/entities/bounce.lua");
+    for (placement, nodes) in [("distributed", "2"), ("wholesale", "2"), ("parallel", "3")] {
+        let page = dir.join(format!("{placement}.html"));
+        let mut cmd = synodic_command();
+        cmd.args(["run", "--nodes", nodes, "--cookie-file"]).arg(&cookie).arg(&example).args(["200", placement]).arg(&page);
+        let out = output_within(cmd, LIMIT, &format!("bounce {placement}"));
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "{placement}: {stdout}\n{}", text(&out.stderr));
+        let last = stdout.lines().last().unwrap_or_default();
+        assert!(last.starts_with(&format!("bounce: 15 balls, 200 frames, {placement}, ")) && last.contains("energy 750.000000 -> 750.000000"), "{last}");
+        let html = std::fs::read_to_string(&page).unwrap();
+        assert_eq!(html.matches("],[").count() + 1, 201, "every frame is on the page");
+    }
+}
