@@ -64,8 +64,9 @@ local function invoke(st, traced, m, ...)
   return pcall(f, st.self, ...)
 end
 
--- Step 1: one message to the entity.
+-- Step 1: one message to the entity; false when there was none.
 local function handle(st, tag, ...)
+  if tag == nil then return false end
   if tag == SEND or tag == FLOW then
     local from, m = ...
     local ok, err = invoke(st, true, m, select(3, ...))
@@ -84,15 +85,12 @@ local function handle(st, tag, ...)
   elseif tag == KILL then
     s.exit()
   end
+  return true
 end
 
 -- Handles what has arrived, without waiting.
 local function drain(st)
-  while true do
-    local msg = table.pack(s.receive(0))
-    if msg.n == 0 then return end
-    handle(st, table.unpack(msg, 1, msg.n))
-  end
+  while handle(st, s.receive(0)) do end
 end
 
 -- Step 2: one frame, each procedure to completion, in turn.
@@ -159,7 +157,6 @@ function entity._main(spec, parent, ref)
     if #st.order == 0 then
       -- Nothing to run each frame: wait for calls.
       handle(st, s.receive())
-      drain(st)
     else
       drain(st)
       frame(st)
@@ -168,8 +165,7 @@ function entity._main(spec, parent, ref)
         while true do
           local left = next_frame - s.clock()
           if left <= 0 then break end
-          local msg = table.pack(s.receive(left))
-          if msg.n > 0 then handle(st, table.unpack(msg, 1, msg.n)) end
+          handle(st, s.receive(left))
         end
       end
     end
@@ -226,7 +222,34 @@ function entity.send_flow(e, m, ...)
   unprocessed[e] = n
 end
 
-local calls = 0
+local calls, awaited = 0, 0
+
+-- The reply to the call in progress (a process makes one call at a time).
+local function answer(tag, ref) return tag == REPLY and ref == awaited end
+
+-- The results of a reply, or its error raised in the caller (as the method
+-- raised it: no position is added).
+local function results(tag, _, ok, ...)
+  if not ok then error((...), 0) end
+  return ...
+end
+
+-- A call with no answer after a second: watches `e` while waiting on.
+local function watched(e)
+  local pid = type(e) == "string" and s.whereis(e) or e
+  if pid == nil then error(string.format("entity.call: no entity %s", tostring(e)), 0) end
+  s.monitor(pid)
+  local reply = table.pack(s.receive_match(function(tag, r) return answer(tag, r) or (tag == "DOWN" and r == pid) end))
+  if reply[1] == "DOWN" then
+    error(string.format("entity.call: entity %s ended before answering (%s)", tostring(e), tostring(reply[3])), 0)
+  end
+  return results(table.unpack(reply, 1, reply.n))
+end
+
+local function replied(e, tag, ...)
+  if tag == nil then return watched(e) end
+  return results(tag, ...)
+end
 
 --- Synchronous call: the method's results; its error is raised here. A
 --- call that has no answer within a second starts watching the entity, so
@@ -234,26 +257,12 @@ local calls = 0
 function entity.call(e, m, ...)
   if running ~= nil and (e == running.id or e == running.name) then
     -- An entity calling itself: at once (a message would wait for itself).
-    local reply = table.pack(invoke(running, false, m, ...))
-    if not reply[1] then error(reply[2], 2) end
-    return table.unpack(reply, 2, reply.n)
+    return results(REPLY, nil, invoke(running, false, m, ...))
   end
   calls = calls + 1
-  local ref = calls
-  s.send(e, CALL, s.self(), ref, m, ...)
-  local function answer(tag, r) return tag == REPLY and r == ref end
-  local reply = table.pack(s.receive_match(answer, 1))
-  if reply.n == 0 then
-    local pid = type(e) == "string" and s.whereis(e) or e
-    if pid == nil then error(string.format("entity.call: no entity %s", tostring(e)), 2) end
-    s.monitor(pid)
-    reply = table.pack(s.receive_match(function(tag, r) return answer(tag, r) or (tag == "DOWN" and r == pid) end))
-    if reply[1] == "DOWN" then
-      error(string.format("entity.call: entity %s ended before answering (%s)", tostring(e), tostring(reply[3])), 2)
-    end
-  end
-  if not reply[3] then error(reply[4], 2) end
-  return table.unpack(reply, 4, reply.n)
+  awaited = calls
+  s.send(e, CALL, s.self(), calls, m, ...)
+  return replied(e, s.receive_match(answer, 1))
 end
 
 --- Installs, replaces (f) or removes (nil) method `m` of `e`.
