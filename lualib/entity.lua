@@ -27,7 +27,7 @@ local s = require "synodic"
 local entity = {}
 
 -- Message tags; the NUL keeps them apart from a program's own messages.
-local SEND = "\0entity.send"       -- from, method, args...
+local SEND = "\0entity.send"       -- method, args...
 local FLOW = "\0entity.flow"       -- from, method, args... (acknowledged with DONE)
 local CALL = "\0entity.call"       -- from, ref, method, args...
 local REPLY = "\0entity.reply"     -- ref, ok, results... | error
@@ -55,23 +55,32 @@ local function report(st, what, err)
   if st.errors then s.send(st.errors, "entity.error", st.id, text) end
 end
 
+-- The message handler of reported errors: the error with its traceback
+-- (the debug library is touched only when something fails).
+local function traced_error(err)
+  return debug.traceback(tostring(err), 2)
+end
+
 -- Runs method `m` of the entity with `...`: true and its results, or false
 -- and the error (`traced`: with its traceback, for a report).
 local function invoke(st, traced, m, ...)
   local f = st.methods[m]
   if f == nil then return false, string.format("no method '%s'", tostring(m)) end
-  if traced then return xpcall(f, debug.traceback, st.self, ...) end
+  if traced then return xpcall(f, traced_error, st.self, ...) end
   return pcall(f, st.self, ...)
 end
 
 -- Step 1: one message to the entity; false when there was none.
 local function handle(st, tag, ...)
   if tag == nil then return false end
-  if tag == SEND or tag == FLOW then
+  if tag == SEND then
+    local ok, err = invoke(st, true, ...)
+    if not ok then report(st, string.format("method '%s'", tostring((...))), err) end
+  elseif tag == FLOW then
     local from, m = ...
     local ok, err = invoke(st, true, m, select(3, ...))
     if not ok then report(st, string.format("method '%s'", tostring(m)), err) end
-    if tag == FLOW then s.send(from, DONE, st.id) end
+    s.send(from, DONE, st.id)
   elseif tag == CALL then
     local from, ref, m = ...
     s.send(from, REPLY, ref, invoke(st, false, m, select(4, ...)))
@@ -101,7 +110,7 @@ local function frame(st)
     local f = st.procs[name]
     if f ~= nil then
       live[#live + 1] = name
-      local ok, err = xpcall(f, debug.traceback, st.self)
+      local ok, err = xpcall(f, traced_error, st.self)
       if not ok then report(st, string.format("procedure '%s'", tostring(name)), err) end
     end
   end
@@ -145,7 +154,7 @@ function entity._main(spec, parent, ref)
     end
   end
   if spec.init ~= nil then
-    local ok, err = xpcall(spec.init, debug.traceback, st.self, table.unpack(spec.args or {}))
+    local ok, err = xpcall(spec.init, traced_error, st.self, table.unpack(spec.args or {}))
     if not ok then
       s.send(parent, READY, ref, false, "init: " .. tostring(err))
       return
@@ -204,7 +213,7 @@ end
 
 --- Asynchronous call of method `m`.
 function entity.send(e, m, ...)
-  s.send(e, SEND, s.self(), m, ...)
+  s.send(e, SEND, m, ...)
 end
 
 -- Per target: this process's send_flow calls not yet acknowledged.
