@@ -50,30 +50,37 @@ local console = entity.spawn{
   },
 }
 
+-- Collects ball i's state for frame f; returns the whole frame once every
+-- ball's is in (the renderer and the wholesale bundler both collect).
+local function assemble(self, f, i, state)
+  local p = self.pending[f] or {n = 0}
+  self.pending[f] = p
+  p[i], p.n = state, p.n + 1
+  if p.n < self.balls then return nil end
+  self.pending[f] = nil
+  return p
+end
+
 -- The renderer: one frame is complete when every ball's update for it came.
 local renderer = entity.spawn{
   name = "renderer",
-  init = function(self, console, balls, w, h, r) self.console, self.balls, self.w, self.h, self.r, self.pending, self.frames = console, balls, w, h, r, {}, {} end,
-  args = {console, BALLS, W, H, R},
+  init = function(self, console, balls)
+    self.console, self.balls, self.pending, self.frames = console, balls, {}, {}
+    -- A complete frame: kept, and the console told.
+    function self.show(me, f, all)
+      me.frames[f] = all
+      require("synodic.entity").send(me.console, "shown", f)
+    end
+  end,
+  args = {console, BALLS},
   methods = {
-    ball = function(self, f, i, x, y, vx, vy)
-      local p = self.pending[f] or {n = 0}
-      self.pending[f] = p
-      p[i], p.n = {x, y, vx, vy}, p.n + 1
-      if p.n == self.balls then
-        self.pending[f] = nil
-        self.frames[f] = p
-        require("synodic.entity").send(self.console, "shown", f)
-      end
+    ball = function(self, f, i, x, y, vx, vy, hits)
+      local p = assemble(self, f, i, {x, y, vx, vy, hits})
+      if p then self:show(f, p) end
     end,
     -- A bundle: every ball's update of one frame in one message.
-    bundle = function(self, f, all)
-      all.n = self.balls
-      self.frames[f] = all
-      require("synodic.entity").send(self.console, "shown", f)
-    end,
-    frames = function(self) return self.frames, self.collisions end,
-    collided = function(self, n) self.collisions = (self.collisions or 0) + n end,
+    bundle = function(self, f, all) self:show(f, all) end,
+    frames = function(self) return self.frames end,
   },
 }
 
@@ -83,14 +90,9 @@ if PLACEMENT == "wholesale" then
   bundler = entity.spawn{node = place(1),
     init = function(self, renderer, balls) self.renderer, self.balls, self.pending = renderer, balls, {} end,
     args = {renderer, BALLS},
-    methods = {ball = function(self, f, i, x, y, vx, vy)
-      local p = self.pending[f] or {n = 0}
-      self.pending[f] = p
-      p[i], p.n = {x, y, vx, vy}, p.n + 1
-      if p.n == self.balls then
-        self.pending[f] = nil
-        require("synodic.entity").send(self.renderer, "bundle", f, p)
-      end
+    methods = {ball = function(self, f, i, x, y, vx, vy, hits)
+      local p = assemble(self, f, i, {x, y, vx, vy, hits})
+      if p then require("synodic.entity").send(self.renderer, "bundle", f, p) end
     end},
   }
 end
@@ -114,7 +116,6 @@ local ball_methods = {
 }
 local ball_init = function(self, i, n, w, h, r, dt, frames, wrap, sink)
   self.i, self.n, self.w, self.h, self.r, self.dt, self.frames, self.wrap, self.sink = i, n, w, h, r, dt, frames, wrap, sink
-  self.sink_of_counts = "renderer"
   self.f, self.heard, self.collisions = 0, {}, 0
   -- A grid of balls with seeded random velocities.
   local cols = 5
@@ -147,7 +148,7 @@ local ball_init = function(self, i, n, w, h, r, dt, frames, wrap, sink)
   function self.send_update(me)
     me.x0, me.y0, me.vx0, me.vy0 = me.x, me.y, me.vx, me.vy
     for _, p in ipairs(me.peers) do entity.send(p, "update", me.f, me.x, me.y, me.vx, me.vy) end
-    entity.send(me.sink, "ball", me.f, me.i, me.x, me.y, me.vx, me.vy)
+    entity.send(me.sink, "ball", me.f, me.i, me.x, me.y, me.vx, me.vy, me.collisions)
   end
   function self.advance(me)
     while me.peers and me.f < me.frames and me.heard[me.f] and me.heard[me.f].n == #me.peers do
@@ -164,7 +165,6 @@ local ball_init = function(self, i, n, w, h, r, dt, frames, wrap, sink)
       end
       me.f = me.f + 1
       me:send_update()
-      if me.f == me.frames then entity.send(me.sink_of_counts, "collided", me.collisions) end
     end
   end
 end
@@ -182,13 +182,10 @@ for i = 1, BALLS do
 end
 local _, fps = s.receive_match("done")
 local frames = entity.call(renderer, "frames")
--- Each ball counted its side of every collision.
-local collisions
-for _ = 1, 100 do
-  collisions = select(2, entity.call(renderer, "frames"))
-  if collisions then break end
-  s.sleep(0.01)
-end
+-- Each ball counts its side of every collision it has had.
+local collisions = 0
+for i = 1, BALLS do collisions = collisions + frames[FRAMES][i][5] end
+collisions = collisions // 2
 
 -- Momentum and energy of each frame, for the test.
 local function totals(fr)
@@ -231,6 +228,6 @@ svg:write("</svg>\n")
 svg:close()
 
 print(string.format("bounce: %d balls, %d frames, %s, %.1f frames/s, %d collisions; momentum (%.6f, %.6f) -> (%.6f, %.6f), energy %.6f -> %.6f; wrote %s",
-  BALLS, FRAMES, PLACEMENT, fps, collisions or 0, px0, py0, px1, py1, e0, e1, OUT))
+  BALLS, FRAMES, PLACEMENT, fps, collisions, px0, py0, px1, py1, e0, e1, OUT))
 for _, b in ipairs(balls) do entity.kill(b) end
 for _, e in ipairs({renderer, console, bundler}) do entity.kill(e) end

@@ -110,14 +110,16 @@ pub(crate) unsafe fn deliver(L: *mut ffi::lua_State, values: Message, fname: &'s
         return raise(L, format!("{fname}: cannot wait for a buffer of another node here (inside a call that cannot yield, such as a metamethod called from C)"));
     }
     let waiter = wait::begin(L, Box::new(Fetching { ticket: ticket.clone(), values, after, fname, asked: false }));
-    match rt.future_read(&ticket, waiter) {
-        Read::Value(_) => {
-            drop(ticket);
+    let read = rt.future_read(&ticket, waiter);
+    drop(ticket);
+    match read {
+        Read::Value(bytes) => {
+            // Here already: the next missing buffer, if any.
+            drop(bytes);
             let f = wait::end::<Fetching>(L).expect("the wait just begun");
             deliver(L, f.values, f.fname, f.after)
         }
         Read::Wait { ask } => {
-            drop(ticket);
             if ask.is_some() {
                 mark_asked(L);
             }

@@ -307,13 +307,23 @@ unsafe extern "C-unwind" fn claimed_k(L: *mut ffi::lua_State, _status: c_int, k:
     ffi::lua_settop(L, -2);
     let Some(h) = handle(L, 1) else { return 0 };
     let name = h.space.name.clone().unwrap_or_default();
-    match answer {
-        Some(Ok(())) => h.space.home = home_at(L, &name, Pid::new(0, 0, 0)),
-        Some(Err((_, Some(holder)))) => h.space.home = home_at(L, &name, holder),
-        Some(Err((why, None))) => return raise(L, format!("{}: space lost: {} ({why})", METHODS[m].name, String::from_utf8_lossy(&name))),
-        None => return raise(L, format!("{}: a malformed answer from the cluster", METHODS[m].name)),
+    let failed = match answer {
+        Some(Ok(())) => {
+            h.space.home = home_at(L, &name, Pid::new(0, 0, 0));
+            None
+        }
+        Some(Err((_, Some(holder)))) => {
+            h.space.home = home_at(L, &name, holder);
+            None
+        }
+        Some(Err((why, None))) => Some(format!("{}: space lost: {} ({why})", METHODS[m].name, String::from_utf8_lossy(&name))),
+        None => Some(format!("{}: a malformed answer from the cluster", METHODS[m].name)),
+    };
+    drop(name);
+    match failed {
+        Some(why) => raise(L, why),
+        None => call(L, m),
     }
-    call(L, m)
 }
 
 /// The field at `idx`, for a tuple (`n` is its position, for errors).
@@ -594,17 +604,22 @@ unsafe fn rdp(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
     probe(L, space, false, "rdp")
 }
 
+/// The tuple of an `out`'s arguments (from 2 on): its fields and values.
+pub(crate) unsafe fn tuple(L: *mut ffi::lua_State) -> Result<Tuple, String> {
+    let top = ffi::lua_gettop(L);
+    if top < 2 {
+        return Err("out: a tuple needs at least one field".to_string());
+    }
+    let fields = (2..=top).map(|i| field(L, i, i - 1, "out")).collect::<Result<Vec<_>, _>>()?;
+    let values = codec::encode(L, 2, top).map_err(|e| format!("out: {e}"))?;
+    Ok(Tuple { fields, values })
+}
+
 unsafe fn out(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
     let done = (|| {
-        let top = ffi::lua_gettop(L);
-        if top < 2 {
-            return Err("out: a tuple needs at least one field".to_string());
-        }
-        let fields = (2..=top).map(|i| field(L, i, i - 1, "out")).collect::<Result<Vec<_>, _>>()?;
-        let values = codec::encode(L, 2, top).map_err(|e| format!("out: {e}"))?;
         let rt = ctx(L).rt();
-        space.out(Tuple { fields, values }, |d| rt.complete(d));
-        Ok(())
+        space.out(tuple(L)?, |d| rt.complete(d));
+        Ok::<_, String>(())
     })();
     match done {
         Ok(()) => 0,

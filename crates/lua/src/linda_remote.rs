@@ -30,7 +30,7 @@ use synodic_core::{wire, Message};
 use crate::codec;
 use crate::ctx::ctx;
 use crate::deferred::deliver;
-use crate::linda::{check, field, seconds, template, Wheres};
+use crate::linda::{check, seconds, template, tuple, Wheres};
 use crate::util::*;
 use crate::wait::{self, Poll};
 
@@ -83,7 +83,7 @@ struct Asked {
 impl wait::Queue for Asked {
     unsafe fn withdraw(&self, L: *mut ffi::lua_State, waiter: Waiter) {
         if self.waits && !self.cancelled.replace(true) {
-            let cancel = self.request(Op::Cancel, 0, 0, &self.shape, &self.actuals);
+            let cancel = self.request(Op::Cancel, 0, 0, &self.shape, &no_values());
             if let (Ok(msg), Some(remote)) = (cancel, ctx(L).rt().remote()) {
                 remote.linda(self.alias, waiter, msg, false);
             }
@@ -95,12 +95,33 @@ impl wait::Queue for Asked {
 }
 
 impl Asked {
+    /// The exchange of method `fname` on `space`, of the node `alias`, with
+    /// no template yet.
+    fn new(space: &SpaceRef, alias: u16, fname: &'static str, then: Then) -> Box<Asked> {
+        Box::new(Asked {
+            space: space.clone(),
+            alias,
+            fname,
+            then,
+            shape: shape_of(&[Pattern::Any]).0,
+            actuals: no_values(),
+            waits: false,
+            cancelled: Cell::new(false),
+            base: 0,
+            wheres: Vec::new(),
+            after: 0,
+            next: 0,
+            arity: 0,
+            counted: 0,
+        })
+    }
+
     /// A request on this space: the header before `values`.
     fn request(&self, op: Op, flags: u8, number: u64, shape: &[u8], values: &Message) -> Result<Message, String> {
         let target = match (&self.space.name, &self.space.home) {
             (Some(name), _) => Target::Named(name),
             (None, Home::There(_, serial)) => Target::Private(*serial),
-            (None, _) => return Err(format!("{}: space lost: {}", self.fname, self.space.describe())),
+            (None, _) => return Err(self.lost()),
         };
         let header = Request { op, flags, target, number, shape }.encode();
         let bytes = wire::prepend_str(&header, values).map_err(|e| format!("{}: {e}", self.fname))?;
@@ -109,6 +130,28 @@ impl Asked {
 
     fn lost(&self) -> String {
         format!("{}: space lost: {}", self.fname, self.space.describe())
+    }
+}
+
+/// Raises `why`, the exchange dropped first (nothing owned may live across
+/// `lua_error`).
+unsafe fn fail(L: *mut ffi::lua_State, asked: Box<Asked>, why: String) -> c_int {
+    drop(asked);
+    raise(L, why)
+}
+
+/// The method's results: the decoded `values`.
+unsafe fn done(L: *mut ffi::lua_State, asked: Box<Asked>, values: Message) -> c_int {
+    let fname = asked.fname;
+    drop(asked);
+    results(L, values, fname)
+}
+
+/// Refuses a wait for another node where the caller cannot yield.
+unsafe fn yieldable(L: *mut ffi::lua_State, fname: &str) -> Result<(), String> {
+    match ffi::lua_isyieldable(L) {
+        0 => Err(format!("{fname}: cannot wait for another node here (inside a call that cannot yield, such as a metamethod called from C)")),
+        _ => Ok(()),
     }
 }
 
@@ -121,11 +164,12 @@ unsafe fn ask(L: *mut ffi::lua_State, mut asked: Box<Asked>, op: Op, flags: u8, 
         _ => asked.shape.clone(),
     };
     let values = values.unwrap_or_else(|| if op == Op::TakeExact { no_values() } else { asked.actuals.clone() });
-    let msg = match asked.request(op, flags, number, &shape, &values) {
+    let msg = asked.request(op, flags, number, &shape, &values);
+    drop((shape, values));
+    let msg = match msg {
         Ok(m) => m,
-        Err(e) => return raise(L, e),
+        Err(e) => return fail(L, asked, e),
     };
-    drop(values);
     asked.waits = flags & WAIT != 0;
     asked.cancelled.set(false);
     let (alias, lost) = (asked.alias, asked.lost());
@@ -167,7 +211,10 @@ unsafe extern "C-unwind" fn asked_k(L: *mut ffi::lua_State, _status: c_int, _k: 
 /// Turns `answer` into the method's results, or asks again.
 unsafe fn answered(L: *mut ffi::lua_State, asked: Box<Asked>, answer: Completion) -> c_int {
     let answer = match answer {
-        Completion::Deleted => return raise(L, asked.lost()),
+        Completion::Deleted => {
+            let lost = asked.lost();
+            return fail(L, asked, lost);
+        }
         // Tuples whose large buffers stayed on their producers' nodes: their bytes first.
         Completion::Value(values) => {
             let fname = asked.fname;
@@ -182,26 +229,29 @@ unsafe fn answered(L: *mut ffi::lua_State, asked: Box<Asked>, answer: Completion
 unsafe fn answered_here(L: *mut ffi::lua_State, mut asked: Box<Asked>, answer: Completion) -> c_int {
     match (asked.then, answer) {
         (Then::Nothing | Then::Tuple, Completion::Nothing) => 0,
-        (Then::Tuple, Completion::Value(values)) => results(L, values, asked.fname),
+        (Then::Tuple, Completion::Value(values)) => done(L, asked, values),
         (Then::Count, Completion::Count(n)) => {
             ffi::lua_pushinteger(L, n as ffi::lua_Integer);
             1
         }
-        (Then::List, Completion::Value(list)) => results(L, list, asked.fname),
+        (Then::List, Completion::Value(list)) => done(L, asked, list),
         (Then::Where(Purpose::TakeAll), Completion::Value(values)) if asked.next > 0 => {
             if let Err(e) = append(L, asked.base + 1, values) {
-                return raise(L, format!("{}: {e}", asked.fname));
+                let why = format!("{}: {e}", asked.fname);
+                return fail(L, asked, why);
             }
             scan(L, asked)
         }
         // A candidate taken by its number.
-        (Then::Where(_), Completion::Value(values)) if asked.next > 0 => results(L, values, asked.fname),
+        (Then::Where(_), Completion::Value(values)) if asked.next > 0 => done(L, asked, values),
         (Then::Where(_), Completion::Value(list)) => {
             ffi::lua_settop(L, asked.base + 1);
-            if let Err(e) = codec::decode(L, &list) {
-                return raise(L, format!("{}: {e}", asked.fname));
-            }
+            let decoded = codec::decode(L, &list);
             drop(list);
+            if let Err(e) = decoded {
+                let why = format!("{}: {e}", asked.fname);
+                return fail(L, asked, why);
+            }
             asked.next = 1;
             scan(L, asked)
         }
@@ -210,7 +260,10 @@ unsafe fn answered_here(L: *mut ffi::lua_State, mut asked: Box<Asked>, answer: C
         (Then::Where(_), Completion::Nothing) => 0,
         // Something may have come, or the wait was cancelled: look again.
         (Then::Where(_), Completion::Notified) => again(L, asked),
-        _ => raise(L, format!("{}: a malformed answer from the space's node", asked.fname)),
+        _ => {
+            let why = format!("{}: a malformed answer from the space's node", asked.fname);
+            fail(L, asked, why)
+        }
     }
 }
 
@@ -254,7 +307,10 @@ unsafe fn scan(L: *mut ffi::lua_State, mut asked: Box<Asked>) -> c_int {
         }
         let held = check(L, list + 2, &asked.wheres);
         match held {
-            Err(e) => return raise(L, format!("{}: {e}", asked.fname)),
+            Err(e) => {
+                let why = format!("{}: {e}", asked.fname);
+                return fail(L, asked, why);
+            }
             Ok(false) => {
                 ffi::lua_settop(L, list);
                 continue;
@@ -306,52 +362,29 @@ unsafe fn ask_candidates(L: *mut ffi::lua_State, asked: Box<Asked>, flags: u8) -
     ask(L, asked, Op::Candidates, flags, after, None)
 }
 
-/// An `Asked` with nothing in it (a placeholder while one is moved).
-fn empty_asked() -> Box<Asked> {
-    Box::new(Asked {
-        space: SpaceRef { name: None, home: Home::Gone },
-        alias: 0,
-        fname: "linda",
-        then: Then::Nothing,
-        shape: Vec::new(),
-        actuals: no_values(),
-        waits: false,
-        cancelled: Cell::new(false),
-        base: 0,
-        wheres: Vec::new(),
-        after: 0,
-        next: 0,
-        arity: 0,
-        counted: 0,
-    })
-}
-
 /// A method's first request: the template from argument `first` on (none
 /// when `first` is 0), for the method `fname` answered as `then`.
 unsafe fn start(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16, fname: &'static str, first: c_int, then: Then, op: Op, flags: u8) -> c_int {
+    let mut asked = Asked::new(space, alias, fname, then);
     let prepared = (|| {
-        if ffi::lua_isyieldable(L) == 0 {
-            return Err(format!("{fname}: cannot wait for another node here (inside a call that cannot yield, such as a metamethod called from C)"));
+        yieldable(L, fname)?;
+        if first > 0 {
+            (asked.shape, asked.actuals, asked.wheres) = actuals(L, first, fname)?;
         }
-        let (shape, actuals, wheres) = match first {
-            0 => (shape_of(&[Pattern::Any]).0, no_values(), Vec::new()),
-            _ => actuals(L, first, fname)?,
-        };
-        Ok((shape, actuals, wheres))
+        Ok::<_, String>(())
     })();
-    let (shape, actuals, wheres) = match prepared {
-        Ok(p) => p,
-        Err(e) => return raise(L, e),
-    };
-    let then = match then {
-        Then::Tuple if !wheres.is_empty() => Then::Where(Purpose::Find { take: flags & TAKE != 0, blocking: flags & WAIT != 0 }),
-        Then::Count if !wheres.is_empty() => Then::Where(Purpose::Count),
-        Then::List if !wheres.is_empty() => Then::Where(Purpose::TakeAll),
+    if let Err(e) = prepared {
+        return fail(L, asked, e);
+    }
+    let wheres = !asked.wheres.is_empty();
+    asked.then = match then {
+        Then::Tuple if wheres => Then::Where(Purpose::Find { take: flags & TAKE != 0, blocking: flags & WAIT != 0 }),
+        Then::Count if wheres => Then::Where(Purpose::Count),
+        Then::List if wheres => Then::Where(Purpose::TakeAll),
         t => t,
     };
-    let base = ffi::lua_gettop(L);
-    let asked = Box::new(Asked { space: space.clone(), alias, fname, then, shape, actuals, waits: false, cancelled: Cell::new(false), base, wheres, after: 0, next: 0, arity: 0, counted: 0 });
-    if let Then::Where(_) = then {
+    asked.base = ffi::lua_gettop(L);
+    if wheres {
         // The result list, then (when it comes) the candidate list.
         ffi::lua_createtable(L, 0, 0);
         return ask_candidates(L, asked, flags & WAIT);
@@ -377,18 +410,8 @@ unsafe fn actuals(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Result<(
 
 pub(crate) unsafe fn out(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
     let prepared = (|| {
-        if ffi::lua_isyieldable(L) == 0 {
-            return Err("out: cannot wait for another node here (inside a call that cannot yield, such as a metamethod called from C)".to_string());
-        }
-        let top = ffi::lua_gettop(L);
-        if top < 2 {
-            return Err("out: a tuple needs at least one field".to_string());
-        }
-        for i in 2..=top {
-            field(L, i, i - 1, "out")?;
-        }
-        let values = codec::encode(L, 2, top).map_err(|e| format!("out: {e}"))?;
-        let values = crate::deferred::defer_large(ctx(L).rt(), values);
+        yieldable(L, "out")?;
+        let values = crate::deferred::defer_large(ctx(L).rt(), tuple(L)?.values);
         synodic_core::remote::crossing(&values).map_err(|e| format!("out: {e}"))?;
         Ok(values)
     })();
@@ -396,11 +419,7 @@ pub(crate) unsafe fn out(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -
         Ok(v) => v,
         Err(e) => return raise(L, e),
     };
-    let mut asked = empty_asked();
-    asked.space = space.clone();
-    asked.alias = alias;
-    asked.fname = "out";
-    ask(L, asked, Op::Out, 0, 0, Some(values))
+    ask(L, Asked::new(space, alias, "out", Then::Nothing), Op::Out, 0, 0, Some(values))
 }
 
 /// `take`/`rd` and their timed forms.
