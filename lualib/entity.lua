@@ -90,6 +90,11 @@ local function handle(st, tag, ...)
   elseif tag == PERSIST then
     local name, f = ...
     if f ~= nil and st.procs[name] == nil then st.order[#st.order + 1] = name end
+    if f == nil and st.procs[name] ~= nil then
+      for i, n in ipairs(st.order) do
+        if n == name then table.remove(st.order, i) break end
+      end
+    end
     st.procs[name] = f
   elseif tag == KILL then
     s.exit()
@@ -104,23 +109,9 @@ end
 
 -- Step 2: one frame, each procedure to completion, in turn.
 local function frame(st)
-  local order, live = st.order, {}
-  for i = 1, #order do
-    local name = order[i]
-    local f = st.procs[name]
-    if f ~= nil then
-      live[#live + 1] = name
-      local ok, err = xpcall(f, traced_error, st.self)
-      if not ok then report(st, string.format("procedure '%s'", tostring(name)), err) end
-    end
-  end
-  -- Procedures removed meanwhile leave the order.
-  if #live < #order then
-    local kept = {}
-    for _, name in ipairs(order) do
-      if st.procs[name] ~= nil then kept[#kept + 1] = name end
-    end
-    st.order = kept
+  for _, name in ipairs(st.order) do
+    local ok, err = xpcall(st.procs[name], traced_error, st.self)
+    if not ok then report(st, string.format("procedure '%s'", tostring(name)), err) end
   end
   st.self.frame = st.self.frame + 1
 end
