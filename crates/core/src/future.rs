@@ -27,7 +27,8 @@
 //! when they drop: so the store never drops a value; the operations that
 //! free one hand it back ([`Freed`]), to be dropped after the store's lock.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
 use std::sync::atomic::{AtomicU64, Ordering::*};
 use std::sync::{Arc, Weak};
 
@@ -265,13 +266,44 @@ impl Drop for Ticket {
 pub struct Futures {
     store: Mutex<Store>,
     tickets: Mutex<HashMap<FutureId, Weak<Ticket>>>,
+    /// Replicas kept a moment after they came (see [`Futures::keep`]).
+    kept: Mutex<VecDeque<(Instant, Arc<Ticket>)>>,
     origin: u64,
     seq: AtomicU64,
 }
 
+/// How long, and how many, fetched replicas are kept past their last handle.
+const KEEP_FOR: Duration = Duration::from_secs(1);
+const KEEP_MAX: usize = 8;
+
 impl Futures {
     pub(crate) fn new(origin: u64) -> Futures {
-        Futures { store: Mutex::new(Store::default()), tickets: Mutex::new(HashMap::new()), origin, seq: AtomicU64::new(0) }
+        Futures { store: Mutex::new(Store::default()), tickets: Mutex::new(HashMap::new()), kept: Mutex::new(VecDeque::new()), origin, seq: AtomicU64::new(0) }
+    }
+
+    /// Keeps the replica of `ticket` on this node for a moment even if its
+    /// last handle here goes: processes whose handles arrive a little later
+    /// (the answers to several readers of one tuple, on a loaded node) find
+    /// it here instead of fetching it again. At most [`KEEP_MAX`], for
+    /// [`KEEP_FOR`].
+    pub fn keep(&self, ticket: Arc<Ticket>) {
+        let mut kept = self.kept.lock();
+        kept.push_back((Instant::now(), ticket));
+        let over = kept.len().saturating_sub(KEEP_MAX);
+        let gone: Vec<_> = kept.drain(..over).collect();
+        drop(kept);
+        drop(gone);
+    }
+
+    /// Lets go of the replicas kept longer than [`KEEP_FOR`] (all of them
+    /// when `all`: the node stops).
+    pub(crate) fn trim_kept(&self, all: bool) {
+        let now = Instant::now();
+        let mut kept = self.kept.lock();
+        let old = kept.iter().take_while(|(at, _)| all || now - *at >= KEEP_FOR).count();
+        let gone: Vec<_> = kept.drain(..old).collect();
+        drop(kept);
+        drop(gone);
     }
 
     /// Runs `op` on the store.

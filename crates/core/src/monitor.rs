@@ -41,7 +41,7 @@ const PREEMPT_AFTER: u64 = SLICE_TICKS;
 /// A run is declared stuck once it has lasted this many ticks (10 ms with
 /// the default 2 ms slice): it did not yield to five preemption signals.
 const STUCK_AFTER: u64 = 5 * SLICE_TICKS;
-/// Ticks between trims of the payload cache (half a second by default).
+/// Ticks between trims of the payload cache and of the replicas kept a moment (half a second by default).
 const TRIM_EVERY: u64 = 1000;
 /// A stuck run is named once it has lasted this many ticks (a second with
 /// the default 2 ms slice).
@@ -125,8 +125,11 @@ pub(crate) fn run(rt: &Runtime, signal: Option<libc::c_int>, slice: Duration) {
         sched.poll_unwatched();
         if epoch.is_multiple_of(TRIM_EVERY) {
             crate::payload::trim();
+            rt.futures().trim_kept(false);
         }
     }
+    // Kept tickets hold the runtime: let go of them as it stops.
+    rt.futures().trim_kept(true);
 }
 
 /// Names a process that holds its worker's thread, once.

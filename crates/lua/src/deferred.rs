@@ -7,7 +7,8 @@
 //!
 //! Whoever takes or reads the tuple, on any node, fetches the bytes before
 //! its values are decoded ([`deliver`]): straight from the producer, once
-//! per node for all the processes of that node that wait for them at once.
+//! per node for all the processes of that node that read the tuple at about
+//! the same time (the node keeps what it fetched a moment, `Futures::keep`).
 //! The producer frees them when the last handle to the tuple is gone, the
 //! futures' weighted counts telling it.
 
@@ -151,6 +152,8 @@ unsafe extern "C-unwind" fn fetching_k(L: *mut ffi::lua_State, _status: c_int, _
             };
             drop(done);
             if let (true, Some(size)) = (f.asked, came) {
+                // Other readers of the tuple here may not have their answers yet.
+                ctx(L).rt().futures().keep(f.ticket.clone());
                 crate::future::add_fetched(L, size as i64);
             }
             // The producer's node was lost: what came is the failure.
