@@ -28,7 +28,7 @@
 //! | `plain` | – | the codec's short path: messages of plain values in one C call each way (`csrc/plain.c`) |
 //! | `deferred` | – | large buffers of tuples left on their producer's node, and fetching them before a tuple is decoded |
 //! | `dumps` | – | the bytecode of functions a process has sent, kept for its next sends |
-//! | `lualib` | `synodic.alua`, `synodic.console`, `synodic.entity`, `synodic.future`, `synodic.skel` | modules written in Lua, bundled from `lualib/` |
+//! | `lualib` | `synodic.alua`, `synodic.console`, `synodic.entity`, `synodic.entity.loop`, `synodic.future`, `synodic.skel` | modules written in Lua, bundled from `lualib/` |
 //! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
 //!
 //! # Safety

@@ -18,6 +18,8 @@ return function(node, tag)
       whoami = function(self) return require("synodic.entity").self(), self.id end,
       apply = function(self, f, ...) return f(self, ...) end,
       fail = function() error("method boom") end,
+      unsendable = function() return io.stdout end,
+      deep = function(self) local function inner() error("deep boom") end inner() end,
     },
     errors = me,
   }
@@ -45,6 +47,19 @@ return function(node, tag)
   entity.send(counter, "nope")
   _, who, text = s.receive_match("entity.error", 10)
   assert(who == counter and text:find("no method 'nope'"), text)
+  assert(entity.call(counter, "get") == 115, "the entity went on")
+  -- A result that cannot be sent back is the caller's error too.
+  ok, err = pcall(entity.call, counter, "unsendable")
+  assert(not ok and err:find("userdata"), err)
+  -- A report's traceback runs from the error down to the method, and no
+  -- further (the entity's own loop is not the program's business).
+  entity.send(counter, "deep")
+  _, who, text = s.receive_match("entity.error", 10)
+  assert(text:find("deep boom") and text:find("in local 'inner'") and text:find("entity_rows.lua"), text)
+  assert(not text:find("xpcall") and not text:find("%?"), text)
+  -- A failed send_flow call is acknowledged all the same.
+  for _ = 1, entity.flow_limit + 2 do entity.send_flow(counter, "fail") end
+  for _ = 1, entity.flow_limit + 2 do s.receive_match("entity.error", 10) end
   assert(entity.call(counter, "get") == 115, "the entity went on")
 
   -- define / undefine while calls arrive: calls before the define see the

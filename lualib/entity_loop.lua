@@ -1,0 +1,211 @@
+-- synodic.entity.loop: the body of an entity's process (SPEC §7). It is
+-- kept apart from `synodic.entity`, the calls made to entities, and kept
+-- small, because every entity's Lua state holds it (and holds it without
+-- debug information; see crates/lua/src/lualib.rs): what only errors need
+-- lives in `synodic.entity`, loaded when one happens.
+--
+-- An entity is a process that owns a state table (`self`), a table of
+-- methods and a list of persistent procedures. It runs in frames:
+--
+-- 1. it handles every call that has arrived (each method to completion, in
+--    arrival order per caller);
+-- 2. it runs its persistent procedures once each, in turn, each to
+--    completion (a frame);
+-- 3. with a frame rate, it waits for the next frame's time, handling calls
+--    as they come meanwhile; without one it goes on at once. An entity
+--    without persistent procedures just waits for calls.
+--
+-- So a frame sees every update sent to the entity before it began.
+-- Methods and procedures are called as `f(self, ...)`. Calls are handled
+-- in one protected call until one of them fails (not one protected call
+-- each: that made a call and its reply 20% slower); the failed call's
+-- error is reported with the entity's id (on stderr, and to the `errors`
+-- process if one was given) or, for a `call`, sent back to the caller,
+-- and the entity goes on.
+--
+-- Native primitives used: synodic.send, receive, register, self, clock, exit.
+
+local s = require "synodic"
+local send, receive, clock = s.send, s.receive, s.clock
+
+local loop = {}
+
+-- Message tags. The NUL keeps them apart from a program's own messages;
+-- they are short so that a call with a few small arguments fits in an
+-- inline message (30 bytes: no allocation to send it).
+local SEND = "\0e.s"    -- method, args...
+local FLOW = "\0e.f"    -- from, method, args... (acknowledged with DONE)
+local CALL = "\0e.c"    -- from, ref, method, args...
+local REPLY = "\0e.r"   -- ref, ok, results... | error
+local DONE = "\0e.d"    -- entity
+local DEFINE = "\0e.m"  -- method, f (nil: remove)
+local PERSIST = "\0e.p" -- name, f (nil: remove)
+local KILL = "\0e.k"
+loop.tags = {
+  SEND = SEND, FLOW = FLOW, CALL = CALL, REPLY = REPLY, DONE = DONE, DEFINE = DEFINE, PERSIST = PERSIST, KILL = KILL,
+  READY = "\0e.y", -- ref, ok, why
+}
+
+-- The running entity's state (in an entity's process only).
+loop.running = nil
+
+-- The call in progress, for its error: its kind (SEND, FLOW or CALL; nil
+-- between calls), method, and caller and reference (CALL, FLOW).
+local doing, method, caller, ref
+
+-- The method `m` of `st`, or an error naming it.
+local function lookup(st, m)
+  local f = st.methods[m]
+  if f == nil then error(string.format("no method '%s'", tostring(m)), 0) end
+  return f
+end
+
+local function on_send(st, m, ...)
+  doing, method = SEND, m
+  lookup(st, m)(st.self, ...)
+  doing = nil
+end
+
+local function on_call(st, from, r, m, ...)
+  doing, method, caller, ref = CALL, m, from, r
+  send(from, REPLY, r, true, lookup(st, m)(st.self, ...))
+  doing = nil
+end
+
+local function on_flow(st, from, m, ...)
+  doing, method, caller = FLOW, m, from
+  lookup(st, m)(st.self, ...)
+  doing = nil
+  send(from, DONE, st.id)
+end
+
+-- Changes persistent procedure `name` to `f` (nil: removes it).
+local function persist(st, name, f)
+  if f ~= nil and st.procs[name] == nil then st.order[#st.order + 1] = name end
+  if f == nil and st.procs[name] ~= nil then
+    for i, n in ipairs(st.order) do
+      if n == name then table.remove(st.order, i) break end
+    end
+  end
+  st.procs[name] = f
+end
+
+-- Step 1: one message to the entity; false when there was none.
+local function step(st, tag, ...)
+  if tag == SEND then
+    on_send(st, ...)
+  elseif tag == nil then
+    return false
+  elseif tag == CALL then
+    on_call(st, ...)
+  elseif tag == FLOW then
+    on_flow(st, ...)
+  elseif tag == DEFINE then
+    local m, f = ...
+    st.methods[m] = f
+  elseif tag == PERSIST then
+    persist(st, ...)
+  elseif tag == KILL then
+    s.exit()
+  end
+  return true
+end
+
+-- Handles calls: until none is waiting (`until_` nil), until the clock
+-- reaches `until_`, or, with `until_` true, while the entity has no
+-- persistent procedures.
+local function calls(st, until_)
+  if until_ == nil then
+    while step(st, receive(0)) do end
+  elseif until_ == true then
+    while st.order[1] == nil do step(st, receive()) end
+  else
+    while true do
+      local left = until_ - clock()
+      if left <= 0 then return end
+      step(st, receive(left))
+    end
+  end
+end
+
+-- The message handler of protected calls: a failed call's error as it is
+-- (a `call`'s goes back to its caller unchanged, and a missing method
+-- needs no traceback), any other with its traceback.
+local function traced(err)
+  if doing == CALL or (doing ~= nil and loop.running.methods[method] == nil) then return err end
+  local trace = require("synodic.entity")._traced(err, on_send, on_call, on_flow)
+  return trace -- not a tail call: _traced counts this frame
+end
+
+-- After `err` stopped a call: sends it back to a `call`'s caller, or
+-- reports it (and acknowledges a `send_flow`).
+local function failed(st, err)
+  local kind = doing
+  doing = nil
+  if kind == CALL then
+    if not pcall(send, caller, REPLY, ref, false, err) then send(caller, REPLY, ref, false, tostring(err)) end
+    return
+  end
+  local what = kind and string.format("method '%s'", tostring(method)) or "message"
+  require("synodic.entity")._report(st, what, err)
+  if kind == FLOW then send(caller, DONE, st.id) end
+end
+
+-- `calls`, going on after one fails.
+local function serve(st, until_)
+  while true do
+    local ok, err = xpcall(calls, traced, st, until_)
+    if ok then return end
+    failed(st, err)
+  end
+end
+
+-- Step 2: one frame, each procedure to completion, in turn.
+local function frame(st)
+  for _, name in ipairs(st.order) do
+    local ok, err = xpcall(st.procs[name], traced, st.self)
+    if not ok then require("synodic.entity")._report(st, string.format("procedure '%s'", tostring(name)), err) end
+  end
+  st.self.frame = st.self.frame + 1
+end
+
+-- Steps 1 to 3, for ever.
+local function run(st)
+  local next_frame = clock()
+  while true do
+    if st.order[1] == nil then
+      serve(st, true)
+    else
+      serve(st, nil)
+      frame(st)
+      if st.period then
+        next_frame = math.max(next_frame + st.period, clock() - st.period)
+        serve(st, next_frame)
+      end
+    end
+  end
+end
+
+-- Starts the entity `spec` describes (see entity.spawn), tells `parent`
+-- (READY with `r`) whether it could, and runs it.
+function loop.main(spec, parent, r)
+  local st = {
+    id = s.self(), name = spec.name, errors = spec.errors,
+    methods = spec.methods or {}, procs = {}, order = {},
+    period = spec.frame_rate and 1 / spec.frame_rate,
+  }
+  for name, f in pairs(spec.persist or {}) do persist(st, name, f) end
+  table.sort(st.order, function(a, b) return tostring(a) < tostring(b) end)
+  st.self = {id = st.id, name = spec.name, frame = 0}
+  loop.running = st
+  local ok, why = true, nil
+  if spec.name ~= nil then ok, why = pcall(s.register, spec.name, st.id) end
+  if ok and spec.init ~= nil then
+    ok, why = xpcall(spec.init, traced, st.self, table.unpack(spec.args or {}))
+    why = not ok and "init: " .. tostring(why) or nil
+  end
+  send(parent, loop.tags.READY, r, ok, why)
+  if ok then run(st) end
+end
+
+return loop
