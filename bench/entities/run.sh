@@ -4,19 +4,26 @@
 # nodes) — for Synodic's entities and, in the same run, Erlang's
 # gen_server on two `erl -sname` nodes; then Bounce's four placements in
 # frames per second. Prints markdown tables with the paper's figures and
-# the ratios. --quick is the CI smoke (small counts).
-# usage: bench/entities/run.sh [--quick]
+# the ratios. Both systems run `repeat` times (default 3), interleaved, and
+# each figure is the median of the runs: a run on this shared machine can
+# land in a period when fresh memory is slow for its whole length.
+# --quick is the CI smoke (small counts, one run).
+# usage: bench/entities/run.sh [--quick] [--repeat R]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 n=20000
 frames=1000
-case "${1:-}" in
-  --quick) n=500; frames=100 ;;
-  -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
-  "") ;;
-  *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
-esac
+repeat=3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) n=500; frames=100; repeat=1 ;;
+    --repeat) repeat=${2:?--repeat needs a count}; shift ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
 for tool in erl erlc epmd; do
   command -v "$tool" >/dev/null || { echo "run.sh: $tool not found (apt-get install erlang-base)" >&2; exit 1; }
 done
@@ -31,12 +38,17 @@ head -c 24 /dev/urandom | base64 > "$work/cookie"
 chmod 600 "$work/cookie"
 epmd -daemon
 
-syn=$("$synodic" run --nodes 2 --cookie-file "$work/cookie" "$here/entities.lua" "$n" | tr '\n' ' ')
-erl -sname "ent_peer_$$" -setcookie bench -noshell -pa "$work" >/dev/null 2>&1 &
-until epmd -names 2>/dev/null | grep -q "ent_peer_$$"; do sleep 0.05; done
-erl=$(erl -sname "ent_main_$$" -setcookie bench -noshell -pa "$work" -run entities main "ent_peer_$$@$host" "$n" | tr '\n' ' ')
+syn=""; erl=""
+for _ in $(seq "$repeat"); do
+  syn="$syn $("$synodic" run --nodes 2 --cookie-file "$work/cookie" "$here/entities.lua" "$n" | tr '\n' ' ')"
+  erl -sname "ent_peer_$$" -setcookie bench -noshell -pa "$work" >/dev/null 2>&1 &
+  until epmd -names 2>/dev/null | grep -q "ent_peer_$$"; do sleep 0.05; done
+  erl="$erl $(erl -sname "ent_main_$$" -setcookie bench -noshell -pa "$work" -run entities main "ent_peer_$$@$host" "$n" | tr '\n' ' ')"
+  while epmd -names 2>/dev/null | grep -q "ent_peer_$$"; do sleep 0.05; done
+done
 
-field() { echo "$1" | grep -o "$2=[0-9.]*" | head -1 | cut -d= -f2; }
+# The median over the runs of figure `$2` in the lines `$1`.
+field() { echo "$1" | grep -o "$2=[0-9.]*" | cut -d= -f2 | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 paper() { case "$1" in
   fork_local) echo 10.6 ;; join_local) echo 1.4 ;; sync_local) echo 2.0 ;; async_local) echo 7.2 ;;
@@ -58,7 +70,11 @@ echo "| placement | VEOS 1992, frames/s | Synodic, frames/s ($frames frames) |"
 echo "|---|---|---|"
 for p in "sequential 1 .54" "distributed 2 1.21" "wholesale 2 1.17" "parallel 3 .97"; do
   read -r placement nodes theirs <<< "$p"
-  line=$("$synodic" run --nodes "$nodes" --cookie-file "$work/cookie" "$root/examples/entities/bounce.lua" "$frames" "$placement" "$work/bounce.html" | tail -1)
-  fps=$(echo "$line" | sed -E 's/.*, ([0-9.]+) frames\/s.*/\1/')
+  runs=""
+  for _ in $(seq "$repeat"); do
+    line=$("$synodic" run --nodes "$nodes" --cookie-file "$work/cookie" "$root/examples/entities/bounce.lua" "$frames" "$placement" "$work/bounce.html" | tail -1)
+    runs="$runs fps=$(echo "$line" | sed -E 's/.*, ([0-9.]+) frames\/s.*/\1/')"
+  done
+  fps=$(field "$runs" fps)
   echo "| $placement | $theirs | $fps |"
 done
