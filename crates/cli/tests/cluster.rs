@@ -49,18 +49,24 @@ impl Node {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let lines = std::io::BufReader::new(child.stderr.take().unwrap());
-        let (tx, stderr) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in lines.lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
+        let stderr = stderr_lines(&mut child);
         let first = stderr.recv_timeout(LIMIT).expect("the node says where it listens");
         let addr = first.rsplit(' ').next().unwrap().to_string();
         assert!(first.contains(&format!("node {name}@")) && addr.starts_with("127.0.0.1:"), "{first}");
         Node { _process: KillOnDrop(child), addr, stderr }
     }
+}
+
+/// The lines `child` writes on its (piped) stderr, as they come.
+fn stderr_lines(child: &mut std::process::Child) -> mpsc::Receiver<String> {
+    let lines = std::io::BufReader::new(child.stderr.take().unwrap());
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
 }
 
 /// Runs `source` as a program joining the node at `seed`.
@@ -422,21 +428,23 @@ fn of_two_links_to_one_peer_both_sides_keep_the_same() {
 fn two_nodes_started_together_each_joining_the_other() {
     let dir = scratch_dir("cluster-dual");
     let cookie = cookie_in(&dir, "cookie", "a cookie for the dual link test");
-    let free = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
-    let (pa, pb) = (free(), free());
+    // Two free ports, held together while both are picked (one picked
+    // after the other was let go could be the same port).
+    let held = [0, 1].map(|_| std::net::TcpListener::bind("127.0.0.1:0").unwrap());
+    let [pa, pb] = held.each_ref().map(|l| l.local_addr().unwrap().to_string());
+    drop(held);
     let start = |name: &str, listen: &str, join: &str| {
         let mut cmd = synodic_command();
         cmd.args(["node", "--name", name, "--listen", listen, "--join", join, "--cookie-file"]).arg(&cookie);
-        KillOnDrop(cmd.stderr(Stdio::piped()).spawn().unwrap())
+        let mut child = cmd.stderr(Stdio::piped()).spawn().unwrap();
+        let lines = stderr_lines(&mut child);
+        (KillOnDrop(child), lines)
     };
-    let (mut a, mut b) = (start("a", &pa, &pb), start("b", &pb, &pa));
+    let (a, b) = (start("a", &pa, &pb), start("b", &pb, &pa));
     // Each says where it listens, then that it has joined the other.
-    let mut said = Vec::new();
-    for node in [&mut a, &mut b] {
-        let mut lines = std::io::BufReader::new(node.0.stderr.take().unwrap()).lines();
-        let (listening, joined) = (lines.next().unwrap().unwrap(), lines.next().unwrap().unwrap());
+    for (_, lines) in [&a, &b] {
+        let (listening, joined) = (lines.recv_timeout(LIMIT).unwrap(), lines.recv_timeout(LIMIT).unwrap());
         assert!(listening.contains(" listening on ") && joined.contains(" joined the cluster through "), "{listening}\n{joined}");
-        said.push(lines);
     }
     let out = join_and_run(
         &dir,
@@ -464,11 +472,11 @@ fn two_nodes_started_together_each_joining_the_other() {
            print("one link ok")"#,
     );
     assert!(text(&out.stdout).contains("one link ok"), "{}\n{}", text(&out.stdout), text(&out.stderr));
-    // Neither node said a link closed or failed.
-    drop((a, b));
-    for lines in said {
-        let rest: Vec<String> = lines.map_while(Result::ok).collect();
-        assert!(rest.is_empty(), "{rest:?}");
+    // Neither node said a link closed or failed meanwhile (asked before
+    // they are stopped: the second to stop may say the first went away).
+    for (_, lines) in [&a, &b] {
+        let said: Vec<String> = lines.try_iter().collect();
+        assert!(said.is_empty(), "{said:?}");
     }
 }
 
