@@ -2,10 +2,10 @@
 //! Lua on top of the native primitives. `require` finds them through
 //! `package.preload`; their chunk names point at their source files, so
 //! tracebacks read naturally. A module is compiled once per node: the
-//! first process to load it keeps its bytecode (with line information, but
-//! see `BUNDLED`) for
-//! the others, which load that instead of parsing the source (about 75 µs
-//! a module otherwise, in every new process that uses an entity or agent).
+//! first process to load it keeps its bytecode (with line information,
+//! but see `BUNDLED`) for the others, which load that instead of parsing
+//! the source (about 75 µs a module otherwise, in every new process that
+//! uses an entity or agent).
 
 use std::ffi::{c_int, CStr};
 use std::sync::OnceLock;
