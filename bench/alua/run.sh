@@ -6,7 +6,7 @@
 # usage: bench/alua/run.sh [--quick] [N]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$here/../common.sh"
 n=200000
 case "${1:-}" in
   --quick) n=20000 ;;
@@ -14,5 +14,5 @@ case "${1:-}" in
   "") ;;
   *) n="$1" ;;
 esac
-(cd "$root" && cargo build --release -q)
-"$root/target/release/synodic" run "$here/events.lua" "$n"
+prepare
+"$synodic" run "$here/events.lua" "$n"

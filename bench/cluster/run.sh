@@ -13,7 +13,7 @@
 # usage: bench/cluster/run.sh [--quick] [--repeat R]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$here/../common.sh"
 repeat=5
 n_pingpong=20000
 n_stream=500000
@@ -29,15 +29,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-for tool in erl erlc epmd; do
-  command -v "$tool" >/dev/null || { echo "run.sh: $tool not found (apt-get install erlang-base)" >&2; exit 1; }
-done
-(cd "$root" && cargo build --release -q)
-synodic="$root/target/release/synodic"
-work=$(mktemp -d)
+need "apt-get install erlang-base" erl erlc epmd
+prepare
 host=$(hostname)
-cleanup() { pkill -f "sname bench_peer_$$" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+bench_cleanup() { pkill -f "sname bench_peer_$$" 2>/dev/null || true; }
 erlc -o "$work" "$here/cluster.erl" "$here/detect.erl"
 printf 'bench cookie for synodic cluster\n' > "$work/cookie"
 chmod 600 "$work/cookie"

@@ -11,7 +11,7 @@
 # usage: bench/entities/run.sh [--quick] [--repeat R]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$here/../common.sh"
 n=20000
 frames=1000
 repeat=3
@@ -24,15 +24,10 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-for tool in erl erlc epmd; do
-  command -v "$tool" >/dev/null || { echo "run.sh: $tool not found (apt-get install erlang-base)" >&2; exit 1; }
-done
-(cd "$root" && cargo build --release -q)
-synodic="$root/target/release/synodic"
-work=$(mktemp -d)
+need "apt-get install erlang-base" erl erlc epmd
+prepare
 host=$(hostname)
-cleanup() { pkill -f "sname ent_peer_$$" 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
+bench_cleanup() { pkill -f "sname ent_peer_$$" 2>/dev/null || true; }
 erlc -o "$work" "$here/entities.erl"
 head -c 24 /dev/urandom | base64 > "$work/cookie"
 chmod 600 "$work/cookie"

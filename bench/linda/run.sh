@@ -12,7 +12,7 @@
 # usage: bench/linda/run.sh [--quick]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$here/../common.sh"
 scale=1
 requests=200000
 order=1000
@@ -22,12 +22,12 @@ case "${1:-}" in
   "") ;;
   *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 esac
-(cd "$root" && cargo build --release -q)
-out=$(mktemp)
-cookie=$(mktemp)
-trap 'rm -f "$out" "$cookie"; [ -n "${redis_pid:-}" ] && kill "$redis_pid" 2>/dev/null || true' EXIT
+prepare
+out="$work/out"
+cookie="$work/cookie"
+bench_cleanup() { if [ -n "${redis_pid:-}" ]; then kill "$redis_pid" 2>/dev/null || true; fi; }
 head -c 24 /dev/urandom | base64 > "$cookie"
-synodic="$root/target/release/synodic"
+chmod 600 "$cookie"
 "$synodic" run "$here/linda.lua" "$scale" | tee "$out"
 echo
 # Each node stands for one of the paper's one-CPU machines: one worker

@@ -13,7 +13,7 @@
 # usage: bench/ring/run.sh [--quick] [--sizes "1000 10000 ..."] [--repeat R]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$here/../common.sh"
 sizes="1000 10000 100000 1000000 2000000"
 repeat=5
 M=100
@@ -27,13 +27,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-for tool in erl erlc /usr/bin/time; do
-  command -v "$tool" >/dev/null || { echo "run.sh: $tool not found (apt-get install erlang-base time)" >&2; exit 1; }
-done
-(cd "$root" && cargo build --release -q)
-synodic="$root/target/release/synodic"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+need "apt-get install erlang-base time" erl erlc /usr/bin/time
+prepare
 erlc -o "$work" "$here/ring.erl" "$here/spawn.erl"
 
 # run NAME CMD...: runs CMD under /usr/bin/time; prints "<program output> rss_kb=<peak>"

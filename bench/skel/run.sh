@@ -16,7 +16,7 @@
 # usage: bench/skel/run.sh [--quick] [--repeat R]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+. "$here/../common.sh"
 repeat=3
 count=30 width=640 height=480
 balance_seconds=9 hog_at=3 hog_for=3
@@ -33,18 +33,10 @@ while [ $# -gt 0 ]; do
 done
 python=/usr/bin/python3
 [ -x "$python" ] || python=$(command -v python3) || { echo "run.sh: python3 not found (apt-get install python3)" >&2; exit 1; }
-for tool in cc taskset; do
-  command -v "$tool" >/dev/null || { echo "run.sh: $tool not found" >&2; exit 1; }
-done
-(cd "$root" && cargo build --release -q)
-synodic="$root/target/release/synodic"
-work=$(mktemp -d)
+need "apt-get install gcc util-linux" cc taskset
+prepare
 pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+bench_cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 cc -O2 -shared -fPIC -I "$root/vendor/lua-5.4.8" -I "$root/include" "$root/examples/skel/filters.c" -o "$work/filters.so"
 export LUA_CPATH_5_4="$work/?.so;;"
 printf 'bench cookie for synodic skeletons\n' > "$work/cookie"

@@ -1,0 +1,26 @@
+# bench/common.sh: what every bench/*/run.sh starts with, sourced once it
+# has set `here` (its own folder). It sets `root` (the repository), and
+# `prepare` builds Synodic and makes a scratch folder; `need` checks for
+# the other programs a benchmark runs beside ours.
+
+root=$(cd "$here/../.." && pwd)
+
+# need HINT TOOL...: stops with a one-line error at the first TOOL that is
+# not installed (HINT says how to install it).
+need() {
+  local hint=$1 tool
+  shift
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null || { echo "run.sh: $tool not found ($hint)" >&2; exit 1; }
+  done
+}
+
+# prepare: builds the release binary and sets `synodic` to it, and `work`
+# to a scratch folder removed at exit, after `bench_cleanup` if the script
+# defines one.
+prepare() {
+  (cd "$root" && cargo build --release -q)
+  synodic="$root/target/release/synodic"
+  work=$(mktemp -d)
+  trap 'if declare -F bench_cleanup >/dev/null; then bench_cleanup; fi; rm -rf "$work"' EXIT
+}
