@@ -147,9 +147,7 @@ function entity.call(e, m, ...)
   local running = loop.running
   if running ~= nil and (e == running.id or e == running.name) then
     -- An entity calling itself: at once (a message would wait for itself).
-    local f = running.methods[m]
-    if f == nil then error(string.format("no method '%s'", tostring(m)), 0) end
-    return f(running.self, ...)
+    return loop.lookup(running, m)(running.self, ...)
   end
   calls = calls + 1
   awaited = calls

@@ -59,6 +59,7 @@ local function lookup(st, m)
   if f == nil then error(string.format("no method '%s'", tostring(m)), 0) end
   return f
 end
+loop.lookup = lookup
 
 local function on_send(st, m, ...)
   doing, method = SEND, m

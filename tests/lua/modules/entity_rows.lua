@@ -19,6 +19,9 @@ return function(node, tag)
       apply = function(self, f, ...) return f(self, ...) end,
       fail = function() error("method boom") end,
       unsendable = function() return io.stdout end,
+      -- An entity calling itself is served at once (a message would wait for itself).
+      twice = function(self) return 2 * require("synodic.entity").call(self.id, "get") end,
+      ask_missing = function(self) return require("synodic.entity").call(self.id, "nope") end,
       deep = function(self) local function inner() error("deep boom") end inner() end,
     },
     errors = me,
@@ -48,6 +51,9 @@ return function(node, tag)
   _, who, text = s.receive_match("entity.error", 10)
   assert(who == counter and text:find("no method 'nope'"), text)
   assert(entity.call(counter, "get") == 115, "the entity went on")
+  assert(entity.call(counter, "twice") == 230, "a call to itself")
+  ok, err = pcall(entity.call, counter, "ask_missing")
+  assert(not ok and err:find("no method 'nope'"), err)
   -- A result that cannot be sent back is the caller's error too.
   ok, err = pcall(entity.call, counter, "unsendable")
   assert(not ok and err:find("userdata"), err)
