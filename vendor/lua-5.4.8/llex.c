@@ -73,13 +73,19 @@ static void save (LexState *ls, int c) {
 ** parse, and these strings were a tenth of an idle state. The words may
 ** already exist as ordinary strings by then, so instead of being fixed
 ** (which only works for a string just created) they are kept alive by a
-** registry table.
+** registry table. A state that shares its node's strings (lstring.h) has
+** them there, marked already.
 */
 void luaX_init (lua_State *L) {
   int i;
-  Table *reg = hvalue(&G(L)->l_registry);
-  Table *words = luaH_new(L);
+  Table *reg, *words;
   TValue key;
+  if (G(L)->shared != NULL) {
+    G(L)->lexready = 1;
+    return;
+  }
+  reg = hvalue(&G(L)->l_registry);
+  words = luaH_new(L);
   sethvalue2s(L, L->top.p, words);  /* anchor it while it fills */
   luaD_inctop(L);
   luaH_resizearray(L, words, NUM_RESERVED + 1);

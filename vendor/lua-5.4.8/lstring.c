@@ -22,6 +22,9 @@
 #include "lstring.h"
 
 
+LUAI_DDEF const SharedStrings *luaS_sharedstrings = NULL;  /* [Synodic] */
+
+
 /*
 ** Maximum size for string table.
 */
@@ -44,8 +47,9 @@ int luaS_eqlngstr (TString *a, TString *b) {
 ** [Synodic] Eight bytes per step instead of one: every process interns its
 ** own copies of the metamethod names, module and field names, and most of
 ** the cost was this loop (see vendor/README.md). A hash only ever meets
-** strings of its own state, so any function will do; this one reads the
-** string in (overlapping) words and mixes them with multiplications.
+** strings of its own node (see luaS_sharedstrings), so any function will
+** do; this one reads the string in (overlapping) words and mixes them with
+** multiplications.
 */
 #include <stdint.h>
 
@@ -160,8 +164,12 @@ void luaS_init (lua_State *L) {
   tablerehash(tb->hash, 0, MINSTRTABSIZE);  /* clear array */
   tb->size = MINSTRTABSIZE;
   /* pre-create memory-error message */
-  g->memerrmsg = luaS_newliteral(L, MEMERRMSG);
-  luaC_fix(L, obj2gco(g->memerrmsg));  /* it should never be collected */
+  if (g->shared != NULL)  /* [Synodic] */
+    g->memerrmsg = g->shared->memerrmsg;
+  else {
+    g->memerrmsg = luaS_newliteral(L, MEMERRMSG);
+    luaC_fix(L, obj2gco(g->memerrmsg));  /* it should never be collected */
+  }
   for (i = 0; i < STRCACHE_N; i++)  /* fill cache with valid strings */
     for (j = 0; j < STRCACHE_M; j++)
       g->strcache[i][j] = g->memerrmsg;
@@ -225,6 +233,13 @@ static TString *internshrstr (lua_State *L, const char *str, size_t l) {
   unsigned int h = luaS_hash(str, l, g->seed);
   TString **list = &tb->hash[lmod(h, tb->size)];
   lua_assert(str != NULL);  /* otherwise 'memcmp'/'memcpy' are undefined */
+  if (g->shared != NULL) {  /* [Synodic] a node-wide string? */
+    const SharedStrings *sh = g->shared;
+    for (ts = sh->hash[lmod(h, sh->size)]; ts != NULL; ts = ts->u.hnext) {
+      if (l == ts->shrlen && (memcmp(str, getshrstr(ts), l * sizeof(char)) == 0))
+        return ts;
+    }
+  }
   for (ts = *list; ts != NULL; ts = ts->u.hnext) {
     if (l == ts->shrlen && (memcmp(str, getshrstr(ts), l * sizeof(char)) == 0)) {
       /* found! */

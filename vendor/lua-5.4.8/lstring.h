@@ -41,6 +41,26 @@
 #define eqshrstr(a,b)	check_exp((a)->tt == LUA_VSHRSTR, (a) == (b))
 
 
+/*
+** [Synodic] Strings every state of a node shares, with the function
+** prototypes that use them (crates/lua/csrc/shared.c): the string table of
+** one state that never runs again, frozen (its objects are gray and old
+** forever, so no collector marks, traverses or frees them) and read by all.
+** A state created once it is published hashes with its seed and looks a
+** short string up there before its own table, so a string still has one
+** address in a state, as Lua's equality needs. States made before keep to
+** their own strings.
+*/
+typedef struct SharedStrings {
+  TString **hash;  /* the frozen state's string table */
+  int size;
+  unsigned int seed;  /* what its strings were hashed with */
+  TString *memerrmsg;
+  TString *tmname[TM_N];
+} SharedStrings;
+
+LUAI_DDEC(const SharedStrings *luaS_sharedstrings;)  /* NULL until published */
+
 LUAI_FUNC unsigned int luaS_hash (const char *str, size_t l, unsigned int seed);
 LUAI_FUNC unsigned int luaS_hashlongstr (TString *ts);
 LUAI_FUNC int luaS_eqlngstr (TString *a, TString *b);

@@ -46,6 +46,10 @@ void luaT_init (lua_State *L) {
     "__concat", "__call", "__close"
   };
   int i;
+  if (G(L)->shared != NULL) {  /* [Synodic] the node's (see lstring.h) */
+    memcpy(G(L)->tmname, G(L)->shared->tmname, sizeof(G(L)->tmname));
+    return;
+  }
   for (i=0; i<TM_N; i++) {
     G(L)->tmname[i] = luaS_new(L, luaT_eventname[i]);
     luaC_fix(L, obj2gco(G(L)->tmname[i]));  /* never collect these names */

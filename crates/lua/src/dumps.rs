@@ -62,7 +62,7 @@ pub(crate) unsafe fn dump(L: *mut ffi::lua_State, idx: c_int, out: &mut Vec<u8>)
 
 /// A `lua_Writer` appending to a `Vec<u8>`; stops the dump (non-zero) when
 /// the vector cannot grow.
-pub(crate) unsafe extern "C-unwind" fn writer(_L: *mut ffi::lua_State, p: *const c_void, sz: usize, ud: *mut c_void) -> c_int {
+unsafe extern "C-unwind" fn writer(_L: *mut ffi::lua_State, p: *const c_void, sz: usize, ud: *mut c_void) -> c_int {
     let buf = &mut *(ud as *mut Vec<u8>);
     if buf.try_reserve(sz).is_err() || buf.len() + sz > synodic_core::wire::MAX_MESSAGE {
         return 1;

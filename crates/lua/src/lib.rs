@@ -28,6 +28,7 @@
 //! | `plain` | – | the codec's short path: messages of plain values in one C call each way (`csrc/plain.c`) |
 //! | `deferred` | – | large buffers of tuples left on their producer's node, and fetching them before a tuple is decoded |
 //! | `dumps` | – | the bytecode of functions a process has sent, kept for its next sends |
+//! | `shared` | – | the code and strings every process of a node shares: the bundled modules, compiled once (`csrc/shared.c`) |
 //! | `lualib` | `synodic.alua`, `synodic.console`, `synodic.entity`, `synodic.entity.loop`, `synodic.future`, `synodic.skel` | modules written in Lua, bundled from `lualib/` |
 //! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
 //!
@@ -80,6 +81,7 @@ mod plain;
 pub mod preempt;
 pub mod process;
 mod remote;
+mod shared;
 pub mod state;
 mod util;
 mod wait;

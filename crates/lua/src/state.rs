@@ -41,6 +41,7 @@ unsafe extern "C-unwind" fn panic_handler(L: *mut ffi::lua_State) -> c_int {
 /// A fresh state for a process whose context is `ctx`, allocating from
 /// `heap` (both must outlive the state).
 pub(crate) unsafe fn new_state(ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ffi::lua_State> {
+    crate::shared::ensure();
     let L = ffi::lua_newstate(heap::lua_alloc, heap.cast());
     if L.is_null() {
         return None;

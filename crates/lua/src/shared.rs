@@ -1,0 +1,75 @@
+//! What every process of a node shares instead of holding a copy: the
+//! compiled code of Synodic's bundled Lua modules and the strings it and
+//! the standard libraries name (see `SharedStrings` in the vendored
+//! `lstring.h`, and `csrc/shared.c`).
+//!
+//! Built once per OS process, before its first process state: a Lua state
+//! opens the standard libraries, interns the native modules' names and
+//! compiles each bundled module, then is frozen and never runs again. Its
+//! strings and prototypes become read-only for every state made afterwards:
+//! loading an entity's loop is then one closure (about 100 bytes) instead
+//! of its prototypes and constants (7 to 12 KB), and a new state takes the
+//! metamethod names as they are instead of interning 25 strings.
+
+use std::ffi::{c_int, c_void};
+use std::sync::OnceLock;
+
+use mlua_sys as ffi;
+
+use crate::lualib::BUNDLED;
+use crate::util::to_bytes;
+
+extern "C" {
+    fn synodic_share(L: *mut ffi::lua_State);
+    fn synodic_proto_of(L: *mut ffi::lua_State, idx: c_int) -> *const c_void;
+    fn synodic_push_shared(L: *mut ffi::lua_State, proto: *const c_void);
+}
+
+/// A bundled module's main-chunk prototype, or why it did not compile.
+struct Module(Result<*const c_void, String>);
+
+// The prototypes are frozen: no thread ever writes them (csrc/shared.c).
+unsafe impl Send for Module {}
+unsafe impl Sync for Module {}
+
+static MODULES: OnceLock<Vec<Module>> = OnceLock::new();
+
+/// Builds and publishes the node's shared strings and code, once; every
+/// state made after this returns shares them.
+pub(crate) fn ensure() {
+    MODULES.get_or_init(|| unsafe { build() });
+}
+
+unsafe fn build() -> Vec<Module> {
+    let L = ffi::luaL_newstate();
+    assert!(!L.is_null(), "cannot create the node's shared Lua state");
+    ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
+    ffi::luaL_openlibs(L);
+    for (name, _) in crate::kernel::FUNCTIONS {
+        ffi::lua_pushstring(L, name.as_ptr());
+    }
+    let modules = BUNDLED
+        .iter()
+        .map(|(_, chunk, source)| {
+            if ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), chunk.as_ptr(), c"t".as_ptr()) != ffi::LUA_OK {
+                return Module(Err(String::from_utf8_lossy(to_bytes(L, -1).unwrap_or_default()).into_owned()));
+            }
+            Module(Ok(synodic_proto_of(L, -1)))
+        })
+        .collect();
+    synodic_share(L);
+    modules
+}
+
+/// Pushes a fresh closure of bundled module `i`'s main chunk (as loading
+/// it would), or returns why it did not compile.
+pub(crate) unsafe fn push_module_chunk(L: *mut ffi::lua_State, i: usize) -> Result<(), &'static str> {
+    ensure();
+    match &MODULES.get().expect("ensured above")[i].0 {
+        Ok(proto) => {
+            synodic_push_shared(L, *proto);
+            Ok(())
+        }
+        Err(why) => Err(why),
+    }
+}
