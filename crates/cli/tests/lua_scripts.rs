@@ -44,6 +44,7 @@ script_tests!(
     coroutines,
     libraries,
     require_cost,
+    shared_code,
     standard_lua,
     cjson,
     alua_spawn,

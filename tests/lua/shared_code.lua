@@ -1,0 +1,86 @@
+-- The code and strings every process of a node shares (crates/lua/src/shared.rs):
+-- a process sees nothing of it. Strings it makes are the shared ones where
+-- the text is the same (table keys and equality work across both), the
+-- metamethod names and reserved words work, bundled modules load with
+-- their source and lines and survive every kind of collection, many
+-- processes on all workers use them at once, and a bundled module costs a
+-- process only what running its main chunk makes.
+local s = require "synodic"
+local me = s.self()
+
+-- Everything one process checks; returns a checksum of what it computed.
+local function exercise(tag)
+  local s = require "synodic"
+  -- A string made at run time is the shared one of the same text.
+  local key = "sy" .. "nodic"
+  assert(package.loaded[key] == s, "a made string finds a module by name")
+  local t = {main = 1}
+  assert(t[("ma") .. "in"] == 1, "a made key finds a constant one")
+  t[table.concat({"re", "ceive"})] = 2
+  assert(t.receive == 2, "a constant key finds a made one")
+  local loop = require "synodic.entity.loop"
+  assert(loop.tags.READY == "\0e" .. ".y", "a bundled module's constant equals the same text")
+  -- Metamethod names, as the node's.
+  local mt = {__index = function(_, k) return k .. "!" end, __eq = function() return true end,
+    __lt = function() return true end, __concat = function() return "cat" end, __len = function() return 9 end,
+    __call = function(_, x) return x + 1 end}
+  local a, b = setmetatable({}, mt), setmetatable({}, mt)
+  assert(a.x == "x!" and a == b and a < b and a .. b == "cat" and #a == 9 and a(1) == 2, "metamethods")
+  local closed = false
+  do local _ <close> = setmetatable({}, {__close = function() closed = true end}) end
+  assert(closed, "__close")
+  local collected = false
+  setmetatable({}, {__gc = function() collected = true end})
+  collectgarbage()
+  assert(collected, "__gc")
+  -- A first parse in this process: the reserved words are the node's.
+  local f = assert(load("local x <const> = 20 if x and not false then return x // 2 end"))
+  assert(f() == 10, "a chunk parsed late")
+  -- Bundled code keeps its source and lines, and can be dumped and loaded.
+  local entity = require "synodic.entity"
+  local info = debug.getinfo(entity.spawn, "SL")
+  assert(info.source == "@lualib/entity.lua" and info.linedefined > 0 and next(info.activelines), "debug information")
+  local ok, err = pcall(entity.spawn, {frame_rate = -1})
+  assert(not ok and err:find("frame_rate must be a positive number"), err)
+  assert(debug.traceback():find("shared_code.lua"), "tracebacks")
+  local copy = load(string.dump(loop.main))
+  assert(type(copy) == "function", "a bundled function dumps and loads")
+  -- Every kind of collection, with bundled modules in use.
+  for _, mode in ipairs({"generational", "incremental"}) do
+    collectgarbage(mode)
+    for _ = 1, 3 do
+      local skel = require "synodic.skel"
+      collectgarbage()
+      collectgarbage("step", 0)
+      assert(type(skel) == "table" and type(require("synodic.future")) == "table")
+    end
+  end
+  return tag * 2
+end
+
+assert(exercise(1) == 2)
+
+-- Many processes on every worker at once.
+local N = 200
+for i = 1, N do
+  s.spawn(function(parent, i) s.send(parent, "done", exercise(i)) end, me, i)
+end
+local sum = 0
+for _ = 1, N do
+  local _, v = s.receive_match("done")
+  sum = sum + v
+end
+assert(sum == N * (N + 1), "every process ran")
+
+-- A bundled module costs a process what its main chunk makes, not a copy
+-- of its code: the entity loop is ~12 KB of code and constants.
+s.spawn(function(parent)
+  collectgarbage()
+  local before = collectgarbage("count")
+  require "synodic.entity.loop"
+  s.send(parent, "grew", (collectgarbage("count") - before) * 1024)
+end, me)
+local _, grew = s.receive_match("grew")
+print(string.format("requiring the entity loop: %.0f bytes", grew))
+assert(grew < 6000, "requiring the entity loop took " .. grew .. " bytes: its code is not shared")
+print("shared_code ok")
