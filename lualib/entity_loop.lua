@@ -1,8 +1,9 @@
 -- synodic.entity.loop: the body of an entity's process (SPEC §7). It is
 -- kept apart from `synodic.entity`, the calls made to entities, and kept
--- small, because every entity's Lua state holds it (and holds it without
--- debug information; see crates/lua/src/lualib.rs): what only errors need
--- lives in `synodic.entity`, loaded when one happens.
+-- small: its code is the node's, shared (crates/lua/src/shared.rs), but
+-- every entity's Lua state holds the closures and upvalues its main chunk
+-- makes (about 3.5 KB). What only errors need lives in `synodic.entity`,
+-- loaded when one happens.
 --
 -- An entity is a process that owns a state table (`self`), a table of
 -- methods and a list of persistent procedures. It runs in frames:
