@@ -786,7 +786,7 @@ pub(crate) mod tests {
 
     /// An idle process (a ring member: the synodic module and one function)
     /// must fit in its heap's first chunk: that is what keeps a process
-    /// under 8 KB.
+    /// near 5 KB.
     #[test]
     fn an_idle_process_fits_in_the_first_chunk() {
         let st = TestState::new();

@@ -16,8 +16,9 @@ use libmimalloc_sys::{mi_free, mi_malloc, mi_realloc};
 use synodic_core::Process;
 
 const SMALL_MAX: usize = 2048;
-/// The first chunk holds an idle process whole; later chunks are smaller.
-pub(crate) const FIRST_CHUNK: usize = 6144;
+/// The first chunk holds an idle process whole (about 3.5 KB, its strings
+/// and library code being the node's: see `shared`); later chunks are smaller.
+pub(crate) const FIRST_CHUNK: usize = 4096;
 const _: () = assert!(SMALL_MAX <= FIRST_CHUNK, "any small block fits the first chunk");
 const CHUNK: usize = 2048;
 /// Bytes at the start of a chunk for the link to the next one.
