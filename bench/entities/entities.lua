@@ -3,16 +3,12 @@
 -- is the median over batches, in µs. Prints `key=value` lines for run.sh.
 -- usage: synodic run --nodes 2 bench/entities/entities.lua [n]
 local s = require "synodic"
+local bench = dofile((arg[0]:match("^(.*)/") or ".") .. "/../common.lua")
+local median = bench.median
 local entity = require "synodic.entity"
 local N = math.tointeger(tonumber(arg[1])) or 5000
 local me = s.self()
-local other = s.nodes()[1] == s.node() and s.nodes()[2] or s.nodes()[1]
-assert(other, "run with --nodes 2")
-
-local function median(t)
-  table.sort(t)
-  return t[(#t + 1) // 2]
-end
+local other = bench.other_node()
 
 -- µs per op of `op(i)` over `n`, the median of 5 batches.
 local function time(n, op)

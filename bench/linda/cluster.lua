@@ -7,17 +7,13 @@
 -- Prints markdown tables (medians).
 -- usage: synodic run --nodes 2 bench/linda/cluster.lua [scale]
 local s = require "synodic"
+local bench = dofile((arg[0]:match("^(.*)/") or ".") .. "/../common.lua")
+local median = bench.median
 local linda = require "synodic.linda"
 local buffer = require "synodic.buffer"
 local SCALE = tonumber(arg[1]) or 1
 local clock, me = s.clock, s.self()
-local other = s.nodes()[1] == s.node() and s.nodes()[2] or s.nodes()[1]
-assert(other, "run with --nodes 2")
-
-local function median(t)
-  table.sort(t)
-  return t[(#t + 1) // 2]
-end
+local other = bench.other_node()
 
 -- Table 1 of the paper, seconds: peak alone (out, in), and peak's out
 -- taken in on knick over Ethernet (two machines).

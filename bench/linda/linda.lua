@@ -3,16 +3,13 @@
 -- process pairs. Prints markdown tables (medians).
 -- usage: synodic run bench/linda/linda.lua [scale]   (scale < 1 for a smoke run)
 local s = require "synodic"
+local bench = dofile((arg[0]:match("^(.*)/") or ".") .. "/../common.lua")
+local median = bench.median
 local linda = require "synodic.linda"
 local buffer = require "synodic.buffer"
 local SCALE = tonumber(arg[1]) or 1
 local clock = s.clock
 local ts = linda.new()
-
-local function median(t)
-  table.sort(t)
-  return t[(#t + 1) // 2]
-end
 
 -- Table 1: out and in of a ("t", payload) tuple; payload a buffer of n bytes
 -- (shared, not copied) and, for comparison, a string (copied).
