@@ -155,25 +155,20 @@ function entity.call(e, m, ...)
   return replied(e, receive_match(answer, 1))
 end
 
---- Installs, replaces (f) or removes (nil) method `m` of `e`.
-function entity.define(e, m, f)
-  if f ~= nil and type(f) ~= "function" then error("entity.define: a function expected", 2) end
-  send(e, DEFINE, m, f)
+-- Tells `e` to install or replace (f), or remove (nil), its method or
+-- persistent procedure (`tag`) `name`; `api` names the caller's function.
+local function change(tag, api, e, name, f)
+  if f ~= nil and type(f) ~= "function" then error(api .. ": a function expected", 3) end
+  send(e, tag, name, f)
 end
 
-function entity.undefine(e, m)
-  send(e, DEFINE, m, nil)
-end
+--- Installs, replaces (f) or removes (nil) method `m` of `e`.
+function entity.define(e, m, f) change(DEFINE, "entity.define", e, m, f) end
+function entity.undefine(e, m) change(DEFINE, "entity.undefine", e, m, nil) end
 
 --- Installs or replaces (f), or removes (nil), the persistent procedure `p` of `e`.
-function entity.persist(e, p, f)
-  if f ~= nil and type(f) ~= "function" then error("entity.persist: a function expected", 2) end
-  send(e, PERSIST, p, f)
-end
-
-function entity.unpersist(e, p)
-  send(e, PERSIST, p, nil)
-end
+function entity.persist(e, p, f) change(PERSIST, "entity.persist", e, p, f) end
+function entity.unpersist(e, p) change(PERSIST, "entity.unpersist", e, p, nil) end
 
 --- Disposes of `e` once it has handled what was sent to it before.
 function entity.kill(e)
