@@ -84,6 +84,15 @@ pub(crate) struct Limit {
     proc: Option<&'static Process>,
 }
 
+/// How the blocks of a heap lie in its first chunk, by offset, for a copy
+/// of the chunk: the bytes in use, and each size class's first free block
+/// (offset + 1; 0: none).
+#[derive(PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub used: usize,
+    free: [u32; CLASSES],
+}
+
 pub(crate) struct Heap {
     /// When non-zero, growing any block beyond this many bytes fails (see `limit_blocks`).
     /// (u32 with `chunk_bytes`: two words less in every process record.)
@@ -172,6 +181,46 @@ impl Heap {
     /// more per process.
     pub(crate) fn first_chunk_line(&self) -> *const u8 {
         (self.first as usize & !63) as *const u8
+    }
+
+    /// A heap whose first chunk, `bytes` long and zeroed, is taken now: a
+    /// state built in it twice, at two addresses, differs only where it
+    /// holds addresses (see `template`).
+    pub(crate) fn zeroed(bytes: usize) -> Option<Heap> {
+        let chunk = unsafe { libmimalloc_sys::mi_zalloc(bytes) } as *mut u8;
+        if chunk.is_null() {
+            return None;
+        }
+        let mut heap = Heap::new();
+        (heap.first, heap.bump, heap.end, heap.chunk_bytes) = (chunk, chunk, unsafe { chunk.add(bytes) }, bytes as u32);
+        Some(heap)
+    }
+
+    /// Where the heap's blocks are, when they all lie in its first chunk:
+    /// that chunk and what of it is in use (see [`Layout`]).
+    pub(crate) fn layout(&self) -> Option<(*const u8, Layout)> {
+        if self.first.is_null() || !self.chunks.is_null() || self.large != 0 {
+            return None;
+        }
+        let offset = |p: *mut u8| if p.is_null() { 0 } else { (p as usize - self.first as usize) as u32 + 1 };
+        Some((self.first, Layout { used: self.bump as usize - self.first as usize, free: self.free.map(offset) }))
+    }
+
+    /// Takes `chunk`, `bytes` long, as the first chunk of this empty heap:
+    /// it holds a copy of another heap's blocks, laid out as `layout` says.
+    /// False (nothing taken) when it does not fit under the limit.
+    pub(crate) unsafe fn adopt(&mut self, chunk: *mut u8, bytes: usize, layout: &Layout) -> bool {
+        debug_assert!(self.first.is_null() && bytes >= layout.used);
+        if !self.fits(bytes) {
+            return false;
+        }
+        self.first = chunk;
+        self.bump = chunk.add(layout.used);
+        self.end = chunk.add(bytes);
+        self.chunk_bytes = bytes as u32;
+        self.free = layout.free.map(|o| if o == 0 { null_mut() } else { chunk.add(o as usize - 1) });
+        self.publish();
+        true
     }
 
     /// Bytes taken from chunks so far (including blocks now on free lists).

@@ -83,6 +83,24 @@ pub(crate) struct LazyTable {
     made: u64,
 }
 
+impl LazyTable {
+    /// The address of the table.
+    pub(crate) fn address(&self) -> usize {
+        self.table as usize
+    }
+
+    /// The record of this table in a copy of its state `delta` bytes away
+    /// (see `template`).
+    pub(crate) fn moved(&self, delta: usize) -> LazyTable {
+        LazyTable { table: (self.table as usize).wrapping_add(delta) as *const c_void, template: self.template, made: self.made }
+    }
+
+    /// Whether `other` records the same template and entries.
+    pub(crate) fn same_entries(&self, other: &LazyTable) -> bool {
+        self.template == other.template && self.made == other.made
+    }
+}
+
 /// The template of the global table (index 0 in `templates()`).
 const GLOBALS: u8 = 0;
 /// The template of `package.loaded` (index 1).

@@ -83,6 +83,7 @@ pub mod process;
 mod remote;
 mod shared;
 pub mod state;
+mod template;
 mod util;
 mod wait;
 

@@ -38,9 +38,18 @@ unsafe extern "C-unwind" fn panic_handler(L: *mut ffi::lua_State) -> c_int {
     std::process::abort()
 }
 
-/// A fresh state for a process whose context is `ctx`, allocating from
-/// `heap` (both must outlive the state).
+/// A new state for a process whose context is `ctx`, allocating from
+/// `heap` (both must outlive the state): a copy of the node's template of
+/// a fresh state (see [`crate::template`]), or, without one, made afresh.
 pub(crate) unsafe fn new_state(ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ffi::lua_State> {
+    if let Some(L) = crate::template::base().and_then(|t| t.copy(ctx, heap)) {
+        return Some(L);
+    }
+    fresh_state(ctx, heap)
+}
+
+/// A state made afresh, as [`new_state`]'s are.
+pub(crate) unsafe fn fresh_state(ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ffi::lua_State> {
     crate::shared::ensure();
     let L = ffi::lua_newstate(heap::lua_alloc, heap.cast());
     if L.is_null() {

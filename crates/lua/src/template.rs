@@ -1,0 +1,168 @@
+//! Prebuilt Lua states that new processes start as copies of. Making a
+//! state (its global state, registry, lazy library tables) and loading a
+//! module into it are the same steps for every process that starts the same
+//! way; a node does them once, into a template, and a new process's state
+//! is a copy of the template's memory with its addresses moved. For an
+//! entity, that is one copy of about 8 KB instead of some 2,000 allocations.
+//!
+//! Building a template, step by step:
+//!
+//! 1. build the state twice, each in one zeroed chunk of its own heap (the
+//!    two at different addresses), with the same steps: the steps are
+//!    deterministic, so the two chunks hold the same bytes except where
+//!    they hold an address within themselves;
+//! 2. compare them word by word: a word that differs by exactly the
+//!    distance between the chunks is an address to move in a copy; the
+//!    allocator's user data and the context pointer are set anew in a
+//!    copy; any other difference means the steps were not deterministic,
+//!    and there is no template (states are then made the usual way);
+//! 3. check what moving addresses cannot fix (`csrc/template.c`): a table
+//!    key placed by its address, a state not at rest.
+//!
+//! A copy then takes one chunk, copies the first build's bytes into it,
+//! adds the distance from the first build to every address word, and sets
+//! its heap's free lists, allocator and context (its lazy tables' record
+//! moved by the same distance).
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use libmimalloc_sys::{mi_free, mi_malloc, mi_usable_size};
+use mlua_sys as ffi;
+
+use crate::ctx::{Boot, Ctx};
+use crate::heap::{self, Heap, Layout, FIRST_CHUNK};
+use crate::lazy::LazyTable;
+
+extern "C" {
+    fn synodic_state_movable(L: *mut ffi::lua_State, lo: *const u8, hi: *const u8) -> i32;
+    fn synodic_alloc_ud_slot(L: *mut ffi::lua_State) -> *mut c_void;
+}
+
+/// The chunk a template is built in: anything that does not fit in it
+/// gets no template.
+const BUILD_CHUNK: usize = 32 << 10;
+/// Bytes a copy has free in its first chunk beyond the template's, before
+/// it needs another chunk.
+const ROOM: usize = 512;
+const WORD: usize = std::mem::size_of::<usize>();
+
+/// A state to copy: its memory as built at `origin`, and what a copy changes.
+pub(crate) struct Template {
+    image: Box<[u8]>,
+    origin: usize,
+    /// Indices of the words of `image` that hold addresses within it.
+    addresses: Box<[u32]>,
+    layout: Layout,
+    /// Where the `lua_State` is, from the chunk's start.
+    state_at: usize,
+    /// The bytes of a copy's first chunk.
+    chunk_bytes: usize,
+    /// The context's record of the state's lazy tables, as built.
+    lazy: Vec<LazyTable>,
+    pid_meta: bool,
+}
+
+// A template is read, never written, once built; its addresses are those
+// of a build that is gone.
+unsafe impl Send for Template {}
+unsafe impl Sync for Template {}
+
+/// The template of a new process's state, if this node could build one.
+pub(crate) fn base() -> Option<&'static Template> {
+    static BASE: OnceLock<Option<Template>> = OnceLock::new();
+    BASE.get_or_init(|| unsafe { Template::build(|_| true) }).as_ref()
+}
+
+/// One build of a template's state, with the heap and context it uses.
+struct Build {
+    L: *mut ffi::lua_State,
+    heap: Box<Heap>,
+    ctx: Box<Ctx>,
+}
+
+impl Build {
+    unsafe fn new(prepare: unsafe fn(*mut ffi::lua_State) -> bool) -> Option<Build> {
+        let mut heap = Box::new(Heap::zeroed(BUILD_CHUNK)?);
+        let mut ctx = Box::new(Ctx::new(Boot::Spawned));
+        let L = crate::state::fresh_state(&mut *ctx, &mut *heap)?;
+        let build = Build { L, heap, ctx };
+        (prepare(L) && ffi::lua_gettop(L) == 0).then_some(build)
+    }
+}
+
+impl Drop for Build {
+    fn drop(&mut self) {
+        unsafe { crate::state::close_state(self.L, &mut self.heap) }
+    }
+}
+
+impl Template {
+    /// Builds the template of a fresh state after `prepare` (steps 1 to 3).
+    unsafe fn build(prepare: unsafe fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
+        let (a, b) = (Build::new(prepare)?, Build::new(prepare)?);
+        let ((first, layout), (b_first, b_layout)) = (a.heap.layout()?, b.heap.layout()?);
+        if layout != b_layout || a.ctx.lazy.len() != b.ctx.lazy.len() {
+            return None;
+        }
+        let (lo, hi) = (first as usize, first as usize + layout.used);
+        let delta = (b_first as usize).wrapping_sub(lo);
+        let set_anew = [synodic_alloc_ud_slot(a.L) as usize, ffi::lua_getextraspace(a.L) as usize].map(|p| (p - lo) / WORD);
+        let (wa, wb) = (first as *const usize, b_first as *const usize);
+        let mut addresses = Vec::new();
+        for i in 0..layout.used / WORD {
+            let (x, y) = (*wa.add(i), *wb.add(i));
+            if x == y || set_anew.contains(&i) {
+                continue;
+            }
+            if y.wrapping_sub(x) != delta || !(lo..=hi).contains(&x) {
+                return None;
+            }
+            addresses.push(i as u32);
+        }
+        let lazy_moves = a.ctx.lazy.iter().zip(&b.ctx.lazy).all(|(x, y)| {
+            (lo..hi).contains(&x.address()) && y.address().wrapping_sub(x.address()) == delta && x.same_entries(y)
+        });
+        if !lazy_moves || synodic_state_movable(a.L, first, first.add(layout.used)) == 0 {
+            return None;
+        }
+        Some(Template {
+            image: std::slice::from_raw_parts(first, layout.used).into(),
+            origin: lo,
+            addresses: addresses.into(),
+            state_at: a.L as usize - lo,
+            chunk_bytes: FIRST_CHUNK.max((layout.used + ROOM).next_multiple_of(512)),
+            layout,
+            lazy: a.ctx.lazy.iter().map(|t| t.moved(0)).collect(),
+            pid_meta: a.ctx.pid_meta,
+        })
+    }
+
+    /// A copy of the template for a process whose context is `ctx`,
+    /// allocating from `heap` (empty; both must outlive the state). None
+    /// when there is no memory for it, or not under the heap's limit.
+    pub(crate) unsafe fn copy(&self, ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ffi::lua_State> {
+        let chunk = mi_malloc(self.chunk_bytes) as *mut u8;
+        if chunk.is_null() {
+            return None;
+        }
+        let bytes = mi_usable_size(chunk.cast()).min(u32::MAX as usize);
+        if !(*heap).adopt(chunk, bytes, &self.layout) {
+            mi_free(chunk.cast());
+            return None;
+        }
+        std::ptr::copy_nonoverlapping(self.image.as_ptr(), chunk, self.image.len());
+        let delta = (chunk as usize).wrapping_sub(self.origin);
+        let words = chunk as *mut usize;
+        for &i in self.addresses.iter() {
+            let w = words.add(i as usize);
+            *w = (*w).wrapping_add(delta);
+        }
+        let L = chunk.add(self.state_at) as *mut ffi::lua_State;
+        ffi::lua_setallocf(L, heap::lua_alloc, heap.cast());
+        *(ffi::lua_getextraspace(L) as *mut *mut Ctx) = ctx;
+        (*ctx).lazy = self.lazy.iter().map(|t| t.moved(delta)).collect();
+        (*ctx).pid_meta = self.pid_meta;
+        Some(L)
+    }
+}
