@@ -79,12 +79,13 @@ function entity.spawn(opts)
   end
   spawned = spawned + 1
   local ref = spawned
-  local body = function(spec, parent, ref) require("synodic.entity.loop").main(spec, parent, ref) end
+  -- loop.main crosses by name: the new process starts as a copy of a
+  -- state that has loaded the loop (crates/lua/src/template.rs).
   local id
   if opts.node ~= nil and opts.node ~= s.node() then
-    id = s.spawn_on(opts.node, body, spec, s.self(), ref)
+    id = s.spawn_on(opts.node, loop.main, spec, s.self(), ref)
   else
-    id = s.spawn(body, spec, s.self(), ref)
+    id = s.spawn(loop.main, spec, s.self(), ref)
   end
   local _, _, ok, why = s.receive_match(function(tag, r) return tag == READY and r == ref end)
   if not ok then error("entity.spawn: " .. tostring(why), 2) end

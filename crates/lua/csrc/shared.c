@@ -58,6 +58,23 @@ const void *synodic_proto_of (lua_State *L, int idx) {
   return ttisLclosure(o) ? clLvalue(o)->p : NULL;
 }
 
+static void walk_protos (const Proto *p, const void **out, size_t cap, size_t *n) {
+  int i;
+  if (*n < cap)
+    out[*n] = p;
+  (*n)++;
+  for (i = 0; i < p->sizep; i++)
+    walk_protos(p->p[i], out, cap, n);
+}
+
+/* Writes the prototypes of the tree under proto (itself first) to out, up
+** to cap of them; returns how many there are. */
+size_t synodic_proto_tree (const void *proto, const void **out, size_t cap) {
+  size_t n = 0;
+  walk_protos((const Proto *)proto, out, cap, &n);
+  return n;
+}
+
 /* Pushes a new closure of the shared main-chunk prototype p, its first
 ** upvalue the globals (as lua_load does). May raise a memory error. */
 void synodic_push_shared (lua_State *L, const void *proto) {

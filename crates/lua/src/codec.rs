@@ -5,8 +5,10 @@
 //! - Tables and Lua functions get a reference id when first met, so shared
 //!   references and cycles survive; upvalue cells shared by two closures are
 //!   joined again on the receiving side.
-//! - The sender's global table, loaded modules and their C functions travel
-//!   by name and resolve to the receiver's own (`Globals`, `Library`).
+//! - The sender's global table, loaded modules, their C functions and the
+//!   functions of Synodic's bundled modules (`lualib/`, the same code on
+//!   every node) travel by name and resolve to the receiver's own
+//!   (`Globals`, `Library`).
 //! - Pids travel as their 64-bit value.
 //! - Userdata of the kinds listed in [`SENDABLE`] (buffers, tuple-space
 //!   handles) travel as attachments shared with the sender.
@@ -46,7 +48,8 @@ const SENDABLE: [&Sendable; 3] = [&crate::buffer::SENDABLE, &crate::linda::SENDA
 
 /// Registry key of the reverse map {module table = name} (built on demand).
 const MODULE_NAMES: &CStr = c"synodic.module_names";
-/// Registry key of the reverse map {C function = "module\0field"} (built on demand).
+/// Registry key of the reverse map {function = "module\0field"}: C
+/// functions of loaded modules, Lua functions of bundled ones (built on demand).
 const FUNCTION_NAMES: &CStr = c"synodic.function_names";
 
 thread_local! {
@@ -165,6 +168,13 @@ unsafe fn read_plain(L: *mut ffi::lua_State, r: &mut Reader, tag: Tag) -> Result
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// The module of the first value of `msg`, when that value is a library
+/// function (a spawn message's function tells how the process starts).
+pub(crate) fn leading_module(msg: &[u8]) -> Option<&[u8]> {
+    let (mut r, count) = Reader::message(msg).ok()?;
+    (count > 0 && r.tag().ok()? == Tag::Library).then(|| r.bytes().ok()).flatten()
 }
 
 /// Pushes the values encoded in `msg`, whose attachments are `attachments`.
@@ -372,19 +382,30 @@ impl Encoder {
         Ok(())
     }
 
+    /// Writes a reference to the library function `module\0field`.
+    fn library(&mut self, name: &[u8]) {
+        let (module, field) = name.split_at(name.iter().position(|&b| b == 0).unwrap_or(name.len()));
+        self.w.tag(Tag::Library);
+        self.w.bytes(module);
+        self.w.bytes(field.get(1..).unwrap_or_default());
+    }
+
     unsafe fn function(&mut self, idx: c_int) -> Result<(), Failure> {
         let L = self.L;
         if ffi::lua_iscfunction(L, idx) != 0 {
             return match function_name(L, idx) {
                 Some(name) => {
-                    let (module, field) = name.split_at(name.iter().position(|&b| b == 0).unwrap_or(name.len()));
-                    self.w.tag(Tag::Library);
-                    self.w.bytes(module);
-                    self.w.bytes(field.get(1..).unwrap_or_default());
+                    self.library(&name);
                     Ok(())
                 }
                 None => Err(Failure::unsendable("function (a C function that is not part of a loaded library)")),
             };
+        }
+        if crate::shared::is_shared_function(L, idx) {
+            if let Some(name) = library_name(L, idx, FUNCTION_NAMES, true) {
+                self.library(&name);
+                return Ok(());
+            }
         }
         let p = ffi::lua_topointer(L, idx);
         if self.seen(p) {
@@ -485,10 +506,12 @@ unsafe fn reverse_map(L: *mut ffi::lua_State, key: &CStr, functions: bool) {
         let (k, v) = (loaded + 1, loaded + 2);
         if ffi::lua_type(L, k) == ffi::LUA_TSTRING && ffi::lua_type(L, v) == ffi::LUA_TTABLE {
             if functions {
+                let bundled = crate::lualib::is_bundled(to_bytes(L, k).unwrap_or_default());
                 ffi::lua_pushnil(L);
                 while crate::lazy::synodic_next_raw(L, v) != 0 {
                     let (fk, fv) = (v + 1, v + 2);
-                    if ffi::lua_iscfunction(L, fv) != 0 && ffi::lua_type(L, fk) == ffi::LUA_TSTRING {
+                    let named = ffi::lua_iscfunction(L, fv) != 0 || (bundled && crate::shared::is_shared_function(L, fv));
+                    if named && ffi::lua_type(L, fk) == ffi::LUA_TSTRING {
                         ffi::lua_pushvalue(L, fv);
                         ffi::lua_pushvalue(L, k);
                         push_bytes(L, b"\0");
@@ -738,9 +761,9 @@ pub(crate) mod tests {
 
     impl TestState {
         pub(crate) fn new() -> TestState {
-            let mut ctx = Box::new(Ctx::new(Boot::Spawned));
+            let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
             let mut heap = Box::new(Heap::new());
-            let L = unsafe { crate::state::new_state(&mut *ctx, &mut *heap) }.expect("state");
+            let L = unsafe { crate::state::new_state(&mut *ctx, &mut *heap, None) }.expect("state");
             TestState { L, _ctx: ctx, _heap: heap }
         }
 

@@ -31,8 +31,9 @@ pub(crate) enum Pending {
 
 pub(crate) enum Boot {
     /// A spawned process: its function and arguments are the first message
-    /// in its mailbox (the spawn message).
-    Spawned,
+    /// in its mailbox (the spawn message); its state is a copy of the
+    /// template, if it has one (see `template`).
+    Spawned(Option<&'static crate::template::Template>),
     /// The main script and its command-line arguments (boxed, as the next:
     /// one process of a run has them, and this enum's size is paid by every
     /// process).

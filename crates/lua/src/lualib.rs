@@ -22,6 +22,11 @@ pub(crate) const BUNDLED: &[(&CStr, &CStr, &str)] = &[
     (c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../lualib/skel.lua")),
 ];
 
+/// Whether `name` is a bundled module's.
+pub(crate) fn is_bundled(name: &[u8]) -> bool {
+    BUNDLED.iter().any(|(n, _, _)| n.to_bytes() == name)
+}
+
 /// Adds a loader for every bundled module to the `package.preload` table at `preload`.
 pub(crate) unsafe fn register_preloads(L: *mut ffi::lua_State, preload: c_int) {
     for (name, _, _) in BUNDLED {

@@ -45,7 +45,8 @@ impl LuaProcess {
     /// message `msg`, with a memory limit in bytes if given (else the node's).
     pub fn spawn(rt: &Runtime, msg: Message, max_memory: Option<u64>) -> Result<Pid, synodic_core::Error> {
         let heap = max_memory.map_or_else(Heap::new, Heap::limited);
-        rt.spawn_with(LuaProcess::booting(Boot::Spawned, heap), Spawn { first: Some(msg), max_memory })
+        let template = crate::codec::leading_module(&msg).and_then(crate::template::of_module);
+        rt.spawn_with(LuaProcess::booting(Boot::Spawned(template), heap), Spawn { first: Some(msg), max_memory })
     }
 
     /// The main process: runs `path` with `args` as the `lua` command would.
@@ -92,7 +93,11 @@ impl Body for LuaProcess {
         unsafe {
             if self.L.is_null() {
                 self.heap.attach(me, rt.max_process_memory());
-                match new_state(&mut self.ctx, &mut self.heap) {
+                let template = match self.ctx.boot {
+                    Some(Boot::Spawned(t)) => t,
+                    _ => None,
+                };
+                match new_state(&mut self.ctx, &mut self.heap, template) {
                     Some(L) => self.L = L,
                     None if self.heap.is_limited() => return Step::Exited(ExitReason::Error(synodic_core::MEMORY_LIMIT.into())),
                     None => return Step::Exited(ExitReason::Error("cannot create a Lua state: out of memory".into())),
@@ -207,7 +212,7 @@ const MAIN_EVENTS: ffi::lua_KContext = 2;
 /// The first function a process runs: unpacks its boot data and calls it.
 unsafe extern "C-unwind" fn boot(L: *mut ffi::lua_State) -> c_int {
     let (prepared, stage) = match ctx(L).boot.take() {
-        Some(Boot::Spawned) => (prepare_spawned(L), SPAWNED),
+        Some(Boot::Spawned(_)) => (prepare_spawned(L), SPAWNED),
         Some(Boot::Script(script)) => {
             let (path, args) = *script;
             (prepare_script(L, path, args), MAIN_CHUNK)

@@ -23,6 +23,7 @@ extern "C" {
     fn synodic_share(L: *mut ffi::lua_State);
     fn synodic_proto_of(L: *mut ffi::lua_State, idx: c_int) -> *const c_void;
     fn synodic_push_shared(L: *mut ffi::lua_State, proto: *const c_void);
+    fn synodic_proto_tree(proto: *const c_void, out: *mut *const c_void, cap: usize) -> usize;
 }
 
 /// A bundled module's main-chunk prototype, or why it did not compile.
@@ -33,6 +34,8 @@ unsafe impl Send for Module {}
 unsafe impl Sync for Module {}
 
 static MODULES: OnceLock<Vec<Module>> = OnceLock::new();
+/// Every shared prototype's address, sorted.
+static PROTOS: OnceLock<Vec<usize>> = OnceLock::new();
 
 /// Builds and publishes the node's shared strings and code, once; every
 /// state made after this returns shares them.
@@ -48,7 +51,7 @@ unsafe fn build() -> Vec<Module> {
     for (name, _) in crate::kernel::FUNCTIONS {
         ffi::lua_pushstring(L, name.as_ptr());
     }
-    let modules = BUNDLED
+    let modules: Vec<Module> = BUNDLED
         .iter()
         .map(|(_, chunk, source)| {
             if ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), chunk.as_ptr(), c"t".as_ptr()) != ffi::LUA_OK {
@@ -58,7 +61,23 @@ unsafe fn build() -> Vec<Module> {
         })
         .collect();
     synodic_share(L);
+    let mut protos = Vec::new();
+    for proto in modules.iter().filter_map(|m| m.0.as_ref().ok()) {
+        let n = synodic_proto_tree(*proto, std::ptr::null_mut(), 0);
+        let mut tree = vec![std::ptr::null(); n];
+        synodic_proto_tree(*proto, tree.as_mut_ptr(), n);
+        protos.extend(tree.into_iter().map(|p| p as usize));
+    }
+    protos.sort_unstable();
+    PROTOS.get_or_init(|| protos);
     modules
+}
+
+/// Whether the value at `idx` is a Lua function whose code is shared: a
+/// function of a bundled module.
+pub(crate) unsafe fn is_shared_function(L: *mut ffi::lua_State, idx: c_int) -> bool {
+    let proto = synodic_proto_of(L, idx);
+    !proto.is_null() && PROTOS.get().is_some_and(|all| all.binary_search(&(proto as usize)).is_ok())
 }
 
 /// Pushes a fresh closure of bundled module `i`'s main chunk (as loading

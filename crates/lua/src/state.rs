@@ -17,6 +17,7 @@ use mlua_sys as ffi;
 use crate::ctx::Ctx;
 use crate::heap::{self, Heap};
 use crate::lazy;
+use crate::template::Template;
 use crate::util::{push_bytes, raise, to_bytes};
 
 type Opener = ffi::lua_CFunction;
@@ -39,10 +40,11 @@ unsafe extern "C-unwind" fn panic_handler(L: *mut ffi::lua_State) -> c_int {
 }
 
 /// A new state for a process whose context is `ctx`, allocating from
-/// `heap` (both must outlive the state): a copy of the node's template of
-/// a fresh state (see [`crate::template`]), or, without one, made afresh.
-pub(crate) unsafe fn new_state(ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ffi::lua_State> {
-    if let Some(L) = crate::template::base().and_then(|t| t.copy(ctx, heap)) {
+/// `heap` (both must outlive the state): a copy of `template` if given,
+/// else of the node's template of a fresh state (see [`crate::template`]),
+/// or, without one, made afresh.
+pub(crate) unsafe fn new_state(ctx: *mut Ctx, heap: *mut Heap, template: Option<&'static Template>) -> Option<*mut ffi::lua_State> {
+    if let Some(L) = template.or_else(crate::template::base).and_then(|t| t.copy(ctx, heap)) {
         return Some(L);
     }
     fresh_state(ctx, heap)

@@ -74,6 +74,25 @@ pub(crate) fn base() -> Option<&'static Template> {
     BASE.get_or_init(|| unsafe { Template::build(|_| true) }).as_ref()
 }
 
+/// Bundled modules whose loading is part of a template, for processes
+/// spawned with one of their functions: the entity loop (an entity starts
+/// as a copy of a state that has loaded it). A module qualifies when its
+/// main chunk only defines things: it runs outside any process.
+const TEMPLATED: [&[u8]; 1] = [b"synodic.entity.loop"];
+
+/// The template of a state that has loaded module `name`, if it is one of
+/// [`TEMPLATED`] and this node could build it.
+pub(crate) fn of_module(name: &[u8]) -> Option<&'static Template> {
+    static MODULES: [OnceLock<Option<Template>>; TEMPLATED.len()] = [const { OnceLock::new() }; TEMPLATED.len()];
+    let i = TEMPLATED.iter().position(|m| *m == name)?;
+    let load = |L: *mut ffi::lua_State| unsafe {
+        let loaded = crate::state::push_module(L, TEMPLATED[i]).is_ok();
+        ffi::lua_settop(L, 0);
+        loaded
+    };
+    MODULES[i].get_or_init(|| unsafe { Template::build(load) }).as_ref()
+}
+
 /// One build of a template's state, with the heap and context it uses.
 struct Build {
     L: *mut ffi::lua_State,
@@ -82,9 +101,9 @@ struct Build {
 }
 
 impl Build {
-    unsafe fn new(prepare: unsafe fn(*mut ffi::lua_State) -> bool) -> Option<Build> {
+    unsafe fn new(prepare: &impl Fn(*mut ffi::lua_State) -> bool) -> Option<Build> {
         let mut heap = Box::new(Heap::zeroed(BUILD_CHUNK)?);
-        let mut ctx = Box::new(Ctx::new(Boot::Spawned));
+        let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
         let L = crate::state::fresh_state(&mut *ctx, &mut *heap)?;
         let build = Build { L, heap, ctx };
         (prepare(L) && ffi::lua_gettop(L) == 0).then_some(build)
@@ -99,8 +118,8 @@ impl Drop for Build {
 
 impl Template {
     /// Builds the template of a fresh state after `prepare` (steps 1 to 3).
-    unsafe fn build(prepare: unsafe fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
-        let (a, b) = (Build::new(prepare)?, Build::new(prepare)?);
+    unsafe fn build(prepare: impl Fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
+        let (a, b) = (Build::new(&prepare)?, Build::new(&prepare)?);
         let ((first, layout), (b_first, b_layout)) = (a.heap.layout()?, b.heap.layout()?);
         if layout != b_layout || a.ctx.lazy.len() != b.ctx.lazy.len() {
             return None;
