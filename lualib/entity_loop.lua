@@ -27,7 +27,12 @@
 -- Native primitives used: synodic.send, receive, register, self, clock, exit.
 
 local s = require "synodic"
-local send, receive, clock = s.send, s.receive, s.clock
+local send, receive, clock, self_pid = s.send, s.receive, s.clock, s.self
+-- Taken now, so that an entity, which starts as a copy of a state that
+-- has loaded this module (crates/lua/src/template.rs), finds them made.
+-- (Not the table and math libraries: only some entities need them, and
+-- each is a table of its own in every entity's state.)
+local pairs, ipairs, pcall, xpcall, tostring = pairs, ipairs, pcall, xpcall, tostring
 
 local loop = {}
 
@@ -190,20 +195,29 @@ end
 
 -- Starts the entity `spec` describes (see entity.spawn), tells `parent`
 -- (READY with `r`) whether it could, and runs it.
+local function by_name(a, b) return tostring(a) < tostring(b) end
+
 function loop.main(spec, parent, r)
+  local id = self_pid()
   local st = {
-    id = s.self(), name = spec.name, errors = spec.errors,
+    id = id, name = spec.name, errors = spec.errors,
     methods = spec.methods or {}, procs = {}, order = {},
     period = spec.frame_rate and 1 / spec.frame_rate,
   }
-  for name, f in pairs(spec.persist or {}) do persist(st, name, f) end
-  table.sort(st.order, function(a, b) return tostring(a) < tostring(b) end)
-  st.self = {id = st.id, name = spec.name, frame = 0}
+  if spec.persist ~= nil then
+    for name, f in pairs(spec.persist) do persist(st, name, f) end
+    table.sort(st.order, by_name)
+  end
+  st.self = {id = id, name = spec.name, frame = 0}
   loop.running = st
   local ok, why = true, nil
   if spec.name ~= nil then ok, why = pcall(s.register, spec.name, st.id) end
   if ok and spec.init ~= nil then
-    ok, why = xpcall(spec.init, traced, st.self, table.unpack(spec.args or {}))
+    if spec.args == nil then
+      ok, why = xpcall(spec.init, traced, st.self)
+    else
+      ok, why = xpcall(spec.init, traced, st.self, table.unpack(spec.args))
+    end
     why = not ok and "init: " .. tostring(why) or nil
   end
   send(parent, loop.tags.READY, r, ok, why)
