@@ -4,7 +4,10 @@
 -- metamethod names and reserved words work, bundled modules load with
 -- their source and lines and survive every kind of collection, many
 -- processes on all workers use them at once, and a bundled module costs a
--- process only what running its main chunk makes.
+-- process only what running its main chunk makes. A bundled module's
+-- function crosses by name (the receiver's own), any other by copy; a
+-- process spawned with the entity loop's main starts as a copy of a state
+-- that has loaded the loop (crates/lua/src/template.rs).
 local s = require "synodic"
 local me = s.self()
 
@@ -83,4 +86,32 @@ end, me)
 local _, grew = s.receive_match("grew")
 print(string.format("requiring the entity loop: %.0f bytes", grew))
 assert(grew < 6000, "requiring the entity loop took " .. grew .. " bytes: its code is not shared")
+-- A bundled module's function crosses as its name: the receiver gets its
+-- own, with its own module state. A user's function, even one put in a
+-- bundled module's table, crosses as a copy.
+local skel, loop = require "synodic.skel", require "synodic.entity.loop"
+package.loaded["synodic.skel"].mine = function() return "mine" end
+s.spawn(function(parent, farm, lookup, mine)
+  local ok = rawequal(farm, require("synodic.skel").farm) and rawequal(lookup, require("synodic.entity.loop").lookup)
+  s.send(parent, "named", ok, require("synodic.skel").mine, mine())
+end, me, skel.farm, loop.lookup, package.loaded["synodic.skel"].mine)
+local _, named, theirs, mine = s.receive_match("named")
+assert(named, "bundled functions arrive as the receiver's own")
+assert(theirs == nil and mine == "mine", "a user's function in a bundled module's table is copied")
+package.loaded["synodic.skel"].mine = nil
+
+-- A process started with the loop's main is a copy of the loop's template:
+-- it has the loop loaded already, and nothing of another copy.
+local entity = require "synodic.entity"
+local probe = {
+  loaded = function() return package.loaded["synodic.entity.loop"] ~= nil end,
+  mark = function(self, v) _G.mark = v end,
+  read = function() return _G.mark end,
+}
+local e1 = entity.spawn{methods = probe}
+local e2 = entity.spawn{methods = probe}
+assert(entity.call(e1, "loaded"), "an entity starts with its loop loaded")
+entity.call(e1, "mark", "one")
+assert(entity.call(e2, "read") == nil and entity.call(e1, "read") == "one", "copies share nothing")
+entity.kill(e1) entity.kill(e2)
 print("shared_code ok")

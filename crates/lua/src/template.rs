@@ -185,3 +185,83 @@ impl Template {
         Some(L)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicI64, Ordering};
+
+    /// Runs `code` in `L`; true when it ran without error and returned true.
+    unsafe fn run(L: *mut ffi::lua_State, code: &str) -> bool {
+        let ok = ffi::luaL_loadbufferx(L, code.as_ptr().cast(), code.len(), c"=test".as_ptr(), c"t".as_ptr()) == ffi::LUA_OK
+            && ffi::lua_pcall(L, 0, 1, 0) == ffi::LUA_OK
+            && ffi::lua_toboolean(L, -1) != 0;
+        ffi::lua_settop(L, 0);
+        ok
+    }
+
+    /// A copy of a template, with its own context and heap.
+    struct Copy {
+        L: *mut ffi::lua_State,
+        heap: Box<Heap>,
+        _ctx: Box<Ctx>,
+    }
+
+    impl Copy {
+        fn of(t: &Template, heap: Heap) -> Option<Copy> {
+            let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
+            let mut heap = Box::new(heap);
+            let L = unsafe { t.copy(&mut *ctx, &mut *heap)? };
+            Some(Copy { L, heap, _ctx: ctx })
+        }
+    }
+
+    impl Drop for Copy {
+        fn drop(&mut self) {
+            unsafe { crate::state::close_state(self.L, &mut self.heap) }
+        }
+    }
+
+    #[test]
+    fn copies_of_a_fresh_state_run_apart() {
+        let t = base().expect("a node builds the template of a fresh state");
+        let (a, b) = (Copy::of(t, Heap::new()).unwrap(), Copy::of(t, Heap::new()).unwrap());
+        unsafe {
+            assert!(run(a.L, "x = string.rep('a', 3) .. table.concat({1, 2}) return x == 'aaa12'"), "libraries are made in a copy");
+            assert!(run(b.L, "return x == nil and math.max(1, 2) == 2"), "a copy has nothing of another");
+            assert!(run(a.L, "local t = {} for i = 1, 10000 do t[i] = {i} end collectgarbage() collectgarbage() return #t == 10000 and x == 'aaa12'"), "a copy grows and collects");
+            assert!(run(b.L, "return select('#', pcall(error, {})) == 2 and coroutine.wrap(function() coroutine.yield(7) end)() == 7"), "errors and coroutines");
+        }
+    }
+
+    #[test]
+    fn the_entity_loop_template_has_the_loop_loaded() {
+        let t = of_module(b"synodic.entity.loop").expect("the loop's template");
+        let c = Copy::of(t, Heap::new()).unwrap();
+        unsafe { assert!(run(c.L, "return type(package.loaded['synodic.entity.loop'].main) == 'function'")) };
+        assert!(of_module(b"synodic.skel").is_none(), "only the modules listed have one");
+    }
+
+    #[test]
+    fn states_that_cannot_move_get_no_template() {
+        unsafe {
+            assert!(Template::build(|L| run(L, "t = {[{}] = 1} return true")).is_none(), "a key placed by its address");
+            static BUILDS: AtomicI64 = AtomicI64::new(0);
+            let differs = |L: *mut ffi::lua_State| {
+                ffi::lua_pushinteger(L, BUILDS.fetch_add(1, Ordering::Relaxed));
+                ffi::lua_setglobal(L, c"n".as_ptr());
+                true
+            };
+            assert!(Template::build(differs).is_none(), "builds that differ");
+            assert!(Template::build(|L| run(L, "t = {} for i = 1, 1000 do t[i] = i end return true")).is_none(), "a block outside the chunk");
+            assert!(Template::build(|L| run(L, "t = {} for i = 1, 100 do t[i] = {i} end return true")).is_some(), "a state of 100 tables moves");
+        }
+    }
+
+    #[test]
+    fn a_copy_keeps_to_the_memory_limit() {
+        let t = base().unwrap();
+        assert!(Copy::of(t, Heap::limited(t.chunk_bytes as u64 - 1)).is_none(), "no copy over the limit");
+        assert!(Copy::of(t, Heap::limited(64 << 10)).is_some());
+    }
+}
