@@ -38,15 +38,17 @@ local loop = {}
 
 -- Message tags. The NUL keeps them apart from a program's own messages;
 -- they are short so that a call with a few small arguments fits in an
--- inline message (30 bytes: no allocation to send it).
-local SEND = "\0e.s"    -- method, args...
-local FLOW = "\0e.f"    -- from, method, args... (acknowledged with DONE)
-local CALL = "\0e.c"    -- from, ref, method, args...
-local REPLY = "\0e.r"   -- ref, ok, results... | error
-local DONE = "\0e.d"    -- entity
-local DEFINE = "\0e.m"  -- method, f (nil: remove)
-local PERSIST = "\0e.p" -- name, f (nil: remove)
-local KILL = "\0e.k"
+-- inline message (30 bytes: no allocation to send it). Constants, not
+-- variables: the functions' shared code holds them, and an entity's state
+-- needs no upvalue for each.
+local SEND <const> = "\0e.s"    -- method, args...
+local FLOW <const> = "\0e.f"    -- from, method, args... (acknowledged with DONE)
+local CALL <const> = "\0e.c"    -- from, ref, method, args...
+local REPLY <const> = "\0e.r"   -- ref, ok, results... | error
+local DONE <const> = "\0e.d"    -- entity
+local DEFINE <const> = "\0e.m"  -- method, f (nil: remove)
+local PERSIST <const> = "\0e.p" -- name, f (nil: remove)
+local KILL <const> = "\0e.k"
 loop.tags = {
   SEND = SEND, FLOW = FLOW, CALL = CALL, REPLY = REPLY, DONE = DONE, DEFINE = DEFINE, PERSIST = PERSIST, KILL = KILL,
   READY = "\0e.y", -- ref, ok, why
