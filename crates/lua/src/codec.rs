@@ -807,6 +807,21 @@ pub(crate) mod tests {
         }
     }
 
+    /// A bundled module's function crosses by name, and a spawn message
+    /// that starts with one names the module its process's template loads;
+    /// a user's function crosses as code, and names none.
+    #[test]
+    fn a_bundled_function_names_its_module() {
+        let st = TestState::new();
+        let msg = st.encode("return require('synodic.entity.loop').main, 1");
+        assert_eq!(leading_module(&msg), Some(&b"synodic.entity.loop"[..]));
+        let msg = st.encode("return require('synodic.skel').farm");
+        assert_eq!(leading_module(&msg), Some(&b"synodic.skel"[..]));
+        assert_eq!(leading_module(&st.encode("return function() end, 1")), None);
+        assert_eq!(leading_module(&st.encode("return 1, require('synodic.skel').farm")), None);
+        assert_eq!(leading_module(b"junk"), None);
+    }
+
     /// An idle process (a ring member: the synodic module and one function)
     /// must fit in its heap's first chunk: that is what keeps a process
     /// near 5 KB.

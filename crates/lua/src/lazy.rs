@@ -77,6 +77,7 @@ impl Template {
 
 /// A lazy table of a process: its address, its template, and which of its
 /// entries are made (or were written over).
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) struct LazyTable {
     table: *const c_void,
     template: u8,
@@ -93,11 +94,6 @@ impl LazyTable {
     /// (see `template`).
     pub(crate) fn moved(&self, delta: usize) -> LazyTable {
         LazyTable { table: (self.table as usize).wrapping_add(delta) as *const c_void, template: self.template, made: self.made }
-    }
-
-    /// Whether `other` records the same template and entries.
-    pub(crate) fn same_entries(&self, other: &LazyTable) -> bool {
-        self.template == other.template && self.made == other.made
     }
 }
 

@@ -33,17 +33,27 @@ struct Module(Result<*const c_void, String>);
 unsafe impl Send for Module {}
 unsafe impl Sync for Module {}
 
-static MODULES: OnceLock<Vec<Module>> = OnceLock::new();
-/// Every shared prototype's address, sorted.
-static PROTOS: OnceLock<Vec<usize>> = OnceLock::new();
+/// The node's shared code.
+struct Shared {
+    /// Each bundled module's, in `BUNDLED`'s order.
+    modules: Vec<Module>,
+    /// Every shared prototype's address, sorted.
+    protos: Vec<usize>,
+}
+
+static SHARED: OnceLock<Shared> = OnceLock::new();
 
 /// Builds and publishes the node's shared strings and code, once; every
 /// state made after this returns shares them.
 pub(crate) fn ensure() {
-    MODULES.get_or_init(|| unsafe { build() });
+    shared();
 }
 
-unsafe fn build() -> Vec<Module> {
+fn shared() -> &'static Shared {
+    SHARED.get_or_init(|| unsafe { build() })
+}
+
+unsafe fn build() -> Shared {
     let L = ffi::luaL_newstate();
     assert!(!L.is_null(), "cannot create the node's shared Lua state");
     ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
@@ -69,22 +79,20 @@ unsafe fn build() -> Vec<Module> {
         protos.extend(tree.into_iter().map(|p| p as usize));
     }
     protos.sort_unstable();
-    PROTOS.get_or_init(|| protos);
-    modules
+    Shared { modules, protos }
 }
 
 /// Whether the value at `idx` is a Lua function whose code is shared: a
 /// function of a bundled module.
 pub(crate) unsafe fn is_shared_function(L: *mut ffi::lua_State, idx: c_int) -> bool {
     let proto = synodic_proto_of(L, idx);
-    !proto.is_null() && PROTOS.get().is_some_and(|all| all.binary_search(&(proto as usize)).is_ok())
+    !proto.is_null() && shared().protos.binary_search(&(proto as usize)).is_ok()
 }
 
 /// Pushes a fresh closure of bundled module `i`'s main chunk (as loading
 /// it would), or returns why it did not compile.
 pub(crate) unsafe fn push_module_chunk(L: *mut ffi::lua_State, i: usize) -> Result<(), &'static str> {
-    ensure();
-    match &MODULES.get().expect("ensured above")[i].0 {
+    match &shared().modules[i].0 {
         Ok(proto) => {
             synodic_push_shared(L, *proto);
             Ok(())

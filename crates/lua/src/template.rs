@@ -139,9 +139,7 @@ impl Template {
             }
             addresses.push(i as u32);
         }
-        let lazy_moves = a.ctx.lazy.iter().zip(&b.ctx.lazy).all(|(x, y)| {
-            (lo..hi).contains(&x.address()) && y.address().wrapping_sub(x.address()) == delta && x.same_entries(y)
-        });
+        let lazy_moves = a.ctx.lazy.iter().zip(&b.ctx.lazy).all(|(x, y)| (lo..hi).contains(&x.address()) && x.moved(delta) == *y);
         if !lazy_moves || synodic_state_movable(a.L, first, first.add(layout.used)) == 0 {
             return None;
         }
@@ -152,7 +150,7 @@ impl Template {
             state_at: a.L as usize - lo,
             chunk_bytes: FIRST_CHUNK.max((layout.used + ROOM).next_multiple_of(512)),
             layout,
-            lazy: a.ctx.lazy.iter().map(|t| t.moved(0)).collect(),
+            lazy: a.ctx.lazy.clone(),
             pid_meta: a.ctx.pid_meta,
         })
     }
