@@ -6,7 +6,7 @@
 -- message value.
 --
 -- Native primitives used: synodic.spawn, spawn_on, send, receive_match,
--- whereis, monitor, self, node.
+-- whereis, monitor, demonitor, self, node.
 
 local s = require "synodic"
 local send, receive_match = s.send, s.receive_match
@@ -63,6 +63,20 @@ end
 
 local spawned = 0
 
+-- The slow way to wait for what a process `pid` sends (a call's reply, an
+-- entity's start): watching it meanwhile. Returns the message `wanted`
+-- matches, packed, or nil and the reason `pid` ended first.
+local function awaited_from(pid, wanted)
+  s.monitor(pid)
+  local m = table.pack(receive_match(function(tag, r, ...) return wanted(tag, r, ...) or (tag == "DOWN" and r == pid) end))
+  if m[1] == "DOWN" then return nil, m[3] end
+  if not s.demonitor(pid) then
+    -- It ended meanwhile: its DOWN is here or on its way, and is no one else's.
+    receive_match(function(tag, r) return tag == "DOWN" and r == pid end)
+  end
+  return m
+end
+
 --- Starts an entity: `opts` has `name`, `node`, `init` (called as
 --- `init(self, table.unpack(args))` before anything else), `args`,
 --- `methods`, `persist` (name -> procedure), `frame_rate` (frames per
@@ -87,7 +101,15 @@ function entity.spawn(opts)
   else
     id = s.spawn(loop.main, spec, s.self(), ref)
   end
-  local _, _, ok, why = s.receive_match(function(tag, r) return tag == READY and r == ref end)
+  local function ready(tag, r) return tag == READY and r == ref end
+  local tag, _, ok, why = receive_match(ready, 1)
+  if tag == nil then
+    local m, reason = awaited_from(id, ready)
+    if m == nil then
+      error(string.format("entity.spawn: entity %s ended before it was ready (%s)", tostring(id), tostring(reason)), 2)
+    end
+    ok, why = m[3], m[4]
+  end
   if not ok then error("entity.spawn: " .. tostring(why), 2) end
   return id
 end
@@ -128,10 +150,9 @@ end
 local function watched(e)
   local pid = type(e) == "string" and s.whereis(e) or e
   if pid == nil then error(string.format("entity.call: no entity %s", tostring(e)), 0) end
-  s.monitor(pid)
-  local reply = table.pack(s.receive_match(function(tag, r) return answer(tag, r) or (tag == "DOWN" and r == pid) end))
-  if reply[1] == "DOWN" then
-    error(string.format("entity.call: entity %s ended before answering (%s)", tostring(e), tostring(reply[3])), 0)
+  local reply, reason = awaited_from(pid, answer)
+  if reply == nil then
+    error(string.format("entity.call: entity %s ended before answering (%s)", tostring(e), tostring(reason)), 0)
   end
   return results(table.unpack(reply, 1, reply.n))
 end

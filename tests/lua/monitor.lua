@@ -55,6 +55,18 @@ end
 for _ = 1, 3 do assert(s.receive() == "watching") end
 s.send(target, "stop")
 for _ = 1, 3 do assert(s.receive() == "DOWN") end
+-- demonitor removes one monitor: of two, one DOWN comes; with none in
+-- place it says false (the DOWN is then in the mailbox, or no monitor was set).
+local watched = s.spawn(function() s.receive() end)
+s.monitor(watched)
+s.monitor(watched)
+assert(s.demonitor(watched) == true, "one of two removed")
+s.send(watched, "stop")
+assert(select(2, s.receive_match("DOWN", 5)) == watched)
+assert(s.demonitor(watched) == false, "it has ended: nothing to remove")
+assert(s.receive_match("DOWN", 0) == nil, "one DOWN for the one monitor left")
+assert(s.demonitor(me) == false, "no monitor of it was set")
+assert(not pcall(s.demonitor, "nobody"), "a pid is needed")
 -- A node that is not connected: "nodedown" at once; this node: never.
 s.monitor_node(s.node())
 s.monitor_node("elsewhere@nowhere")

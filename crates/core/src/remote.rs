@@ -29,6 +29,11 @@ pub trait Remote: Send + Sync {
     /// is not connected: the caller then gets its DOWN at once.
     fn monitor(&self, watcher: Pid, target: Pid) -> bool;
 
+    /// Removes one of `watcher`'s monitors of `target` (elsewhere); a DOWN
+    /// for it that arrives later is dropped. False when none was in place
+    /// (its DOWN has arrived, or the node was lost and gave it).
+    fn demonitor(&self, watcher: Pid, target: Pid) -> bool;
+
     /// `watcher` gets `"nodedown", node` when the connection to `node` is
     /// lost. False when it is not connected (the caller says so at once).
     fn monitor_node(&self, watcher: Pid, node: &str) -> bool;

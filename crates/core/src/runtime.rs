@@ -482,6 +482,25 @@ impl Runtime {
         self.send(watcher, down_message(target, &reason));
     }
 
+    /// Removes one of `watcher`'s monitors of `target`. True when one was
+    /// in place: no DOWN will come for it. False when none was: the DOWN
+    /// of one `watcher` set is then already delivered or on its way.
+    pub fn demonitor(&self, watcher: Pid, target: Pid) -> bool {
+        match self.route(target) {
+            Route::Here(slot) => {
+                let mut links = slot.links.lock();
+                if links.exited || !slot.is(target) {
+                    return false;
+                }
+                let Some(more) = links.more.as_mut() else { return false };
+                let found = more.monitors.iter().position(|&w| w == watcher);
+                found.map(|i| more.monitors.swap_remove(i)).is_some()
+            }
+            Route::Elsewhere(_) => self.shared.remote.get().is_some_and(|remote| remote.demonitor(watcher, target)),
+            Route::Nowhere => false,
+        }
+    }
+
     pub fn register(&self, name: &[u8], pid: Pid) -> Result<(), Error> {
         let proc = self.live(pid).ok_or(Error::NoProcess(pid))?;
         self.shared.names.register(name, proc)

@@ -28,6 +28,7 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"receive_match", receive_match),
     (c"sleep", sleep),
     (c"monitor", monitor),
+    (c"demonitor", demonitor),
     (c"monitor_node", monitor_node),
     (c"register", register),
     (c"whereis", whereis),
@@ -420,13 +421,34 @@ unsafe extern "C-unwind" fn sleep_k(L: *mut ffi::lua_State, _status: c_int, _k: 
     block_on_mailbox(L, sleep_k, 0, "sleep")
 }
 
-unsafe extern "C-unwind" fn monitor(L: *mut ffi::lua_State) -> c_int {
+/// `monitor(pid)` and `demonitor(pid)` (named `fname`): `act` with the
+/// caller and the target, pushing what it returns.
+unsafe fn watch(L: *mut ffi::lua_State, fname: &str, act: fn(&synodic_core::Runtime, Pid, Pid) -> Option<bool>) -> c_int {
     let Some(target) = to_pid(L, 1) else {
-        return raise(L, format!("bad argument #1 to 'monitor' (pid expected, got {})", type_name(L, 1)));
+        return raise(L, format!("bad argument #1 to '{fname}' (pid expected, got {})", type_name(L, 1)));
     };
     let c = ctx(L);
-    c.rt().monitor(c.proc().pid(), target);
-    0
+    match act(c.rt(), c.proc().pid(), target) {
+        Some(b) => {
+            ffi::lua_pushboolean(L, b as c_int);
+            1
+        }
+        None => 0,
+    }
+}
+
+unsafe extern "C-unwind" fn monitor(L: *mut ffi::lua_State) -> c_int {
+    watch(L, "monitor", |rt, me, target| {
+        rt.monitor(me, target);
+        None
+    })
+}
+
+/// `demonitor(pid)`: removes one of the caller's monitors of `pid`. True
+/// when one was in place (no DOWN will come for it); false when none was
+/// (the DOWN of one it set is in its mailbox or on its way).
+unsafe extern "C-unwind" fn demonitor(L: *mut ffi::lua_State) -> c_int {
+    watch(L, "demonitor", |rt, me, target| Some(rt.demonitor(me, target)))
 }
 
 /// `monitor_node(node)`: the caller receives `"nodedown", node` when the

@@ -9,7 +9,7 @@
 //!
 //! | module | Lua name | gives |
 //! |---|---|---|
-//! | [`kernel`] | `synodic` | spawn, spawn_opt, spawn_on, self, main, send, receive, receive_match, sleep, monitor, monitor_node, register, whereis, exit, halt, node, nodes, is_alive, clock |
+//! | [`kernel`] | `synodic` | spawn, spawn_opt, spawn_on, self, main, send, receive, receive_match, sleep, monitor, demonitor, monitor_node, register, whereis, exit, halt, node, nodes, is_alive, clock |
 //! | [`chan`] | `synodic.chan` | new, send, receive, delete |
 //! | [`linda`] | `synodic.linda` | open, new, default, formals, where; space methods out, take/in, rd, inp, rdp, take_within, rd_within, count, take_all, clear, eval |
 //! | [`buffer`] | `synodic.buffer` | new, from, fromtable, shares; get/set/[i], #, kind, size, view, bytes, fill, totable |

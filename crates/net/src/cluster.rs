@@ -445,13 +445,18 @@ impl Cluster {
                 let message = link.arrived(message)?;
                 if from == to {
                     // The runtime's own notices (DOWN, replies) answer something awaited.
-                    if let Some((name, pid)) = settle(link, to, &message) {
-                        self.name_granted(&name, pid);
+                    match settle(link, to, &message) {
+                        Settled::Granted(name, pid) => self.name_granted(&name, pid),
+                        Settled::Answered => {}
+                        Settled::Dropped => return Ok(()),
                     }
                 }
                 rt.send(here(to), attach(message));
             }
             Frame::Monitor { watcher, target } => rt.monitor(link.ours(watcher)?, here(target)),
+            Frame::Demonitor { watcher, target } => {
+                rt.demonitor(link.ours(watcher)?, here(target));
+            }
             Frame::Spawn { caller, tag, message } => {
                 let caller = link.ours(caller)?;
                 let message = link.arrived(message)?;
@@ -653,23 +658,35 @@ fn here(pid: Pid) -> Pid {
     Pid::new(0, pid.index(), pid.generation())
 }
 
+/// What a runtime notice that arrived over a link did.
+enum Settled {
+    /// It answers something awaited: it is delivered.
+    Answered,
+    /// It grants a claimed name to a pid: it is delivered, and the name entered.
+    Granted(Box<[u8]>, Pid),
+    /// It is the DOWN of a monitor removed since it was sent: it is dropped.
+    Dropped,
+}
+
 /// A notice for `to` has arrived over `link`: what it answers is no longer
-/// awaited. Returns the name and pid of a claim it grants.
-fn settle(link: &Link, to: Pid, message: &[u8]) -> Option<(Box<[u8]>, Pid)> {
+/// awaited.
+fn settle(link: &Link, to: Pid, message: &[u8]) -> Settled {
     let mut awaited = link.awaited.lock();
     if let Some((tag, granted)) = remote::reply_of(message) {
         awaited.replies.remove(&tag);
-        return awaited.claims.remove(&tag).filter(|_| granted);
+        return match awaited.claims.remove(&tag).filter(|_| granted) {
+            Some((name, pid)) => Settled::Granted(name, pid),
+            None => Settled::Answered,
+        };
     } else if let Some(target) = remote::down_of(message) {
         let key = (here(to), target);
-        if let Some(n) = awaited.monitors.get_mut(&key) {
-            *n -= 1;
-            if *n == 0 {
-                awaited.monitors.remove(&key);
-            }
+        let Some(n) = awaited.monitors.get_mut(&key) else { return Settled::Dropped };
+        *n -= 1;
+        if *n == 0 {
+            awaited.monitors.remove(&key);
         }
     }
-    None
+    Settled::Answered
 }
 
 /// Runs the handshake on a fresh connection.
@@ -741,6 +758,20 @@ impl Remote for Cluster {
             link.awaited.lock().monitors.remove(&(watcher, target));
         }
         sent
+    }
+
+    fn demonitor(&self, watcher: Pid, target: Pid) -> bool {
+        let Some(link) = self.inner.links.lock().get(&target.node()).cloned() else { return false };
+        {
+            let mut awaited = link.awaited.lock();
+            let Some(n) = awaited.monitors.get_mut(&(watcher, target)) else { return false };
+            *n -= 1;
+            if *n == 0 {
+                awaited.monitors.remove(&(watcher, target));
+            }
+        }
+        link.push(|out| Frame::Demonitor { watcher, target }.encode(&mut out.bytes));
+        true
     }
 
     fn monitor_node(&self, watcher: Pid, node: &str) -> bool {

@@ -51,6 +51,8 @@ pub enum Frame {
     Part { stream: u64, total: u64, bytes: Vec<u8> },
     /// `watcher` (on the sending node) monitors `target` (on the receiving one).
     Monitor { watcher: Pid, target: Pid },
+    /// `watcher` drops one of its monitors of `target`.
+    Demonitor { watcher: Pid, target: Pid },
     /// Start the function and arguments of a spawn `message`; tell `caller`
     /// `"$spawned", tag, pid` (or `"$spawned", tag, nil, error`).
     Spawn { caller: Pid, tag: u64, message: Vec<u8> },
@@ -110,6 +112,7 @@ mod kind {
     pub const RELEASE: u8 = 15;
     pub const LINDA: u8 = 16;
     pub const COMPLETE: u8 = 17;
+    pub const DEMONITOR: u8 = 18;
 }
 
 impl Frame {
@@ -147,10 +150,10 @@ impl Frame {
                 w.raw(bytes);
                 kind::PART
             }
-            Frame::Monitor { watcher, target } => {
+            Frame::Monitor { watcher, target } | Frame::Demonitor { watcher, target } => {
                 w.u64(watcher.raw());
                 w.u64(target.raw());
-                kind::MONITOR
+                if matches!(self, Frame::Monitor { .. }) { kind::MONITOR } else { kind::DEMONITOR }
             }
             Frame::Spawn { caller, tag, message } | Frame::Claim { caller, tag, message } => {
                 w.u64(caller.raw());
@@ -283,6 +286,7 @@ fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
             Frame::Part { stream, total, bytes: rest(r) }
         }
         kind::MONITOR => Frame::Monitor { watcher: pid(r)?, target: pid(r)? },
+        kind::DEMONITOR => Frame::Demonitor { watcher: pid(r)?, target: pid(r)? },
         kind::SPAWN | kind::CLAIM => {
             let caller = pid(r)?;
             let tag = r.varint()?;
@@ -463,6 +467,7 @@ mod tests {
             Frame::Send { to: p, from: q, message: vec![2, 1, 3, 4] },
             Frame::Part { stream: 12, total: 1 << 20, bytes: vec![1; 100] },
             Frame::Monitor { watcher: p, target: q },
+            Frame::Demonitor { watcher: p, target: q },
             Frame::Spawn { caller: q, tag: 5, message: vec![2, 0] },
             Frame::Load { load: 1500, nodes: 3 },
             Frame::Claim { caller: p, tag: 3, message: vec![2, 2, 5, 1, b'x', 9] },

@@ -39,6 +39,27 @@ s.monitor(failing)
 local tag, pid, reason = s.receive_match("DOWN", 5)
 assert(tag == "DOWN" and pid == failing and reason ~= "noconnection", tostring(reason))
 
+-- demonitor across nodes: of two monitors, one DOWN comes; a DOWN already
+-- on its way for a removed monitor is dropped on arrival.
+local kept = remote(function() require("synodic").receive() end)
+s.monitor(kept)
+s.monitor(kept)
+assert(s.demonitor(kept) == true)
+s.send(kept, "go")
+assert(select(2, s.receive_match("DOWN", 5)) == kept)
+assert(s.demonitor(kept) == false, "its DOWN has come: nothing to remove")
+local raced = remote(function(parent) local s = require "synodic" s.receive() s.send(parent, "bye") end)
+s.monitor(raced)
+s.send(raced, "go")
+s.receive_match("bye", 5) -- it is ending: its DOWN is (almost surely) on its way
+if not s.demonitor(raced) then s.receive_match("DOWN", 5) end -- it came first
+s.monitor(raced) -- one DOWN comes for this one, after the other's
+assert(select(2, s.receive_match("DOWN", 5)) == raced)
+local echo = remote(function(parent) local s = require "synodic" s.send(parent, "echo", s.receive()) end)
+s.send(echo, "last") -- its answer comes after anything sent before
+s.receive_match("echo", 5)
+assert(s.receive_match("DOWN", 0) == nil, "no DOWN for removed monitors")
+
 -- A live node: monitor_node says nothing while it stays up.
 s.monitor_node(other)
 assert(select("#", s.receive_match("nodedown", 0.1)) == 0)

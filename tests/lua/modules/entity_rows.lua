@@ -135,6 +135,18 @@ return function(node, tag)
   local per_second = frames / (s.clock() - t1)
   assert(per_second <= 60 and frames >= 3, "capped at 50 frames/s: " .. per_second)
 
+  -- spawn: an entity that ends before it is ready is an error, not a wait
+  -- for ever; one slow to start is watched while it starts, and then no
+  -- longer (its end later sends the spawner nothing).
+  ok, err = pcall(entity.spawn, {node = node, init = function() require("synodic").exit("gone") end})
+  assert(not ok and err:find("ended before it was ready %(gone%)"), err)
+  local sluggish = entity.spawn{node = node, init = function() require("synodic").sleep(1.2) end}
+  s.monitor(sluggish)
+  entity.kill(sluggish)
+  s.receive_match(function(t, p) return t == "DOWN" and p == sluggish end, 10)
+  entity.call(counter, "get") -- after anything else the ended entity's node sent
+  assert(s.receive_match(function(t, p) return t == "DOWN" and p == sluggish end, 0) == nil, "one DOWN: the spawn's watch was removed")
+
   -- kill: the entity ends once it has handled what came before.
   for _, e in ipairs({counter, slow, framed, capped, busy}) do
     s.monitor(e)
