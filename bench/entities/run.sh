@@ -3,7 +3,8 @@
 # sync call round trip, async send+reply round trip, local and remote (two
 # nodes) — for Synodic's entities and, in the same run, Erlang's
 # gen_server on two `erl -sname` nodes; then Bounce's four placements in
-# frames per second. Prints markdown tables with the paper's figures and
+# frames per second; and what fresh memory costs this machine
+# (fresh_memory.c). Prints markdown tables with the paper's figures and
 # the ratios. Both systems run `repeat` times (default 3), interleaved, and
 # each figure is the median of the runs: a run on this shared machine can
 # land in a period when fresh memory is slow for its whole length.
@@ -19,7 +20,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) n=500; frames=100; repeat=1 ;;
     --repeat) repeat=${2:?--repeat needs a count}; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -59,6 +60,12 @@ for where in local remote; do
     echo "| $op | $where | $(paper "${op}_${where}") | $s | $e | $(ratio "$s" "$e") | $goal |"
   done
 done
+
+# What fresh memory costs this machine now: a floor under the fork lines.
+if cc -O2 -o "$work/fresh_memory" "$here/fresh_memory.c" 2>/dev/null; then
+  echo
+  "$work/fresh_memory"
+fi
 
 echo
 echo "| placement | VEOS 1992, frames/s | Synodic, frames/s ($frames frames) |"
