@@ -19,7 +19,7 @@ use synodic_core::linda::Field;
 use synodic_core::Pid;
 
 use crate::ctx::ctx;
-use crate::util::{push_bytes, push_pid, raise, to_bytes, to_pid, type_name};
+use crate::util::{pid_arg, push_bytes, push_pid, raise, to_bytes};
 
 pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"write", write), (c"processes", processes), (c"probe", probe), (c"spaces", spaces), (c"tuples", tuples)];
 
@@ -65,13 +65,14 @@ unsafe extern "C-unwind" fn processes(L: *mut ffi::lua_State) -> c_int {
 
 /// `probe(pid)`: asks the process to describe itself to the caller.
 unsafe extern "C-unwind" fn probe(L: *mut ffi::lua_State) -> c_int {
-    let Some(pid) = to_pid(L, 1) else {
-        return raise(L, format!("bad argument #1 to 'probe' (pid expected, got {})", type_name(L, 1)));
-    };
-    let c = ctx(L);
-    let asked = c.rt().probe(pid, c.proc().pid());
-    ffi::lua_pushboolean(L, asked as c_int);
-    1
+    match pid_arg(L, 1, "probe") {
+        Ok(pid) => {
+            let c = ctx(L);
+            ffi::lua_pushboolean(L, c.rt().probe(pid, c.proc().pid()) as c_int);
+            1
+        }
+        Err(e) => raise(L, e),
+    }
 }
 
 /// `spaces()`: this node's tuple spaces, their classes and counts (the tuple scope).

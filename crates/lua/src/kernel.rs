@@ -421,34 +421,29 @@ unsafe extern "C-unwind" fn sleep_k(L: *mut ffi::lua_State, _status: c_int, _k: 
     block_on_mailbox(L, sleep_k, 0, "sleep")
 }
 
-/// `monitor(pid)` and `demonitor(pid)` (named `fname`): `act` with the
-/// caller and the target, pushing what it returns.
-unsafe fn watch(L: *mut ffi::lua_State, fname: &str, act: fn(&synodic_core::Runtime, Pid, Pid) -> Option<bool>) -> c_int {
-    let Some(target) = to_pid(L, 1) else {
-        return raise(L, format!("bad argument #1 to '{fname}' (pid expected, got {})", type_name(L, 1)));
-    };
-    let c = ctx(L);
-    match act(c.rt(), c.proc().pid(), target) {
-        Some(b) => {
-            ffi::lua_pushboolean(L, b as c_int);
-            1
-        }
-        None => 0,
-    }
-}
-
 unsafe extern "C-unwind" fn monitor(L: *mut ffi::lua_State) -> c_int {
-    watch(L, "monitor", |rt, me, target| {
-        rt.monitor(me, target);
-        None
-    })
+    match pid_arg(L, 1, "monitor") {
+        Ok(target) => {
+            let c = ctx(L);
+            c.rt().monitor(c.proc().pid(), target);
+            0
+        }
+        Err(e) => raise(L, e),
+    }
 }
 
 /// `demonitor(pid)`: removes one of the caller's monitors of `pid`. True
 /// when one was in place (no DOWN will come for it); false when none was
 /// (the DOWN of one it set is in its mailbox or on its way).
 unsafe extern "C-unwind" fn demonitor(L: *mut ffi::lua_State) -> c_int {
-    watch(L, "demonitor", |rt, me, target| Some(rt.demonitor(me, target)))
+    match pid_arg(L, 1, "demonitor") {
+        Ok(target) => {
+            let c = ctx(L);
+            ffi::lua_pushboolean(L, c.rt().demonitor(c.proc().pid(), target) as c_int);
+            1
+        }
+        Err(e) => raise(L, e),
+    }
 }
 
 /// `monitor_node(node)`: the caller receives `"nodedown", node` when the
@@ -474,8 +469,9 @@ unsafe extern "C-unwind" fn register(L: *mut ffi::lua_State) -> c_int {
     let Some(name) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
         return raise(L, format!("bad argument #1 to 'register' (string expected, got {})", type_name(L, 1)));
     };
-    let Some(pid) = to_pid(L, 2) else {
-        return raise(L, format!("bad argument #2 to 'register' (pid expected, got {})", type_name(L, 2)));
+    let pid = match pid_arg(L, 2, "register") {
+        Ok(pid) => pid,
+        Err(e) => return raise(L, e),
     };
     if ctx(L).rt().remote().is_some() {
         return crate::remote::register(L, name, pid);

@@ -22,9 +22,14 @@ pub(crate) const BUNDLED: &[(&CStr, &CStr, &str)] = &[
     (c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../lualib/skel.lua")),
 ];
 
+/// The index in [`BUNDLED`] of the module called `name`, if bundled.
+fn index_of(name: &[u8]) -> Option<usize> {
+    BUNDLED.iter().position(|(n, _, _)| n.to_bytes() == name)
+}
+
 /// Whether `name` is a bundled module's.
 pub(crate) fn is_bundled(name: &[u8]) -> bool {
-    BUNDLED.iter().any(|(n, _, _)| n.to_bytes() == name)
+    index_of(name).is_some()
 }
 
 /// Adds a loader for every bundled module to the `package.preload` table at `preload`.
@@ -38,7 +43,7 @@ pub(crate) unsafe fn register_preloads(L: *mut ffi::lua_State, preload: c_int) {
 /// Pushes the loader of the bundled module `name`; false (nothing pushed)
 /// if there is none.
 pub(crate) unsafe fn push_loader(L: *mut ffi::lua_State, name: &[u8]) -> bool {
-    let Some(i) = BUNDLED.iter().position(|(n, _, _)| n.to_bytes() == name) else { return false };
+    let Some(i) = index_of(name) else { return false };
     ffi::lua_pushinteger(L, i as ffi::lua_Integer);
     ffi::lua_pushcclosure(L, load_bundled, 1);
     true

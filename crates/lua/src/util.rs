@@ -131,6 +131,11 @@ pub(crate) unsafe fn to_pid(L: *mut ffi::lua_State, idx: c_int) -> Option<Pid> {
     }
 }
 
+/// Argument `idx` of `fname`, a pid, or the error that says it is not one.
+pub(crate) unsafe fn pid_arg(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<Pid, String> {
+    to_pid(L, idx).ok_or_else(|| format!("bad argument #{idx} to '{fname}' (pid expected, got {})", type_name(L, idx)))
+}
+
 /// An optional timeout argument in seconds: `None` for nil/none.
 #[inline]
 pub(crate) unsafe fn opt_seconds(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<Option<Duration>, String> {
