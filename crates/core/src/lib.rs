@@ -34,6 +34,7 @@ pub mod channel;
 mod error;
 pub mod future;
 pub mod hash;
+pub mod idle;
 pub mod linda;
 pub mod linda_remote;
 mod mailbox;

@@ -23,7 +23,8 @@
 //!
 //! A worker that runs out of work:
 //!
-//! 1. *spins* for up to [`SPIN`], stealing from the injector and its peers;
+//! 1. *spins* for up to [`SPIN`], stealing from the injector and its peers
+//!    and, between looks, doing pieces of idle work (`idle`);
 //!    while a worker spins, nobody wakes a parked one (the spinner will take
 //!    the work), so a process spawning or waking others in a burst does not
 //!    pay a futex wake-up, and its peer a sleep and a wake, for each of them;
@@ -598,8 +599,11 @@ impl Scheduler {
                         if let Some(p) = self.find_work(local) {
                             break Some(p);
                         }
+                    } else {
+                        crate::idle::piece();
                     }
                 }
+                _ if crate::idle::piece() => {}
                 _ => (0..64).for_each(|_| std::hint::spin_loop()),
             }
             if let Some(p) = self.steal_injector(local).or_else(|| self.steal_peers(local)) {

@@ -79,6 +79,7 @@ mod lualib;
 mod peek;
 mod plain;
 pub mod preempt;
+mod prefault;
 pub mod process;
 mod remote;
 mod shared;

@@ -164,6 +164,7 @@ impl Template {
             return None;
         }
         let bytes = mi_usable_size(chunk.cast()).min(u32::MAX as usize);
+        crate::prefault::taken(chunk, bytes);
         if !(*heap).adopt(chunk, bytes, &self.layout) {
             mi_free(chunk.cast());
             return None;
