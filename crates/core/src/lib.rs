@@ -26,6 +26,7 @@
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
 //! | [`hash`] | `FastHasher`: hashing for the runtime's own keys |
 //! | `scheduler`, `monitor` | the worker pool and its watcher; `on_preempt_signal` for the preemption signal's handler, `MAX_WORKERS` |
+//! | [`idle`] | `set_idle_work`: short pieces of work a worker spinning for processes does meanwhile |
 //! | `table`, `mailbox`, `timer`, `names` | internal: process slots, message queues, deadlines, name map |
 //! | [`cache`] | the last-level cache's size (for warming), `largest_block` (the bound on what a program may allocate at once) |
 

@@ -23,6 +23,7 @@
 //! | `lazy` | – | lazy library tables (the vendored Lua's hooks, `csrc/lazy.c`); every library's template |
 //! | [`preempt`] | – | the signal handler and hook that make an overrunning process yield (`csrc/preempt.c`) |
 //! | `heap` | – | the per-process allocator of a Lua state, and its memory limit |
+//! | `prefault` | – | fresh memory for new states, made ready by spinning workers (`synodic_core::idle`) |
 //! | `hot` | – | hints of the memory a blocked process will touch, for its wakers (`csrc/hot.c`) |
 //! | `peek` | – | one-call reads of plain stack values (`csrc/peek.c`) |
 //! | `plain` | – | the codec's short path: messages of plain values in one C call each way (`csrc/plain.c`) |
