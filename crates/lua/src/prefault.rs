@@ -19,8 +19,8 @@
 //!    range ready a few pages at a time with `MADV_POPULATE_WRITE`, which
 //!    maps pages without touching their contents: safe on memory the
 //!    allocator or a state already uses, and failing harmlessly where
-//!    nothing is mapped. Only the latest range asked is kept: work left
-//!    behind skips to where states are being made now.
+//!    nothing is mapped. Only the latest range each thread asked for is
+//!    kept: work left behind skips to where it makes states now.
 //!
 //! So the kernel's work moves off the spawning worker onto time a spinning
 //! one would have wasted, and never competes with running processes (a
@@ -29,6 +29,7 @@
 //! made resident and not used.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, Once};
 
 /// Bytes made ready past the latest chunk: some fifty entity states.
@@ -84,8 +85,20 @@ fn moved_among(windows: &mut [Window; WINDOWS], start: usize, end: usize) -> Opt
     asked
 }
 
-/// The range asked for and not yet made ready.
-static ASKED: Mutex<Option<(usize, usize)>> = Mutex::new(None);
+/// Threads whose requests are kept apart (more share slots).
+const SLOTS: usize = 8;
+
+/// Per slot, the range asked for and not yet made ready.
+type Asked = Mutex<[Option<(usize, usize)>; SLOTS]>;
+static ASKED: Asked = Mutex::new([None; SLOTS]);
+
+thread_local! {
+    /// This thread's slot in [`ASKED`].
+    static SLOT: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Relaxed) % SLOTS
+    };
+}
 
 /// Notes that a new state took the `len` bytes at `p`, asking for the
 /// memory after them to be made ready when it is not already.
@@ -101,24 +114,28 @@ pub(crate) fn taken(p: *const u8, len: usize) {
     };
     static REGISTER: Once = Once::new();
     REGISTER.call_once(|| synodic_core::idle::set_idle_work(piece));
-    *ASKED.lock().unwrap_or_else(|e| e.into_inner()) = Some(range);
+    let slot = SLOT.try_with(|s| *s).unwrap_or(0);
+    ASKED.lock().unwrap_or_else(|e| e.into_inner())[slot] = Some(range);
 }
 
 /// Step 4: makes the next [`PIECE`] pages asked for ready; false when none
-/// were asked for (or another worker holds the request).
+/// were asked for (or another worker holds the requests).
 fn piece() -> bool {
     piece_of(&ASKED)
 }
 
-fn piece_of(asked: &Mutex<Option<(usize, usize)>>) -> bool {
+fn piece_of(asked: &Asked) -> bool {
     let Ok(mut asked) = asked.try_lock() else {
         return false;
     };
-    let Some((from, to)) = *asked else {
+    let Some(slot) = asked.iter_mut().find(|s| s.is_some()) else {
+        return false;
+    };
+    let Some((from, to)) = *slot else {
         return false;
     };
     let upto = to.min(from + PIECE * PAGE);
-    *asked = (upto < to).then_some((upto, to));
+    *slot = (upto < to).then_some((upto, to));
     drop(asked);
     populate(from, upto);
     true
@@ -177,7 +194,9 @@ mod tests {
         }
         // A chunk of 2 pages at the start: the window after it is asked for.
         let mut windows = [Window::default(); WINDOWS];
-        let asked = Mutex::new(moved_among(&mut windows, p as usize, p as usize + 2 * PAGE));
+        let mut slots = [None; SLOTS];
+        slots[3] = moved_among(&mut windows, p as usize, p as usize + 2 * PAGE);
+        let asked = Mutex::new(slots);
         let mut pieces = 0;
         while piece_of(&asked) {
             pieces += 1;
