@@ -29,7 +29,7 @@
 //! made resident and not used.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, Once};
 
 /// Bytes made ready past the latest chunk: some fifty entity states.
@@ -88,20 +88,58 @@ fn moved_among(windows: &mut [Window; WINDOWS], start: usize, end: usize) -> Opt
 /// Threads whose requests are kept apart (more share slots).
 const SLOTS: usize = 8;
 
-/// Per slot, the range asked for and not yet made ready.
-type Asked = Mutex<[Option<(usize, usize)>; SLOTS]>;
-static ASKED: Asked = Mutex::new([None; SLOTS]);
+/// The ranges asked for and not yet made ready, a slot per thread.
+struct Asked {
+    ranges: Mutex<[Option<(usize, usize)>; SLOTS]>,
+    /// Whether some slot holds a range (written under the lock): spinning
+    /// workers look at it first, so that with nothing asked they only read.
+    pending: AtomicBool,
+}
+
+impl Asked {
+    const fn new() -> Asked {
+        Asked { ranges: Mutex::new([None; SLOTS]), pending: AtomicBool::new(false) }
+    }
+
+    fn ask(&self, slot: usize, range: (usize, usize)) {
+        let mut ranges = self.ranges.lock().unwrap_or_else(|e| e.into_inner());
+        ranges[slot % SLOTS] = Some(range);
+        self.pending.store(true, Relaxed);
+    }
+
+    /// Step 4: makes the next [`PIECE`] pages asked for ready; false when
+    /// none were asked for (or another worker holds the requests).
+    fn piece(&self) -> bool {
+        if !self.pending.load(Relaxed) {
+            return false;
+        }
+        let Ok(mut ranges) = self.ranges.try_lock() else {
+            return false;
+        };
+        let Some((slot, (from, to))) = ranges.iter_mut().find_map(|s| s.map(|range| (s, range))) else {
+            self.pending.store(false, Relaxed);
+            return false;
+        };
+        let upto = to.min(from + PIECE * PAGE);
+        *slot = (upto < to).then_some((upto, to));
+        drop(ranges);
+        populate(from, upto);
+        true
+    }
+}
+
+static ASKED: Asked = Asked::new();
 
 thread_local! {
     /// This thread's slot in [`ASKED`].
     static SLOT: usize = {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        NEXT.fetch_add(1, Relaxed) % SLOTS
+        NEXT.fetch_add(1, Relaxed)
     };
 }
 
-/// Notes that a new state took the `len` bytes at `p`, asking for the
-/// memory after them to be made ready when it is not already.
+/// Notes that a state took a chunk, the `len` bytes at `p`, asking for the
+/// memory after it to be made ready when it is not already.
 pub(crate) fn taken(p: *const u8, len: usize) {
     let start = p as usize;
     let Ok(Some(range)) = WINDOWS_HERE.try_with(|cell| {
@@ -113,32 +151,8 @@ pub(crate) fn taken(p: *const u8, len: usize) {
         return;
     };
     static REGISTER: Once = Once::new();
-    REGISTER.call_once(|| synodic_core::idle::set_idle_work(piece));
-    let slot = SLOT.try_with(|s| *s).unwrap_or(0);
-    ASKED.lock().unwrap_or_else(|e| e.into_inner())[slot] = Some(range);
-}
-
-/// Step 4: makes the next [`PIECE`] pages asked for ready; false when none
-/// were asked for (or another worker holds the requests).
-fn piece() -> bool {
-    piece_of(&ASKED)
-}
-
-fn piece_of(asked: &Asked) -> bool {
-    let Ok(mut asked) = asked.try_lock() else {
-        return false;
-    };
-    let Some(slot) = asked.iter_mut().find(|s| s.is_some()) else {
-        return false;
-    };
-    let Some((from, to)) = *slot else {
-        return false;
-    };
-    let upto = to.min(from + PIECE * PAGE);
-    *slot = (upto < to).then_some((upto, to));
-    drop(asked);
-    populate(from, upto);
-    true
+    REGISTER.call_once(|| synodic_core::idle::set_idle_work(|| ASKED.piece()));
+    ASKED.ask(SLOT.try_with(|s| *s).unwrap_or(0), range);
 }
 
 #[cfg(test)]
@@ -194,16 +208,34 @@ mod tests {
         }
         // A chunk of 2 pages at the start: the window after it is asked for.
         let mut windows = [Window::default(); WINDOWS];
-        let mut slots = [None; SLOTS];
-        slots[3] = moved_among(&mut windows, p as usize, p as usize + 2 * PAGE);
-        let asked = Mutex::new(slots);
+        let asked = Asked::new();
+        asked.ask(3, moved_among(&mut windows, p as usize, p as usize + 2 * PAGE).expect("a first chunk asks"));
         let mut pieces = 0;
-        while piece_of(&asked) {
+        while asked.piece() {
             pieces += 1;
         }
         assert_eq!(pieces, (WINDOW / PAGE).div_ceil(PIECE));
         let past = unsafe { p.cast::<u8>().add(2 * PAGE) };
         assert_eq!(resident(past.cast(), len - 2 * PAGE), 62, "the mapping's pages past the chunk are ready");
+        unsafe { libc::munmap(p, len) };
+    }
+
+    #[test]
+    fn each_thread_keeps_its_own_request() {
+        let len = 64 * PAGE;
+        let p = mapping(len);
+        let at = |page: usize| p as usize + page * PAGE;
+        if !populate(at(0), at(1)) {
+            return;
+        }
+        let asked = Asked::new();
+        asked.ask(1, (at(2), at(10)));
+        asked.ask(2, (at(20), at(30)));
+        asked.ask(2, (at(40), at(44))); // the same thread asks again: its first range is dropped
+        while asked.piece() {}
+        let resident_in = |from: usize, to: usize| resident(at(from) as *mut libc::c_void, (to - from) * PAGE);
+        assert_eq!((resident_in(2, 10), resident_in(20, 30), resident_in(40, 44)), (8, 0, 4));
+        assert!(!asked.pending.load(Relaxed), "nothing is left pending");
         unsafe { libc::munmap(p, len) };
     }
 

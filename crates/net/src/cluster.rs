@@ -679,11 +679,8 @@ fn settle(link: &Link, to: Pid, message: &[u8]) -> Settled {
             None => Settled::Answered,
         };
     } else if let Some(target) = remote::down_of(message) {
-        let key = (here(to), target);
-        let Some(n) = awaited.monitors.get_mut(&key) else { return Settled::Dropped };
-        *n -= 1;
-        if *n == 0 {
-            awaited.monitors.remove(&key);
+        if !awaited.forget_monitor(here(to), target) {
+            return Settled::Dropped;
         }
     }
     Settled::Answered
@@ -762,13 +759,8 @@ impl Remote for Cluster {
 
     fn demonitor(&self, watcher: Pid, target: Pid) -> bool {
         let Some(link) = self.inner.links.lock().get(&target.node()).cloned() else { return false };
-        {
-            let mut awaited = link.awaited.lock();
-            let Some(n) = awaited.monitors.get_mut(&(watcher, target)) else { return false };
-            *n -= 1;
-            if *n == 0 {
-                awaited.monitors.remove(&(watcher, target));
-            }
+        if !link.awaited.lock().forget_monitor(watcher, target) {
+            return false;
         }
         link.push(|out| Frame::Demonitor { watcher, target }.encode(&mut out.bytes));
         true

@@ -106,6 +106,19 @@ pub(crate) struct Awaited {
     pub(crate) waits: HashSet<(Pid, u64)>,
 }
 
+impl Awaited {
+    /// Counts one of `watcher`'s monitors of `target` as no longer awaited
+    /// (its DOWN came, or it was removed); false when none was.
+    pub(crate) fn forget_monitor(&mut self, watcher: Pid, target: Pid) -> bool {
+        let Some(n) = self.monitors.get_mut(&(watcher, target)) else { return false };
+        *n -= 1;
+        if *n == 0 {
+            self.monitors.remove(&(watcher, target));
+        }
+        true
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct Outbox {
     /// Whole frames, written in order.
