@@ -12,7 +12,7 @@ local s = require "synodic"
 local send, receive_match = s.send, s.receive_match
 
 local loop = require "synodic.entity.loop"
-local tags = loop.tags
+local tags = loop.tags()
 local SEND, FLOW, CALL, REPLY = tags.SEND, tags.FLOW, tags.CALL, tags.REPLY
 local DONE, DEFINE, PERSIST, KILL, READY = tags.DONE, tags.DEFINE, tags.PERSIST, tags.KILL, tags.READY
 
@@ -84,12 +84,14 @@ end
 --- every error). Returns its id (its pid) once it has started.
 function entity.spawn(opts)
   opts = opts or {}
-  local spec = {
-    name = opts.name, init = opts.init, args = opts.args, methods = opts.methods,
-    persist = opts.persist, frame_rate = opts.frame_rate, errors = opts.errors,
-  }
-  if spec.frame_rate ~= nil and not (type(spec.frame_rate) == "number" and spec.frame_rate > 0) then
+  if opts.frame_rate ~= nil and not (type(opts.frame_rate) == "number" and opts.frame_rate > 0) then
     error("entity.spawn: frame_rate must be a positive number", 2)
+  end
+  -- What entities spawned alike share, and what is this one's own (see loop.main).
+  local code = {init = opts.init, methods = opts.methods, persist = opts.persist, frame_rate = opts.frame_rate}
+  local own
+  if opts.name ~= nil or opts.args ~= nil or opts.errors ~= nil then
+    own = {name = opts.name, args = opts.args, errors = opts.errors}
   end
   spawned = spawned + 1
   local ref = spawned
@@ -97,9 +99,9 @@ function entity.spawn(opts)
   -- state that has loaded the loop (crates/lua/src/template.rs).
   local id
   if opts.node ~= nil and opts.node ~= s.node() then
-    id = s.spawn_on(opts.node, loop.main, spec, s.self(), ref)
+    id = s.spawn_on(opts.node, loop.main, code, own, s.self(), ref)
   else
-    id = s.spawn(loop.main, spec, s.self(), ref)
+    id = s.spawn(loop.main, code, own, s.self(), ref)
   end
   local function ready(tag, r) return tag == READY and r == ref end
   local tag, _, ok, why = receive_match(ready, 1)

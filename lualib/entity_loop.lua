@@ -49,10 +49,15 @@ local DONE <const> = "\0e.d"    -- entity
 local DEFINE <const> = "\0e.m"  -- method, f (nil: remove)
 local PERSIST <const> = "\0e.p" -- name, f (nil: remove)
 local KILL <const> = "\0e.k"
-loop.tags = {
-  SEND = SEND, FLOW = FLOW, CALL = CALL, REPLY = REPLY, DONE = DONE, DEFINE = DEFINE, PERSIST = PERSIST, KILL = KILL,
-  READY = "\0e.y", -- ref, ok, why
-}
+local READY <const> = "\0e.y"  -- ref, ok, why
+-- The tags by name, for callers (`synodic.entity`). A function, not a
+-- table: a table would be ~570 bytes of every entity's state.
+function loop.tags()
+  return {
+    SEND = SEND, FLOW = FLOW, CALL = CALL, REPLY = REPLY, DONE = DONE, DEFINE = DEFINE, PERSIST = PERSIST, KILL = KILL,
+    READY = READY,
+  }
+end
 
 -- The running entity's state (in an entity's process only).
 loop.running = nil
@@ -195,34 +200,40 @@ local function run(st)
   end
 end
 
--- Starts the entity `spec` describes (see entity.spawn), tells `parent`
--- (READY with `r`) whether it could, and runs it.
+-- Starts the entity that `code` (init, methods, persist, frame_rate) and
+-- `own` (name, args, errors; nil when it has none) describe (see
+-- entity.spawn), tells `parent` (READY with `r`) whether it could, and
+-- runs it. The two arrive apart so that entities spawned with the same
+-- code start alike: from the second, the process starts as a copy of a
+-- state that has the code decoded (crates/lua/src/prefix.rs).
 local function by_name(a, b) return tostring(a) < tostring(b) end
 
-function loop.main(spec, parent, r)
+function loop.main(code, own, parent, r)
   local id = self_pid()
+  local name, args, errors
+  if own ~= nil then name, args, errors = own.name, own.args, own.errors end
   local st = {
-    id = id, name = spec.name, errors = spec.errors,
-    methods = spec.methods or {}, procs = {}, order = {},
-    period = spec.frame_rate and 1 / spec.frame_rate,
+    id = id, name = name, errors = errors,
+    methods = code.methods or {}, procs = {}, order = {},
+    period = code.frame_rate and 1 / code.frame_rate,
   }
-  if spec.persist ~= nil then
-    for name, f in pairs(spec.persist) do persist(st, name, f) end
+  if code.persist ~= nil then
+    for proc, f in pairs(code.persist) do persist(st, proc, f) end
     table.sort(st.order, by_name)
   end
-  st.self = {id = id, name = spec.name, frame = 0}
+  st.self = {id = id, name = name, frame = 0}
   loop.running = st
   local ok, why = true, nil
-  if spec.name ~= nil then ok, why = pcall(s.register, spec.name, st.id) end
-  if ok and spec.init ~= nil then
-    if spec.args == nil then
-      ok, why = xpcall(spec.init, traced, st.self)
+  if name ~= nil then ok, why = pcall(s.register, name, st.id) end
+  if ok and code.init ~= nil then
+    if args == nil then
+      ok, why = xpcall(code.init, traced, st.self)
     else
-      ok, why = xpcall(spec.init, traced, st.self, table.unpack(spec.args))
+      ok, why = xpcall(code.init, traced, st.self, table.unpack(args))
     end
     why = not ok and "init: " .. tostring(why) or nil
   end
-  send(parent, loop.tags.READY, r, ok, why)
+  send(parent, READY, r, ok, why)
   if ok then run(st) end
 end
 

@@ -22,7 +22,7 @@ local function exercise(tag)
   t[table.concat({"re", "ceive"})] = 2
   assert(t.receive == 2, "a constant key finds a made one")
   local loop = require "synodic.entity.loop"
-  assert(loop.tags.READY == "\0e" .. ".y", "a bundled module's constant equals the same text")
+  assert(loop.tags().READY == "\0e" .. ".y", "a bundled module's constant equals the same text")
   -- Metamethod names, as the node's.
   local mt = {__index = function(_, k) return k .. "!" end, __eq = function() return true end,
     __lt = function() return true end, __concat = function() return "cat" end, __len = function() return 9 end,

@@ -82,4 +82,30 @@ s.spawn(function(p)
 end, me)
 local peak = s.receive(10)
 assert(peak and peak < 1024, "garbage is collected: peak " .. tostring(peak) .. " KB")
+-- Spawns that start alike (the same function and first argument, from the
+-- second time on a copy of a state that decoded them): each process still
+-- gets values of its own, the later arguments come decoded anew, and
+-- references from them into the first argument hold.
+local counter = 0
+local function bump() counter = counter + 1 return counter end
+local shared = {n = 0}
+local config = {bump = bump, again = bump, shared = shared, list = {1, 2, 3}}
+local function alike(cfg, parent, i, same)
+  cfg.shared.n = cfg.shared.n + i
+  cfg.list[#cfg.list + 1] = i
+  s.send(parent, i, cfg.bump(), cfg.again(), cfg.shared.n, #cfg.list, same == cfg.shared, rawequal(cfg.bump, cfg.again))
+end
+for i = 1, 6 do
+  s.spawn(alike, config, me, i, shared)
+  local got, c1, c2, n, len, same, joined = s.receive(5)
+  assert(got == i, "spawn " .. i .. " replied")
+  assert(c1 == 1 and c2 == 2, "a fresh upvalue each time, shared by both functions: " .. c1 .. " " .. c2)
+  assert(n == i and len == 4, "a fresh first argument each time: " .. n .. " " .. len)
+  assert(same and joined, "a later argument is the first argument's table; one function in two fields")
+end
+assert(counter == 0 and shared.n == 0 and #config.list == 3, "the spawner's values are untouched")
+-- A spawn whose first argument differs starts from it, not from the other's.
+s.spawn(alike, {bump = bump, again = bump, shared = {n = 100}, list = {}}, me, 1, shared)
+local _, _, _, n, len, same = s.receive(5)
+assert(n == 101 and len == 1 and same == false)
 print("spawn ok")

@@ -516,6 +516,20 @@ pub fn append_values(w: &mut Writer, msg: &[u8], objects: &mut u64, shared_base:
     Ok(count)
 }
 
+/// The first `n` values of the message `buf` (fewer if it has fewer), as
+/// the bytes that encode them, when they hold no shared value (a value
+/// whose meaning is an attachment rather than its bytes); None for a
+/// malformed message or one whose first values share.
+pub fn leading_values(buf: &[u8], n: usize) -> Option<&[u8]> {
+    let (mut r, count) = Reader::message(buf).ok()?;
+    let start = r.position();
+    let mut walk = Walk::default();
+    for _ in 0..n.min(count) {
+        walk.value(&mut r, 0).ok()?;
+    }
+    walk.shared.is_empty().then(|| &buf[start..r.position()])
+}
+
 /// Splits a message whose first value is a string: that string's bytes,
 /// and the message of the values after it. (The string numbers no object
 /// and refers to no attachment, so the rest needs no renumbering.)
@@ -708,6 +722,30 @@ mod tests {
         assert_eq!((r.tag().unwrap(), r.bytes().unwrap()), (Tag::Str, &b"a\0b"[..]));
         assert_eq!((r.tag().unwrap(), r.pid().unwrap()), (Tag::Pid, Pid::new(1, 9, 2)));
         r.finish().unwrap();
+    }
+
+    #[test]
+    fn leading_values_are_their_bytes() {
+        let mut w = Writer::message(3);
+        w.int(1);
+        w.str(b"two");
+        w.int(3);
+        let buf = w.finish_small();
+        let (mut r, _) = Reader::message(&buf).unwrap();
+        let start = r.position();
+        r.tag().unwrap();
+        r.int().unwrap();
+        r.tag().unwrap();
+        r.bytes().unwrap();
+        assert_eq!(leading_values(&buf, 2), Some(&buf[start..r.position()]));
+        assert_eq!(leading_values(&buf, 5), Some(&buf[start..]), "fewer values than asked");
+        assert_eq!(leading_values(&buf[..buf.len() - 2], 3), None, "truncated");
+        let mut w = Writer::message(1);
+        w.tag(Tag::Shared);
+        w.byte(1);
+        w.byte(0);
+        w.varint(0);
+        assert_eq!(leading_values(&w.finish_small(), 1), None, "a shared value");
     }
 
     #[test]

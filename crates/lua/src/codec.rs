@@ -193,19 +193,104 @@ pub(crate) unsafe fn decode_parts(L: *mut ffi::lua_State, msg: &[u8], attachment
 
 unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], attachments: &[Attachment], base: c_int, refs: &mut c_int) -> Result<c_int, Error> {
     let (r, count) = Reader::message(msg)?;
-    if ffi::lua_checkstack(L, count as c_int + 8) == 0 {
-        return Err(Error::Decode(format!("too many values ({count})")));
-    }
-    let mut dec = Decoder { L, r, attachments, base, refs: 0, next_ref: 0, depth: 0 };
-    let result = (|| -> Result<(), Error> {
-        for _ in 0..count {
-            dec.value()?;
-        }
-        Ok(dec.r.finish()?)
-    })();
+    let mut dec = Decoder { L, r, attachments, base, refs: 0, next_ref: 0, depth: 0, outside: false };
+    let result = dec.values(count);
     *refs = dec.refs;
     result?;
     Ok(count as c_int)
+}
+
+/// Registry key of the leading values of a spawn message that a template
+/// has decoded already (`crates/lua/src/prefix.rs`): a table {reference
+/// table or false, next reference id, the values' byte length, values...}.
+const PREFIX: &CStr = c"synodic.prefix";
+
+/// Decodes `leading`, the encoded leading values of a message (without its
+/// header), and keeps them in the registry for [`decode_after_prefix`].
+pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Result<(), Error> {
+    let base = ffi::lua_gettop(L);
+    let mut dec = Decoder { L, r: Reader::fields(leading), attachments: &[], base, refs: 0, next_ref: 0, depth: 0, outside: true };
+    let mut n = 0;
+    while dec.r.remaining() > 0 {
+        if ffi::lua_checkstack(L, 8) == 0 || dec.value().is_err() {
+            ffi::lua_settop(L, base);
+            return Err(junk("the leading values do not decode"));
+        }
+        n += 1;
+    }
+    ffi::lua_createtable(L, n + 3, 0);
+    let kept = ffi::lua_gettop(L);
+    if dec.refs == 0 {
+        ffi::lua_pushboolean(L, 0);
+    } else {
+        ffi::lua_pushvalue(L, dec.refs);
+    }
+    ffi::lua_rawseti(L, kept, 1);
+    ffi::lua_pushinteger(L, dec.next_ref);
+    ffi::lua_rawseti(L, kept, 2);
+    ffi::lua_pushinteger(L, leading.len() as i64);
+    ffi::lua_rawseti(L, kept, 3);
+    let first = base + 1 + (dec.refs != 0) as c_int;
+    for i in 0..n {
+        ffi::lua_pushvalue(L, first + i);
+        ffi::lua_rawseti(L, kept, i as i64 + 4);
+    }
+    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, PREFIX.as_ptr());
+    ffi::lua_settop(L, base);
+    Ok(())
+}
+
+/// Pushes the values of `msg` when the state holds its leading values
+/// already (a copy of a template made by [`keep_prefix`]): those, then the
+/// rest decoded. None when the state holds none.
+pub(crate) unsafe fn decode_after_prefix(L: *mut ffi::lua_State, msg: &Message) -> Option<Result<c_int, Error>> {
+    if ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, PREFIX.as_ptr()) != ffi::LUA_TTABLE {
+        ffi::lua_settop(L, -2);
+        return None;
+    }
+    ffi::lua_pushnil(L);
+    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, PREFIX.as_ptr());
+    let kept = ffi::lua_gettop(L);
+    let base = kept - 1;
+    let n = ffi::lua_rawlen(L, kept) as c_int - 3;
+    let has_refs = ffi::lua_rawgeti(L, kept, 1) == ffi::LUA_TTABLE;
+    if !has_refs {
+        ffi::lua_settop(L, -2);
+    }
+    let next_ref = (ffi::lua_rawgeti(L, kept, 2), ffi::lua_tointegerx(L, -1, std::ptr::null_mut())).1;
+    let skip = (ffi::lua_rawgeti(L, kept, 3), ffi::lua_tointegerx(L, -1, std::ptr::null_mut())).1 as usize;
+    ffi::lua_settop(L, -3);
+    if ffi::lua_checkstack(L, n + 8) == 0 {
+        ffi::lua_settop(L, base);
+        return Some(Err(junk("stack overflow")));
+    }
+    for i in 0..n {
+        ffi::lua_rawgeti(L, kept, i as i64 + 4);
+    }
+    ffi::lua_rotate(L, kept, -1);
+    ffi::lua_settop(L, -2); // the kept table
+    let result = (|| -> Result<(c_int, c_int), Error> {
+        let (r, count) = Reader::message(msg)?;
+        let rest = msg.get(r.position() + skip..).ok_or_else(|| junk("message shorter than its leading values"))?;
+        let refs = if has_refs { base + 1 } else { 0 };
+        let mut dec = Decoder { L, r: Reader::fields(rest), attachments: msg.attachments(), base, refs, next_ref, depth: 0, outside: false };
+        let result = dec.values(count.saturating_sub(n as usize));
+        let refs = dec.refs;
+        result.map(|_| (count as c_int, refs))
+    })();
+    Some(match result {
+        Ok((count, refs)) => {
+            if refs != 0 {
+                ffi::lua_rotate(L, refs, -1);
+                ffi::lua_settop(L, -2);
+            }
+            Ok(count)
+        }
+        Err(e) => {
+            ffi::lua_settop(L, base);
+            Err(e)
+        }
+    })
 }
 
 /// One step of the path to an unsendable value.
@@ -545,6 +630,9 @@ struct Decoder<'a> {
     refs: c_int,
     next_ref: i64,
     depth: usize,
+    /// Decoding outside any process (building a template): only modules
+    /// whose loading needs none may be named.
+    outside: bool,
 }
 
 fn junk(msg: impl Into<String>) -> Error {
@@ -552,6 +640,17 @@ fn junk(msg: impl Into<String>) -> Error {
 }
 
 impl Decoder<'_> {
+    /// Pushes the next `count` values, which must end the reader's bytes.
+    unsafe fn values(&mut self, count: usize) -> Result<(), Error> {
+        if ffi::lua_checkstack(self.L, count as c_int + 8) == 0 {
+            return Err(Error::Decode(format!("too many values ({count})")));
+        }
+        for _ in 0..count {
+            self.value()?;
+        }
+        Ok(self.r.finish()?)
+    }
+
     /// Pushes one value.
     unsafe fn value(&mut self) -> Result<(), Error> {
         let L = self.L;
@@ -710,6 +809,9 @@ impl Decoder<'_> {
         let L = self.L;
         let module = self.r.bytes()?;
         let field = self.r.bytes()?;
+        if self.outside && !crate::template::loads_outside_a_process(module) {
+            return Err(junk(format!("module '{}' is loaded in a process only", String::from_utf8_lossy(module))));
+        }
         crate::state::push_module(L, module).map_err(|e| junk(format!("module '{}': {e}", String::from_utf8_lossy(module))))?;
         if !field.is_empty() {
             // Not a raw get (library tables fill themselves on first use),
@@ -768,7 +870,7 @@ pub(crate) mod tests {
         }
 
         /// Encodes the values that `source` returns.
-        pub(super) fn encode(&self, source: &str) -> Vec<u8> {
+        pub(crate) fn encode(&self, source: &str) -> Vec<u8> {
             unsafe {
                 let L = self.L;
                 ffi::lua_settop(L, 0);

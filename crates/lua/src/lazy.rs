@@ -108,6 +108,12 @@ pub(crate) fn templates() -> &'static [Template] {
     T.get_or_init(|| unsafe { build_templates() })
 }
 
+/// Whether module `name` is one of the lazy tables: a standard library
+/// or one of Synodic's native modules (made without running any code).
+pub(crate) fn is_lazy_module(name: &[u8]) -> bool {
+    template_of(name).is_some()
+}
+
 /// The index of the template of module `name`.
 fn template_of(name: &[u8]) -> Option<u8> {
     templates().iter().position(|t| t.module.as_bytes() == name).map(|i| i as u8)

@@ -30,6 +30,8 @@
 //! | `deferred` | – | large buffers of tuples left on their producer's node, and fetching them before a tuple is decoded |
 //! | `dumps` | – | the bytecode of functions a process has sent, kept for its next sends |
 //! | `shared` | – | the code and strings every process of a node shares: the bundled modules, compiled once (`csrc/shared.c`) |
+//! | `template` | – | prebuilt states that new processes start as copies of (`csrc/template.c`) |
+//! | `prefix` | – | templates of states that have decoded a spawn message's leading values, for spawns that start alike |
 //! | `lualib` | `synodic.alua`, `synodic.console`, `synodic.entity`, `synodic.entity.loop`, `synodic.future`, `synodic.skel` | modules written in Lua, bundled from `lualib/` |
 //! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
 //!
@@ -81,6 +83,7 @@ mod peek;
 mod plain;
 pub mod preempt;
 mod prefault;
+mod prefix;
 pub mod process;
 mod remote;
 mod shared;

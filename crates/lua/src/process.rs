@@ -45,7 +45,7 @@ impl LuaProcess {
     /// message `msg`, with a memory limit in bytes if given (else the node's).
     pub fn spawn(rt: &Runtime, msg: Message, max_memory: Option<u64>) -> Result<Pid, synodic_core::Error> {
         let heap = max_memory.map_or_else(Heap::new, Heap::limited);
-        let template = crate::codec::leading_module(&msg).and_then(crate::template::of_module);
+        let template = crate::prefix::for_message(&msg).or_else(|| crate::codec::leading_module(&msg).and_then(crate::template::of_module));
         rt.spawn_with(LuaProcess::booting(Boot::Spawned(template), heap), Spawn { first: Some(msg), max_memory })
     }
 
@@ -248,7 +248,8 @@ unsafe extern "C-unwind" fn boot_k(L: *mut ffi::lua_State, _status: c_int, stage
 unsafe fn prepare_spawned(L: *mut ffi::lua_State) -> Result<c_int, String> {
     ffi::lua_settop(L, 0);
     let msg = ctx(L).proc().pop_message().ok_or("spawn: the spawn message is missing")?;
-    let n = codec::decode(L, &msg).map_err(|e| format!("spawn: {e}"))?;
+    // A copy of a prefix template holds the leading values decoded (`prefix`).
+    let n = codec::decode_after_prefix(L, &msg).unwrap_or_else(|| codec::decode(L, &msg)).map_err(|e| format!("spawn: {e}"))?;
     if n < 1 || ffi::lua_type(L, 1) != ffi::LUA_TFUNCTION {
         return Err("spawn: the message does not start with a function".into());
     }

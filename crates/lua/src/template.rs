@@ -93,6 +93,14 @@ pub(crate) fn of_module(name: &[u8]) -> Option<&'static Template> {
     MODULES[i].get_or_init(|| unsafe { Template::build(load) }).as_ref()
 }
 
+/// Whether loading module `name` needs no process, so that a template may
+/// hold it: the global table, `package`, the lazy tables (standard and
+/// native libraries) and [`TEMPLATED`]. (Another module's main chunk may
+/// call what only a running process can, or read files.)
+pub(crate) fn loads_outside_a_process(name: &[u8]) -> bool {
+    name == b"_G" || name == b"package" || crate::lazy::is_lazy_module(name) || TEMPLATED.contains(&name)
+}
+
 /// One build of a template's state, with the heap and context it uses.
 struct Build {
     L: *mut ffi::lua_State,
@@ -118,7 +126,7 @@ impl Drop for Build {
 
 impl Template {
     /// Builds the template of a fresh state after `prepare` (steps 1 to 3).
-    unsafe fn build(prepare: impl Fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
+    pub(crate) unsafe fn build(prepare: impl Fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
         let (a, b) = (Build::new(&prepare)?, Build::new(&prepare)?);
         let ((first, layout), (b_first, b_layout)) = (a.heap.layout()?, b.heap.layout()?);
         if layout != b_layout || a.ctx.lazy.len() != b.ctx.lazy.len() {
@@ -186,12 +194,12 @@ impl Template {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::sync::atomic::{AtomicI64, Ordering};
 
     /// Runs `code` in `L`; true when it ran without error and returned true.
-    unsafe fn run(L: *mut ffi::lua_State, code: &str) -> bool {
+    pub(crate) unsafe fn run(L: *mut ffi::lua_State, code: &str) -> bool {
         let ok = ffi::luaL_loadbufferx(L, code.as_ptr().cast(), code.len(), c"=test".as_ptr(), c"t".as_ptr()) == ffi::LUA_OK
             && ffi::lua_pcall(L, 0, 1, 0) == ffi::LUA_OK
             && ffi::lua_toboolean(L, -1) != 0;
@@ -200,14 +208,14 @@ mod tests {
     }
 
     /// A copy of a template, with its own context and heap.
-    struct Copy {
-        L: *mut ffi::lua_State,
+    pub(crate) struct Copy {
+        pub(crate) L: *mut ffi::lua_State,
         heap: Box<Heap>,
         _ctx: Box<Ctx>,
     }
 
     impl Copy {
-        fn of(t: &Template, heap: Heap) -> Option<Copy> {
+        pub(crate) fn of(t: &Template, heap: Heap) -> Option<Copy> {
             let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
             let mut heap = Box::new(heap);
             let L = unsafe { t.copy(&mut *ctx, &mut *heap)? };

@@ -1,0 +1,141 @@
+//! Templates for spawn messages that start alike. A program that spawns in
+//! a loop sends the same function every time, and often the same first
+//! argument: an entity's spawn sends the loop's `main` and the entity's
+//! code (its `init`, methods and procedures). Decoding them, loading each
+//! function's bytecode and making its tables, was a third of an entity's
+//! fork. So a node keeps, for a spawn message's leading values (its
+//! function and first argument, as encoded), the template of a state that
+//! has decoded them (`template.rs`, `codec::keep_prefix`), built the second
+//! time they come; a process spawned with them starts as a copy of it and
+//! decodes only the rest (`codec::decode_after_prefix`). Each copy holds
+//! values of its own, as decoding would have made them.
+//!
+//! Leading values that share (hold a buffer, a tuple space or a future:
+//! attachments, not bytes) or name a module that only a process may load
+//! get no template, nor do values over [`MAX_BYTES`]. A node builds at most
+//! [`TEMPLATES`] of them in its life (kept for good: booting processes
+//! refer to them) and watches at most [`WATCHED`] leading values it has met
+//! once.
+
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
+
+use synodic_core::hash::FastBuild;
+
+use crate::template::Template;
+
+/// How many of a message's values lead: the function and its first argument.
+const LEADING: usize = 2;
+const TEMPLATES: usize = 64;
+const WATCHED: usize = 256;
+/// Leading values longer than this are not kept (nor compared).
+const MAX_BYTES: usize = 8 << 10;
+
+enum Seen {
+    /// Met once: a template is built if they come again.
+    Once,
+    /// Built (None: they could not be; see `Template::build`).
+    Built(Option<&'static Template>),
+}
+
+#[derive(Default)]
+struct Cache {
+    seen: HashMap<Box<[u8]>, Seen, FastBuild>,
+    built: usize,
+}
+
+static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(Default::default);
+
+/// The template a process spawned with message `msg` starts as a copy of,
+/// when its leading values have one (built now if they come for the
+/// second time).
+pub(crate) fn for_message(msg: &[u8]) -> Option<&'static Template> {
+    let leading = synodic_core::wire::leading_values(msg, LEADING)?;
+    if leading.len() > MAX_BYTES {
+        return None;
+    }
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    match cache.seen.get(leading) {
+        Some(Seen::Built(t)) => return *t,
+        Some(Seen::Once) if cache.built < TEMPLATES => {}
+        Some(Seen::Once) => return None,
+        None => {
+            if cache.seen.len() >= WATCHED {
+                cache.seen.retain(|_, s| matches!(s, Seen::Built(_)));
+            }
+            if cache.seen.len() < WATCHED {
+                cache.seen.insert(leading.into(), Seen::Once);
+            }
+            return None;
+        }
+    }
+    // Built under the lock: once per leading values, and a spawn that comes
+    // meanwhile with the same ones waits for it rather than building again.
+    let template = unsafe { Template::build(|L| crate::codec::keep_prefix(L, leading).is_ok()) };
+    let template = template.map(|t| &*Box::leak(Box::new(t)));
+    cache.built += 1;
+    cache.seen.insert(leading.into(), Seen::Built(template));
+    template
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::tests::TestState;
+    use crate::heap::Heap;
+    use crate::template::tests::{run, Copy};
+    use mlua_sys as ffi;
+    use synodic_core::Message;
+
+    unsafe fn build(leading: &[u8]) -> Option<Template> {
+        Template::build(|L| crate::codec::keep_prefix(L, leading).is_ok())
+    }
+
+    #[test]
+    fn a_copy_holds_the_leading_values_and_decodes_the_rest() {
+        let st = TestState::new();
+        let msg = st.encode("local t = {7} local function f() return t end return f, {t = t, g = f}, t, 'x'");
+        let leading = synodic_core::wire::leading_values(&msg, LEADING).expect("no shared values");
+        let t = unsafe { build(leading) }.expect("a template");
+        for _ in 0..2 {
+            let c = Copy::of(&t, Heap::new()).unwrap();
+            unsafe {
+                let n = crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).expect("the copy holds them");
+                assert_eq!(n.unwrap(), 4);
+                for (i, name) in [c"f", c"a", c"t", c"x"].iter().enumerate() {
+                    ffi::lua_pushvalue(c.L, i as i32 + 1);
+                    ffi::lua_setglobal(c.L, name.as_ptr());
+                }
+                ffi::lua_settop(c.L, 0);
+                assert!(run(c.L, "return f() == t and a.t == t and a.g == f and t[1] == 7 and x == 'x'"), "references across the leading values and the rest hold");
+                assert!(run(c.L, "t[1] = 8 return true"));
+                assert!(crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).is_none(), "taken once");
+            }
+        }
+        let plain = Copy::of(crate::template::base().unwrap(), Heap::new()).unwrap();
+        assert!(unsafe { crate::codec::decode_after_prefix(plain.L, &Message::from_slice(&msg)) }.is_none(), "a state without them");
+    }
+
+    #[test]
+    fn values_that_need_a_process_or_share_get_no_template() {
+        let st = TestState::new();
+        let msg = st.encode("return require('synodic.skel').farm, 1");
+        let leading = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
+        assert!(unsafe { build(leading) }.is_none(), "a bundled module that may need a process to load");
+        let msg = st.encode("return require('synodic.entity.loop').main, {string.format, math}");
+        let leading = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
+        assert!(unsafe { build(leading) }.is_some(), "the entity loop and the libraries load anywhere");
+        let msg = st.encode("return function() end, require('synodic.buffer').new(4)");
+        assert!(synodic_core::wire::leading_values(&msg, LEADING).is_none(), "a buffer is an attachment");
+    }
+
+    #[test]
+    fn the_second_spawn_alike_builds_and_later_ones_reuse() {
+        let st = TestState::new();
+        let msg = st.encode("return function(x) return x + 12345 end, {k = 'the_second_spawn_alike'}, 1");
+        assert!(for_message(&msg).is_none(), "not the first time");
+        let t = for_message(&msg).expect("built the second time");
+        let other = st.encode("return function(x) return x + 12345 end, {k = 'the_second_spawn_alike'}, 2, 3");
+        assert!(std::ptr::eq(t, for_message(&other).unwrap()), "the same leading values, other values after");
+    }
+}
