@@ -517,17 +517,19 @@ pub fn append_values(w: &mut Writer, msg: &[u8], objects: &mut u64, shared_base:
 }
 
 /// The first `n` values of the message `buf` (fewer if it has fewer), as
-/// the bytes that encode them, when they hold no shared value (a value
-/// whose meaning is an attachment rather than its bytes); None for a
-/// malformed message or one whose first values share.
-pub fn leading_values(buf: &[u8], n: usize) -> Option<&[u8]> {
+/// the bytes that encode them, and the shape of the last of them, when
+/// they hold no shared value (a value whose meaning is an attachment
+/// rather than its bytes); None for a malformed message or one whose
+/// first values share.
+pub fn leading_values(buf: &[u8], n: usize) -> Option<(&[u8], Shape<'_>)> {
     let (mut r, count) = Reader::message(buf).ok()?;
     let start = r.position();
     let mut walk = Walk::default();
+    let mut last = Shape::Nil;
     for _ in 0..n.min(count) {
-        walk.value(&mut r, 0).ok()?;
+        last = walk.value(&mut r, 0).ok()?;
     }
-    walk.shared.is_empty().then(|| &buf[start..r.position()])
+    walk.shared.is_empty().then(|| (&buf[start..r.position()], last))
 }
 
 /// Splits a message whose first value is a string: that string's bytes,
@@ -737,8 +739,8 @@ mod tests {
         r.int().unwrap();
         r.tag().unwrap();
         r.bytes().unwrap();
-        assert_eq!(leading_values(&buf, 2), Some(&buf[start..r.position()]));
-        assert_eq!(leading_values(&buf, 5), Some(&buf[start..]), "fewer values than asked");
+        assert_eq!(leading_values(&buf, 2), Some((&buf[start..r.position()], Shape::Str(b"two"))));
+        assert_eq!(leading_values(&buf, 5), Some((&buf[start..], Shape::Int(3))), "fewer values than asked");
         assert_eq!(leading_values(&buf[..buf.len() - 2], 3), None, "truncated");
         let mut w = Writer::message(1);
         w.tag(Tag::Shared);

@@ -193,7 +193,7 @@ pub(crate) unsafe fn decode_parts(L: *mut ffi::lua_State, msg: &[u8], attachment
 
 unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], attachments: &[Attachment], base: c_int, refs: &mut c_int) -> Result<c_int, Error> {
     let (r, count) = Reader::message(msg)?;
-    let mut dec = Decoder { L, r, attachments, base, refs: 0, next_ref: 0, depth: 0, outside: false };
+    let mut dec = Decoder::new(L, r, attachments, base);
     let result = dec.values(count);
     *refs = dec.refs;
     result?;
@@ -201,39 +201,39 @@ unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], attachments: &[Attachm
 }
 
 /// Registry key of the leading values of a spawn message that a template
-/// has decoded already (`crates/lua/src/prefix.rs`): a table {reference
-/// table or false, next reference id, the values' byte length, values...}.
+/// has decoded already (`crates/lua/src/prefix.rs`): a table {the values'
+/// byte length, the decoder's reference table or false, values...}.
 const PREFIX: &CStr = c"synodic.prefix";
 
 /// Decodes `leading`, the encoded leading values of a message (without its
 /// header), and keeps them in the registry for [`decode_after_prefix`].
 pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Result<(), Error> {
     let base = ffi::lua_gettop(L);
-    let mut dec = Decoder { L, r: Reader::fields(leading), attachments: &[], base, refs: 0, next_ref: 0, depth: 0, outside: true };
+    let mut dec = Decoder::new(L, Reader::fields(leading), &[], base);
+    dec.outside = true;
     let mut n = 0;
     while dec.r.remaining() > 0 {
-        if ffi::lua_checkstack(L, 8) == 0 || dec.value().is_err() {
+        let pushed = if ffi::lua_checkstack(L, 8) == 0 { Err(junk("stack overflow")) } else { dec.value() };
+        if let Err(e) = pushed {
             ffi::lua_settop(L, base);
-            return Err(junk("the leading values do not decode"));
+            return Err(e);
         }
         n += 1;
     }
-    ffi::lua_createtable(L, n + 3, 0);
+    ffi::lua_createtable(L, n + 2, 0);
     let kept = ffi::lua_gettop(L);
+    ffi::lua_pushinteger(L, leading.len() as i64);
+    ffi::lua_rawseti(L, kept, 1);
     if dec.refs == 0 {
         ffi::lua_pushboolean(L, 0);
     } else {
         ffi::lua_pushvalue(L, dec.refs);
     }
-    ffi::lua_rawseti(L, kept, 1);
-    ffi::lua_pushinteger(L, dec.next_ref);
     ffi::lua_rawseti(L, kept, 2);
-    ffi::lua_pushinteger(L, leading.len() as i64);
-    ffi::lua_rawseti(L, kept, 3);
     let first = base + 1 + (dec.refs != 0) as c_int;
     for i in 0..n {
         ffi::lua_pushvalue(L, first + i);
-        ffi::lua_rawseti(L, kept, i as i64 + 4);
+        ffi::lua_rawseti(L, kept, i as i64 + 3);
     }
     ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, PREFIX.as_ptr());
     ffi::lua_settop(L, base);
@@ -252,36 +252,38 @@ pub(crate) unsafe fn decode_after_prefix(L: *mut ffi::lua_State, msg: &Message) 
     ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, PREFIX.as_ptr());
     let kept = ffi::lua_gettop(L);
     let base = kept - 1;
-    let n = ffi::lua_rawlen(L, kept) as c_int - 3;
-    let has_refs = ffi::lua_rawgeti(L, kept, 1) == ffi::LUA_TTABLE;
-    if !has_refs {
-        ffi::lua_settop(L, -2);
-    }
-    let next_ref = (ffi::lua_rawgeti(L, kept, 2), ffi::lua_tointegerx(L, -1, std::ptr::null_mut())).1;
-    let skip = (ffi::lua_rawgeti(L, kept, 3), ffi::lua_tointegerx(L, -1, std::ptr::null_mut())).1 as usize;
-    ffi::lua_settop(L, -3);
+    let n = ffi::lua_rawlen(L, kept) as c_int - 2;
     if ffi::lua_checkstack(L, n + 8) == 0 {
         ffi::lua_settop(L, base);
         return Some(Err(junk("stack overflow")));
     }
+    ffi::lua_rawgeti(L, kept, 1);
+    let skip = ffi::lua_tointegerx(L, -1, std::ptr::null_mut()) as usize;
+    ffi::lua_settop(L, -2);
+    // The reference table (its length is the count of objects so far),
+    // then the values, where the kept table was.
+    let has_refs = ffi::lua_rawgeti(L, kept, 2) == ffi::LUA_TTABLE;
+    let next_ref = if has_refs { ffi::lua_rawlen(L, -1) as i64 } else { 0 };
+    if !has_refs {
+        ffi::lua_settop(L, -2);
+    }
     for i in 0..n {
-        ffi::lua_rawgeti(L, kept, i as i64 + 4);
+        ffi::lua_rawgeti(L, kept, i as i64 + 3);
     }
     ffi::lua_rotate(L, kept, -1);
-    ffi::lua_settop(L, -2); // the kept table
+    ffi::lua_settop(L, -2);
     let result = (|| -> Result<(c_int, c_int), Error> {
         let (r, count) = Reader::message(msg)?;
         let rest = msg.get(r.position() + skip..).ok_or_else(|| junk("message shorter than its leading values"))?;
-        let refs = if has_refs { base + 1 } else { 0 };
-        let mut dec = Decoder { L, r: Reader::fields(rest), attachments: msg.attachments(), base, refs, next_ref, depth: 0, outside: false };
+        let mut dec = Decoder::new(L, Reader::fields(rest), msg.attachments(), base);
+        (dec.refs, dec.next_ref) = (if has_refs { base + 1 } else { 0 }, next_ref);
         let result = dec.values(count.saturating_sub(n as usize));
-        let refs = dec.refs;
-        result.map(|_| (count as c_int, refs))
+        result.map(|_| (count as c_int, dec.refs))
     })();
     Some(match result {
         Ok((count, refs)) => {
             if refs != 0 {
-                ffi::lua_rotate(L, refs, -1);
+                ffi::lua_rotate(L, refs, -1); // drop the reference table
                 ffi::lua_settop(L, -2);
             }
             Ok(count)
@@ -639,7 +641,11 @@ fn junk(msg: impl Into<String>) -> Error {
     Error::Decode(msg.into())
 }
 
-impl Decoder<'_> {
+impl<'a> Decoder<'a> {
+    fn new(L: *mut ffi::lua_State, r: Reader<'a>, attachments: &'a [Attachment], base: c_int) -> Decoder<'a> {
+        Decoder { L, r, attachments, base, refs: 0, next_ref: 0, depth: 0, outside: false }
+    }
+
     /// Pushes the next `count` values, which must end the reader's bytes.
     unsafe fn values(&mut self, count: usize) -> Result<(), Error> {
         if ffi::lua_checkstack(self.L, count as c_int + 8) == 0 {

@@ -10,6 +10,14 @@
 //! decodes only the rest (`codec::decode_after_prefix`). Each copy holds
 //! values of its own, as decoding would have made them.
 //!
+//! Only a first argument that is a table gets a template: decoding one
+//! (with functions in it, as an entity's code) is what costs, and what a
+//! template holds beyond a plain process's state (the kept values, the
+//! decoder's references: ~400 bytes) then stays within the memory the
+//! decoding would have taken. With a scalar first argument (a ring's
+//! `s.spawn(member, main, ...)`) the copy's first chunk would grow from
+//! 4 to 5 KB, and every message a ring passes got ~10% slower.
+//!
 //! Leading values that share (hold a buffer, a tuple space or a future:
 //! attachments, not bytes) or name a module that only a process may load
 //! get no template, nor do values over [`MAX_BYTES`]. A node builds at most
@@ -18,9 +26,11 @@
 //! once.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
 use std::sync::{LazyLock, Mutex};
 
 use synodic_core::hash::FastBuild;
+use synodic_core::wire::Shape;
 
 use crate::template::Template;
 
@@ -34,13 +44,16 @@ const MAX_BYTES: usize = 8 << 10;
 enum Seen {
     /// Met once: a template is built if they come again.
     Once,
-    /// Built (None: they could not be; see `Template::build`).
-    Built(Option<&'static Template>),
+    /// Built from these bytes (None: they could not be; see `Template::build`).
+    Built(Box<[u8]>, Option<&'static Template>),
 }
 
+/// Leading values by their hash: meeting values once stores nothing else,
+/// so spawns whose first argument always differs (a ring's next pid) pay
+/// no allocation here.
 #[derive(Default)]
 struct Cache {
-    seen: HashMap<Box<[u8]>, Seen, FastBuild>,
+    seen: HashMap<u64, Seen, FastBuild>,
     built: usize,
 }
 
@@ -50,22 +63,25 @@ static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(Default::default);
 /// when its leading values have one (built now if they come for the
 /// second time).
 pub(crate) fn for_message(msg: &[u8]) -> Option<&'static Template> {
-    let leading = synodic_core::wire::leading_values(msg, LEADING)?;
-    if leading.len() > MAX_BYTES {
+    let (leading, last) = synodic_core::wire::leading_values(msg, LEADING)?;
+    if last != Shape::Table || leading.len() > MAX_BYTES {
         return None;
     }
+    let key = {
+        let mut h = FastBuild::default().build_hasher();
+        h.write(leading);
+        h.finish()
+    };
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    match cache.seen.get(leading) {
-        Some(Seen::Built(t)) => return *t,
+    match cache.seen.get(&key) {
+        Some(Seen::Built(bytes, t)) => return t.filter(|_| **bytes == *leading),
         Some(Seen::Once) if cache.built < TEMPLATES => {}
         Some(Seen::Once) => return None,
         None => {
             if cache.seen.len() >= WATCHED {
-                cache.seen.retain(|_, s| matches!(s, Seen::Built(_)));
+                cache.seen.retain(|_, s| matches!(s, Seen::Built(..)));
             }
-            if cache.seen.len() < WATCHED {
-                cache.seen.insert(leading.into(), Seen::Once);
-            }
+            cache.seen.insert(key, Seen::Once);
             return None;
         }
     }
@@ -74,7 +90,7 @@ pub(crate) fn for_message(msg: &[u8]) -> Option<&'static Template> {
     let template = unsafe { Template::build(|L| crate::codec::keep_prefix(L, leading).is_ok()) };
     let template = template.map(|t| &*Box::leak(Box::new(t)));
     cache.built += 1;
-    cache.seen.insert(leading.into(), Seen::Built(template));
+    cache.seen.insert(key, Seen::Built(leading.into(), template));
     template
 }
 
@@ -95,7 +111,7 @@ mod tests {
     fn a_copy_holds_the_leading_values_and_decodes_the_rest() {
         let st = TestState::new();
         let msg = st.encode("local t = {7} local function f() return t end return f, {t = t, g = f}, t, 'x'");
-        let leading = synodic_core::wire::leading_values(&msg, LEADING).expect("no shared values");
+        let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).expect("no shared values");
         let t = unsafe { build(leading) }.expect("a template");
         for _ in 0..2 {
             let c = Copy::of(&t, Heap::new()).unwrap();
@@ -120,10 +136,10 @@ mod tests {
     fn values_that_need_a_process_or_share_get_no_template() {
         let st = TestState::new();
         let msg = st.encode("return require('synodic.skel').farm, 1");
-        let leading = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
+        let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
         assert!(unsafe { build(leading) }.is_none(), "a bundled module that may need a process to load");
         let msg = st.encode("return require('synodic.entity.loop').main, {string.format, math}");
-        let leading = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
+        let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
         assert!(unsafe { build(leading) }.is_some(), "the entity loop and the libraries load anywhere");
         let msg = st.encode("return function() end, require('synodic.buffer').new(4)");
         assert!(synodic_core::wire::leading_values(&msg, LEADING).is_none(), "a buffer is an attachment");
@@ -137,5 +153,7 @@ mod tests {
         let t = for_message(&msg).expect("built the second time");
         let other = st.encode("return function(x) return x + 12345 end, {k = 'the_second_spawn_alike'}, 2, 3");
         assert!(std::ptr::eq(t, for_message(&other).unwrap()), "the same leading values, other values after");
+        let scalar = st.encode("return function(x) return x + 12345 end, 'the_second_spawn_alike'");
+        assert!(for_message(&scalar).is_none() && for_message(&scalar).is_none(), "a scalar first argument gets none");
     }
 }
