@@ -87,7 +87,14 @@ pub(crate) fn for_message(msg: &[u8]) -> Option<&'static Template> {
     }
     // Built under the lock: once per leading values, and a spawn that comes
     // meanwhile with the same ones waits for it rather than building again.
-    let template = unsafe { Template::build(|L| crate::codec::keep_prefix(L, leading).is_ok()) };
+    let keep = |L| unsafe {
+        let kept = crate::codec::keep_prefix(L, leading).is_ok();
+        if kept {
+            crate::util::hold_pids(L);
+        }
+        kept
+    };
+    let template = unsafe { Template::build(keep) };
     let template = template.map(|t| &*Box::leak(Box::new(t)));
     cache.built += 1;
     cache.seen.insert(key, Seen::Built(leading.into(), template));
@@ -153,6 +160,8 @@ mod tests {
         let t = for_message(&msg).expect("built the second time");
         let other = st.encode("return function(x) return x + 12345 end, {k = 'the_second_spawn_alike'}, 2, 3");
         assert!(std::ptr::eq(t, for_message(&other).unwrap()), "the same leading values, other values after");
+        let c = Copy::of(t, Heap::new()).unwrap();
+        assert!(c.ctx.pid_meta && crate::template::tests::has_pid_metatable(c.L), "a copy starts with pids' metatable made");
         let scalar = st.encode("return function(x) return x + 12345 end, 'the_second_spawn_alike'");
         assert!(for_message(&scalar).is_none() && for_message(&scalar).is_none(), "a scalar first argument gets none");
     }

@@ -88,6 +88,9 @@ pub(crate) fn of_module(name: &[u8]) -> Option<&'static Template> {
     let load = |L: *mut ffi::lua_State| unsafe {
         let loaded = crate::state::push_module(L, TEMPLATED[i]).is_ok();
         ffi::lua_settop(L, 0);
+        if loaded {
+            crate::util::hold_pids(L);
+        }
         loaded
     };
     MODULES[i].get_or_init(|| unsafe { Template::build(load) }).as_ref()
@@ -211,7 +214,7 @@ pub(crate) mod tests {
     pub(crate) struct Copy {
         pub(crate) L: *mut ffi::lua_State,
         heap: Box<Heap>,
-        _ctx: Box<Ctx>,
+        pub(crate) ctx: Box<Ctx>,
     }
 
     impl Copy {
@@ -219,7 +222,7 @@ pub(crate) mod tests {
             let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
             let mut heap = Box::new(heap);
             let L = unsafe { t.copy(&mut *ctx, &mut *heap)? };
-            Some(Copy { L, heap, _ctx: ctx })
+            Some(Copy { L, heap, ctx })
         }
     }
 
@@ -247,6 +250,19 @@ pub(crate) mod tests {
         let c = Copy::of(t, Heap::new()).unwrap();
         unsafe { assert!(run(c.L, "return type(package.loaded['synodic.entity.loop'].main) == 'function'")) };
         assert!(of_module(b"synodic.skel").is_none(), "only the modules listed have one");
+        assert!(c.ctx.pid_meta && has_pid_metatable(c.L), "an entity starts with pids' metatable made");
+        let bare = Copy::of(base().unwrap(), Heap::new()).unwrap();
+        assert!(!bare.ctx.pid_meta && !has_pid_metatable(bare.L), "a bare process makes it at its first pid");
+    }
+
+    /// Whether light userdata (pids) have a metatable in `L`.
+    pub(crate) fn has_pid_metatable(L: *mut ffi::lua_State) -> bool {
+        unsafe {
+            ffi::lua_pushlightuserdata(L, std::ptr::null_mut());
+            let has = ffi::lua_getmetatable(L, -1) != 0;
+            ffi::lua_settop(L, 0);
+            has
+        }
     }
 
     #[test]
