@@ -200,10 +200,16 @@ unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], attachments: &[Attachm
     Ok(count as c_int)
 }
 
-/// Registry key of the leading values of a spawn message that a template
-/// has decoded already (`crates/lua/src/prefix.rs`): a table {the values'
-/// byte length, the decoder's reference table or false, values...}.
-const PREFIX: &CStr = c"synodic.prefix";
+/// Its address is the registry key (a light userdata: every spawned
+/// process looks it up, and a string key would be interned for that) of
+/// the leading values of a spawn message that a template has decoded
+/// already (`crates/lua/src/prefix.rs`): a table {the values' byte length,
+/// the decoder's reference table or false, values...}.
+static PREFIX: u8 = 0;
+
+fn prefix_key() -> *const c_void {
+    std::ptr::addr_of!(PREFIX).cast()
+}
 
 /// Decodes `leading`, the encoded leading values of a message (without its
 /// header), and keeps them in the registry for [`decode_after_prefix`].
@@ -235,7 +241,7 @@ pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Resu
         ffi::lua_pushvalue(L, first + i);
         ffi::lua_rawseti(L, kept, i as i64 + 3);
     }
-    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, PREFIX.as_ptr());
+    ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, prefix_key());
     ffi::lua_settop(L, base);
     Ok(())
 }
@@ -244,12 +250,12 @@ pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Resu
 /// already (a copy of a template made by [`keep_prefix`]): those, then the
 /// rest decoded. None when the state holds none.
 pub(crate) unsafe fn decode_after_prefix(L: *mut ffi::lua_State, msg: &Message) -> Option<Result<c_int, Error>> {
-    if ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, PREFIX.as_ptr()) != ffi::LUA_TTABLE {
+    if ffi::lua_rawgetp(L, ffi::LUA_REGISTRYINDEX, prefix_key()) != ffi::LUA_TTABLE {
         ffi::lua_settop(L, -2);
         return None;
     }
     ffi::lua_pushnil(L);
-    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, PREFIX.as_ptr());
+    ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, prefix_key());
     let kept = ffi::lua_gettop(L);
     let base = kept - 1;
     let n = ffi::lua_rawlen(L, kept) as c_int - 2;

@@ -87,18 +87,22 @@ pub(crate) fn for_message(msg: &[u8]) -> Option<&'static Template> {
     }
     // Built under the lock: once per leading values, and a spawn that comes
     // meanwhile with the same ones waits for it rather than building again.
-    let keep = |L| unsafe {
+    let template = unsafe { build(leading) }.map(|t| &*Box::leak(Box::new(t)));
+    cache.built += 1;
+    cache.seen.insert(key, Seen::Built(leading.into(), template));
+    template
+}
+
+/// The template of a state that has decoded `leading` (see
+/// `codec::keep_prefix`), if it can be built.
+unsafe fn build(leading: &[u8]) -> Option<Template> {
+    Template::build(|L| {
         let kept = crate::codec::keep_prefix(L, leading).is_ok();
         if kept {
             crate::util::hold_pids(L);
         }
         kept
-    };
-    let template = unsafe { Template::build(keep) };
-    let template = template.map(|t| &*Box::leak(Box::new(t)));
-    cache.built += 1;
-    cache.seen.insert(key, Seen::Built(leading.into(), template));
-    template
+    })
 }
 
 #[cfg(test)]
@@ -109,10 +113,6 @@ mod tests {
     use crate::template::tests::{run, Copy};
     use mlua_sys as ffi;
     use synodic_core::Message;
-
-    unsafe fn build(leading: &[u8]) -> Option<Template> {
-        Template::build(|L| crate::codec::keep_prefix(L, leading).is_ok())
-    }
 
     #[test]
     fn a_copy_holds_the_leading_values_and_decodes_the_rest() {
