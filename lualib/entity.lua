@@ -15,6 +15,9 @@ local loop = require "synodic.entity.loop"
 local tags = loop.tags()
 local SEND, FLOW, CALL, REPLY = tags.SEND, tags.FLOW, tags.CALL, tags.REPLY
 local DONE, DEFINE, PERSIST, KILL, READY = tags.DONE, tags.DEFINE, tags.PERSIST, tags.KILL, tags.READY
+-- This process's registry, where the loop keeps the state table of the
+-- entity the process runs (see loop.main).
+local registry, RUNNING = debug.getregistry(), tags.RUNNING
 
 local entity = {}
 
@@ -168,7 +171,7 @@ end
 --- call that has no answer within a second starts watching the entity, so
 --- that one which ended meanwhile is an error, not a wait forever.
 function entity.call(e, m, ...)
-  local running = loop.running
+  local running = registry[RUNNING]
   if running ~= nil and (e == running.id or e == running.name) then
     -- An entity calling itself: at once (a message would wait for itself).
     return loop.lookup(running, m)(running.self, ...)
@@ -201,7 +204,8 @@ end
 
 --- The calling entity's id (nil outside an entity).
 function entity.self()
-  return loop.running and loop.running.id
+  local running = registry[RUNNING]
+  return running and running.id
 end
 
 return entity

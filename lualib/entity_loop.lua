@@ -1,9 +1,25 @@
 -- synodic.entity.loop: the body of an entity's process (SPEC §7). It is
--- kept apart from `synodic.entity`, the calls made to entities, and kept
--- small: its code is the node's, shared (crates/lua/src/shared.rs), but
--- every entity's Lua state holds the closures and upvalues its main chunk
--- makes (about 3.5 KB). What only errors need lives in `synodic.entity`,
--- loaded when one happens.
+-- kept apart from `synodic.entity`, the calls made to entities.
+--
+-- This module is the node's, not a process's: its main chunk runs once,
+-- when the node starts, and the closures it makes are shared by every
+-- process, as its code is (crates/lua/src/shared.rs, "frozen modules"). An
+-- entity's state then holds none of them, where it held 16 closures and 29
+-- upvalues (~3.5 KB of every entity). So that they can be shared:
+--
+-- - its functions keep nothing of their own between calls (no upvalue is
+--   assigned after the main chunk: the node checks), and what an entity
+--   changes lives in its state table `st`;
+-- - their upvalues hold only C functions without upvalues, other functions
+--   of this module, strings and numbers (the node checks): no table, not
+--   even the globals (no global is read) or the `synodic` module. What a
+--   process's own globals offer (`require`) is reached through its
+--   registry (`debug.getregistry`, whose C function is the same in every
+--   process);
+-- - a process's `require "synodic.entity.loop"` gets a table of its own
+--   holding the shared functions.
+--
+-- What only errors need lives in `synodic.entity`.
 --
 -- An entity is a process that owns a state table (`self`), a table of
 -- methods and a list of persistent procedures. It runs in frames:
@@ -27,20 +43,16 @@
 -- Native primitives used: synodic.send, receive, register, self, clock, exit.
 
 local s = require "synodic"
-local send, receive, clock, self_pid = s.send, s.receive, s.clock, s.self
--- Taken now, so that an entity, which starts as a copy of a state that
--- has loaded this module (crates/lua/src/template.rs), finds them made.
--- (Not the table and math libraries: only some entities need them, and
--- each is a table of its own in every entity's state.)
-local pairs, ipairs, pcall, xpcall, tostring = pairs, ipairs, pcall, xpcall, tostring
+local send, receive, clock, self_pid, register, exit = s.send, s.receive, s.clock, s.self, s.register, s.exit
+local pairs, ipairs, pcall, xpcall, tostring, error = pairs, ipairs, pcall, xpcall, tostring, error
+local format, remove, sort, unpack, max = string.format, table.remove, table.sort, table.unpack, math.max
+local registry = debug.getregistry
 
 local loop = {}
 
 -- Message tags. The NUL keeps them apart from a program's own messages;
 -- they are short so that a call with a few small arguments fits in an
--- inline message (30 bytes: no allocation to send it). Constants, not
--- variables: the functions' shared code holds them, and an entity's state
--- needs no upvalue for each.
+-- inline message (30 bytes: no allocation to send it).
 local SEND <const> = "\0e.s"    -- method, args...
 local FLOW <const> = "\0e.f"    -- from, method, args... (acknowledged with DONE)
 local CALL <const> = "\0e.c"    -- from, ref, method, args...
@@ -50,46 +62,55 @@ local DEFINE <const> = "\0e.m"  -- method, f (nil: remove)
 local PERSIST <const> = "\0e.p" -- name, f (nil: remove)
 local KILL <const> = "\0e.k"
 local READY <const> = "\0e.y"  -- ref, ok, why
+-- Where a process's registry holds the state table of the entity it runs.
+local RUNNING <const> = "synodic.entity.running"
 -- The tags by name, for callers (`synodic.entity`). A function, not a
--- table: a table would be ~570 bytes of every entity's state.
+-- table: this module's values are shared by the node's processes, and a
+-- table among them could be written by one and seen by another.
 function loop.tags()
   return {
     SEND = SEND, FLOW = FLOW, CALL = CALL, REPLY = REPLY, DONE = DONE, DEFINE = DEFINE, PERSIST = PERSIST, KILL = KILL,
-    READY = READY,
+    READY = READY, RUNNING = RUNNING,
   }
 end
 
--- The running entity's state (in an entity's process only).
-loop.running = nil
+-- The registry's index of a process's globals (LUA_RIDX_GLOBALS).
+local GLOBALS <const> = 2
 
--- The call in progress, for its error: its kind (SEND, FLOW or CALL; nil
--- between calls), method, and caller and reference (CALL, FLOW).
-local doing, method, caller, ref
+-- The call in progress is in the first slots of `st`, for its error: its
+-- kind (SEND, FLOW or CALL; false between calls), method, and caller and
+-- reference (CALL, FLOW).
+local DOING <const>, METHOD <const>, CALLER <const>, REF <const> = 1, 2, 3, 4
+
+-- `synodic.entity` as this process's `require` finds it.
+local function entity_module()
+  return registry()[GLOBALS].require("synodic.entity")
+end
 
 -- The method `m` of `st`, or an error naming it.
 local function lookup(st, m)
   local f = st.methods[m]
-  if f == nil then error(string.format("no method '%s'", tostring(m)), 0) end
+  if f == nil then error(format("no method '%s'", tostring(m)), 0) end
   return f
 end
 loop.lookup = lookup
 
 local function on_send(st, m, ...)
-  doing, method = SEND, m
+  st[DOING], st[METHOD] = SEND, m
   lookup(st, m)(st.self, ...)
-  doing = nil
+  st[DOING] = false
 end
 
 local function on_call(st, from, r, m, ...)
-  doing, method, caller, ref = CALL, m, from, r
+  st[DOING], st[METHOD], st[CALLER], st[REF] = CALL, m, from, r
   send(from, REPLY, r, true, lookup(st, m)(st.self, ...))
-  doing = nil
+  st[DOING] = false
 end
 
 local function on_flow(st, from, m, ...)
-  doing, method, caller = FLOW, m, from
+  st[DOING], st[METHOD], st[CALLER] = FLOW, m, from
   lookup(st, m)(st.self, ...)
-  doing = nil
+  st[DOING] = false
   send(from, DONE, st.id)
 end
 
@@ -98,7 +119,7 @@ local function persist(st, name, f)
   if f ~= nil and st.procs[name] == nil then st.order[#st.order + 1] = name end
   if f == nil and st.procs[name] ~= nil then
     for i, n in ipairs(st.order) do
-      if n == name then table.remove(st.order, i) break end
+      if n == name then remove(st.order, i) break end
     end
   end
   st.procs[name] = f
@@ -120,7 +141,7 @@ local function step(st, tag, ...)
   elseif tag == PERSIST then
     persist(st, ...)
   elseif tag == KILL then
-    s.exit()
+    exit()
   end
   return true
 end
@@ -146,22 +167,25 @@ end
 -- (a `call`'s goes back to its caller unchanged, and a missing method
 -- needs no traceback), any other with its traceback.
 local function traced(err)
-  if doing == CALL or (doing ~= nil and loop.running.methods[method] == nil) then return err end
-  local trace = require("synodic.entity")._traced(err, on_send, on_call, on_flow)
+  local st = registry()[RUNNING]
+  local doing = st[DOING]
+  if doing == CALL or (doing and st.methods[st[METHOD]] == nil) then return err end
+  local trace = entity_module()._traced(err, on_send, on_call, on_flow)
   return trace -- not a tail call: _traced counts this frame
 end
 
 -- After `err` stopped a call: sends it back to a `call`'s caller, or
 -- reports it (and acknowledges a `send_flow`).
 local function failed(st, err)
-  local kind = doing
-  doing = nil
+  local kind, caller = st[DOING], st[CALLER]
+  st[DOING] = false
   if kind == CALL then
+    local ref = st[REF]
     if not pcall(send, caller, REPLY, ref, false, err) then send(caller, REPLY, ref, false, tostring(err)) end
     return
   end
-  local what = kind and string.format("method '%s'", tostring(method)) or "message"
-  require("synodic.entity")._report(st, what, err)
+  local what = kind and format("method '%s'", tostring(st[METHOD])) or "message"
+  entity_module()._report(st, what, err)
   if kind == FLOW then send(caller, DONE, st.id) end
 end
 
@@ -178,7 +202,7 @@ end
 local function frame(st)
   for _, name in ipairs(st.order) do
     local ok, err = xpcall(st.procs[name], traced, st.self)
-    if not ok then require("synodic.entity")._report(st, string.format("procedure '%s'", tostring(name)), err) end
+    if not ok then entity_module()._report(st, format("procedure '%s'", tostring(name)), err) end
   end
   st.self.frame = st.self.frame + 1
 end
@@ -193,7 +217,7 @@ local function run(st)
       serve(st, nil)
       frame(st)
       if st.period then
-        next_frame = math.max(next_frame + st.period, clock() - st.period)
+        next_frame = max(next_frame + st.period, clock() - st.period)
         serve(st, next_frame)
       end
     end
@@ -213,23 +237,24 @@ function loop.main(code, own, parent, r)
   local name, args, errors
   if own ~= nil then name, args, errors = own.name, own.args, own.errors end
   local st = {
+    false, false, false, false, -- the call in progress (DOING...)
     id = id, name = name, errors = errors,
     methods = code.methods or {}, procs = {}, order = {},
     period = code.frame_rate and 1 / code.frame_rate,
   }
   if code.persist ~= nil then
     for proc, f in pairs(code.persist) do persist(st, proc, f) end
-    table.sort(st.order, by_name)
+    sort(st.order, by_name)
   end
   st.self = {id = id, name = name, frame = 0}
-  loop.running = st
+  registry()[RUNNING] = st
   local ok, why = true, nil
-  if name ~= nil then ok, why = pcall(s.register, name, st.id) end
+  if name ~= nil then ok, why = pcall(register, name, st.id) end
   if ok and code.init ~= nil then
     if args == nil then
       ok, why = xpcall(code.init, traced, st.self)
     else
-      ok, why = xpcall(code.init, traced, st.self, table.unpack(args))
+      ok, why = xpcall(code.init, traced, st.self, unpack(args))
     end
     why = not ok and "init: " .. tostring(why) or nil
   end

@@ -5,9 +5,10 @@
 -- their source and lines and survive every kind of collection, many
 -- processes on all workers use them at once, and a bundled module costs a
 -- process only what running its main chunk makes. A bundled module's
--- function crosses by name (the receiver's own), any other by copy; a
--- process spawned with the entity loop's main starts as a copy of a state
--- that has loaded the loop (crates/lua/src/template.rs).
+-- function crosses by name (the receiver's own), any other by copy. The
+-- entity loop is frozen: its functions, closures and upvalues, are the
+-- node's, which no process may change, and an entity's state holds
+-- nothing of it.
 local s = require "synodic"
 local me = s.self()
 
@@ -76,16 +77,21 @@ end
 assert(sum == N * (N + 1), "every process ran")
 
 -- A bundled module costs a process what its main chunk makes, not a copy
--- of its code: the entity loop is ~12 KB of code and constants.
-s.spawn(function(parent)
-  collectgarbage()
-  local before = collectgarbage("count")
-  require "synodic.entity.loop"
-  s.send(parent, "grew", (collectgarbage("count") - before) * 1024)
-end, me)
-local _, grew = s.receive_match("grew")
-print(string.format("requiring the entity loop: %.0f bytes", grew))
-assert(grew < 6000, "requiring the entity loop took " .. grew .. " bytes: its code is not shared")
+-- of its code (skel is ~20 KB of code and constants); a frozen one (the
+-- entity loop) only a table of the node's functions.
+local function growth(module)
+  s.spawn(function(parent)
+    collectgarbage()
+    local before = collectgarbage("count")
+    require(module)
+    s.send(parent, "grew", (collectgarbage("count") - before) * 1024)
+  end, me)
+  local _, grew = s.receive_match("grew")
+  print(string.format("requiring %s: %.0f bytes", module, grew))
+  return grew
+end
+assert(growth("synodic.skel") < 6000, "requiring skel took too much: its code is not shared")
+assert(growth("synodic.entity.loop") < 600, "requiring the entity loop made more than a table: it is not frozen")
 -- A bundled module's function crosses as its name: the receiver gets its
 -- own, with its own module state. A user's function, even one put in a
 -- bundled module's table, crosses as a copy.
@@ -100,17 +106,46 @@ assert(named, "bundled functions arrive as the receiver's own")
 assert(theirs == nil and mine == "mine", "a user's function in a bundled module's table is copied")
 package.loaded["synodic.skel"].mine = nil
 
--- A process started with the loop's main is a copy of the loop's template:
--- it has the loop loaded already, and nothing of another copy.
+-- The entity loop's functions are the node's (frozen), closures and
+-- upvalues: no process may change their upvalues, and their values are
+-- the same C functions as a process's own.
+local ok, err = pcall(debug.setupvalue, loop.main, 1, print)
+assert(not ok and err:find("a function the node shares"), err)
+ok, err = pcall(debug.upvaluejoin, function() return ok end, 1, loop.main, 1)
+assert(not ok and err:find("a function the node shares"), err)
+ok, err = pcall(debug.upvaluejoin, loop.lookup, 1, function() return ok end, 1)
+assert(not ok and err:find("a function the node shares"), err)
+local names = {}
+for i = 1, 255 do
+  local name, value = debug.getupvalue(loop.main, i)
+  if name == nil then break end
+  names[name] = value
+end
+assert(names.send == s.send and names.self_pid == s.self, "upvalues hold the kernel's functions")
+assert(debug.setupvalue(function() return names end, 1, {}) == "names", "other functions' upvalues still change")
+-- A process's table of a frozen module is its own.
+loop.mine = true
+s.spawn(function(parent) s.send(parent, "mine", require("synodic.entity.loop").mine) end, me)
+assert(select(2, s.receive_match("mine")) == nil, "a frozen module's table is each process's")
+loop.mine = nil
+
+-- A process started with the loop's main is a copy of a template that
+-- holds nothing of the loop: its functions are the node's, and an
+-- entity's state is what the entity itself makes. Nor does it hold
+-- anything of another copy.
 local entity = require "synodic.entity"
 local probe = {
-  loaded = function() return package.loaded["synodic.entity.loop"] ~= nil end,
+  loaded = function() return rawget(package.loaded, "synodic.entity.loop") ~= nil end,
+  heap = function() collectgarbage() return collectgarbage("count") * 1024 end,
   mark = function(self, v) _G.mark = v end,
   read = function() return _G.mark end,
 }
 local e1 = entity.spawn{methods = probe}
 local e2 = entity.spawn{methods = probe}
-assert(entity.call(e1, "loaded"), "an entity starts with its loop loaded")
+assert(not entity.call(e1, "loaded"), "an entity runs its loop without loading it")
+local heap = entity.call(e2, "heap")
+print(string.format("an entity's state: %.0f bytes", heap))
+assert(heap < 7500, "an entity's state is " .. heap .. " bytes: it holds the loop's closures")
 entity.call(e1, "mark", "one")
 assert(entity.call(e2, "read") == nil and entity.call(e1, "read") == "one", "copies share nothing")
 entity.kill(e1) entity.kill(e2)

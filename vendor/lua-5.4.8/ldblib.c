@@ -272,8 +272,26 @@ static int db_getupvalue (lua_State *L) {
 }
 
 
+/*
+** [Synodic] Functions every state of a node shares, with their upvalues
+** (frozen modules: crates/lua/csrc/shared.c). Their upvalues are read-only:
+** a change would be seen by every process.
+*/
+#if defined(LUAI_SYNODIC)
+int synodic_is_frozen (const void *f);
+#else
+#define synodic_is_frozen(f)	0
+#endif
+
+static void checknotfrozen (lua_State *L, int arg) {
+  luaL_argcheck(L, !synodic_is_frozen(lua_topointer(L, arg)), arg,
+                "a function the node shares (its upvalues are read-only)");
+}
+
+
 static int db_setupvalue (lua_State *L) {
   luaL_checkany(L, 3);
+  checknotfrozen(L, 1);  /* [Synodic] */
   return auxupvalue(L, 0);
 }
 
@@ -311,6 +329,8 @@ static int db_upvaluejoin (lua_State *L) {
   checkupval(L, 3, 4, &n2);
   luaL_argcheck(L, !lua_iscfunction(L, 1), 1, "Lua function expected");
   luaL_argcheck(L, !lua_iscfunction(L, 3), 3, "Lua function expected");
+  checknotfrozen(L, 1);  /* [Synodic] */
+  checknotfrozen(L, 3);
   lua_upvaluejoin(L, 1, n1, 3, n2);
   return 0;
 }

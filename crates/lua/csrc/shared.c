@@ -18,6 +18,7 @@
 #include "lstring.h"
 #include "ltable.h"
 #include "llex.h"
+#include "lopcodes.h"
 
 #include "version.h"
 
@@ -89,4 +90,109 @@ void synodic_push_shared (lua_State *L, const void *proto) {
     setobj(L, cl->upvals[0]->v.p, gt);
     luaC_barrier(L, cl->upvals[0], gt);
   }
+}
+
+/*
+** Frozen modules: a bundled module whose main chunk ran in the node's
+** state, before freezing, and whose functions (closures, with their
+** upvalues) every process then shares as they are, as it shares code.
+** A process never writes them: the check below admits only closures that
+** assign no upvalue and make no closures, and whose upvalues hold values
+** that are the same in every state (no table, no userdata, no C closure),
+** and the debug library refuses to change their upvalues (ldblib.c).
+*/
+
+#define MAX_FROZEN 64
+
+static const void *frozen[MAX_FROZEN];  /* sorted */
+static int nfrozen = 0;
+
+static int is_frozen (const void *p) {
+  int lo = 0, hi = nfrozen - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (frozen[mid] == p) return 1;
+    if ((const char *)frozen[mid] < (const char *)p) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return 0;
+}
+
+/* Whether p is a function that the node's processes share. */
+int synodic_is_frozen (const void *p) {
+  return p != NULL && is_frozen(p);
+}
+
+static int add_frozen (const void *p) {
+  int i;
+  if (nfrozen == MAX_FROZEN) return 0;
+  for (i = nfrozen; i > 0 && (const char *)frozen[i - 1] > (const char *)p; i--)
+    frozen[i] = frozen[i - 1];
+  frozen[i] = p;
+  nfrozen++;
+  return 1;
+}
+
+static int shareable (const TValue *v);
+
+/* Whether closure cl may be shared (adding it, and the closures its
+** upvalues hold, to the frozen ones). */
+static int shareable_closure (LClosure *cl) {
+  const Proto *p = cl->p;
+  int i;
+  if (is_frozen(cl)) return 1;
+  if (p->sizep != 0) return 0;  /* its closures would share its upvalues */
+  for (i = 0; i < p->sizecode; i++)
+    if (GET_OPCODE(p->code[i]) == OP_SETUPVAL) return 0;
+  if (!add_frozen(cl)) return 0;
+  for (i = 0; i < cl->nupvalues; i++) {
+    UpVal *uv = cl->upvals[i];
+    if (uv == NULL || upisopen(uv) || !shareable(uv->v.p)) return 0;
+  }
+  return 1;
+}
+
+static int shareable (const TValue *v) {
+  switch (ttypetag(v)) {
+    case LUA_VNIL: case LUA_VFALSE: case LUA_VTRUE:
+    case LUA_VNUMINT: case LUA_VNUMFLT:
+    case LUA_VSHRSTR: case LUA_VLNGSTR:
+    case LUA_VLCF:
+      return 1;
+    case LUA_VLCL:
+      return shareable_closure(clLvalue(v));
+    default:
+      return 0;
+  }
+}
+
+/* Checks the table at idx, a module's, for freezing: 1 when each of its
+** values is a function that may be shared (all then recorded as frozen;
+** L must be frozen next), 0 otherwise (nothing recorded). */
+int synodic_freezable (lua_State *L, int idx) {
+  const TValue *o = (idx > 0) ? s2v(L->ci->func.p + idx) : s2v(L->top.p + idx);
+  Table *t;
+  unsigned int i;
+  const void *before[MAX_FROZEN];
+  int nbefore = nfrozen;
+  memcpy(before, frozen, sizeof(frozen));
+  if (!ttistable(o)) return 0;
+  t = hvalue(o);
+  if (luaH_realasize(t) != 0 || t->metatable != NULL) goto refuse;  /* fields only */
+  for (i = 0; i < cast_uint(sizenode(t)); i++) {
+    Node *n = gnode(t, i);
+    if (isempty(gval(n))) continue;
+    if (!keyisshrstr(n) || !ttisLclosure(gval(n)) || !shareable(gval(n))) goto refuse;
+  }
+  return 1;
+ refuse:
+  memcpy(frozen, before, sizeof(frozen));  /* as before this module */
+  nfrozen = nbefore;
+  return 0;
+}
+
+/* Pushes the frozen function f. The caller has made room on the stack. */
+void synodic_push_frozen (lua_State *L, const void *f) {
+  setclLvalue2s(L, L->top.p, (LClosure *)f);
+  L->top.p++;
 }

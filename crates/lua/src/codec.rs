@@ -494,6 +494,10 @@ impl Encoder {
                 None => Err(Failure::unsendable("function (a C function that is not part of a loaded library)")),
             };
         }
+        if let Some(name) = crate::shared::frozen_name(L, idx) {
+            self.library(&name);
+            return Ok(());
+        }
         if crate::shared::is_shared_function(L, idx) {
             if let Some(name) = library_name(L, idx, FUNCTION_NAMES, true) {
                 self.library(&name);
@@ -821,6 +825,9 @@ impl<'a> Decoder<'a> {
         let L = self.L;
         let module = self.r.bytes()?;
         let field = self.r.bytes()?;
+        if crate::shared::push_frozen_field(L, module, field) {
+            return Ok(());
+        }
         if self.outside && !crate::template::loads_outside_a_process(module) {
             return Err(junk(format!("module '{}' is loaded in a process only", String::from_utf8_lossy(module))));
         }

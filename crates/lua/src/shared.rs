@@ -10,6 +10,15 @@
 //! loading an entity's loop is then one closure (about 100 bytes) instead
 //! of its prototypes and constants (7 to 12 KB), and a new state takes the
 //! metamethod names as they are instead of interning 25 strings.
+//!
+//! Some bundled modules are *frozen* ([`FROZEN`]): their main chunk runs
+//! in the node's state too, before it is frozen, and every process shares
+//! the functions it made, closures and upvalues included, as it shares the
+//! code (`csrc/shared.c` checks that no process could write them). A
+//! process's `require` of one gets a table of its own holding the shared
+//! functions, and a function of one arrives in a message as the shared
+//! one, without loading the module: an entity's state holds nothing of
+//! its loop (it held ~3.5 KB of closures and upvalues).
 
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
@@ -24,7 +33,18 @@ extern "C" {
     fn synodic_proto_of(L: *mut ffi::lua_State, idx: c_int) -> *const c_void;
     fn synodic_push_shared(L: *mut ffi::lua_State, proto: *const c_void);
     fn synodic_proto_tree(proto: *const c_void, out: *mut *const c_void, cap: usize) -> usize;
+    fn synodic_freezable(L: *mut ffi::lua_State, idx: c_int) -> c_int;
+    fn synodic_push_frozen(L: *mut ffi::lua_State, f: *const c_void);
 }
+
+/// The bundled modules that are frozen (see the module's docs). Their main
+/// chunk may only define functions (no global read, no table kept: see
+/// `lualib/entity_loop.lua`), and the `synodic` module it may require
+/// holds the kernel's functions only.
+const FROZEN: [&[u8]; 1] = [b"synodic.entity.loop"];
+
+/// A frozen module's functions, by field name.
+struct Frozen(Vec<(Box<[u8]>, usize)>);
 
 /// A bundled module's main-chunk prototype, or why it did not compile.
 struct Module(Result<*const c_void, String>);
@@ -37,6 +57,8 @@ unsafe impl Sync for Module {}
 struct Shared {
     /// Each bundled module's, in `BUNDLED`'s order.
     modules: Vec<Module>,
+    /// Each bundled module's functions if it is frozen, in `BUNDLED`'s order.
+    frozen: Vec<Option<Frozen>>,
     /// Every shared prototype's address, sorted.
     protos: Vec<usize>,
 }
@@ -61,6 +83,7 @@ unsafe fn build() -> Shared {
     for (name, _) in crate::kernel::FUNCTIONS {
         ffi::lua_pushstring(L, name.as_ptr());
     }
+    let names = ffi::lua_gettop(L);
     let modules: Vec<Module> = BUNDLED
         .iter()
         .map(|(_, chunk, source)| {
@@ -70,6 +93,7 @@ unsafe fn build() -> Shared {
             Module(Ok(synodic_proto_of(L, -1)))
         })
         .collect();
+    let frozen = (0..BUNDLED.len()).map(|i| freeze(L, i, names + 1 + i as c_int)).collect();
     synodic_share(L);
     let mut protos = Vec::new();
     for proto in modules.iter().filter_map(|m| m.0.as_ref().ok()) {
@@ -79,7 +103,38 @@ unsafe fn build() -> Shared {
         protos.extend(tree.into_iter().map(|p| p as usize));
     }
     protos.sort_unstable();
-    Shared { modules, protos }
+    Shared { modules, frozen, protos }
+}
+
+/// Runs bundled module `i`'s main chunk (at `chunk` on the stack) if it is
+/// one of [`FROZEN`], and returns its functions if they may be shared. The
+/// module table stays on the stack, to be frozen with the rest.
+unsafe fn freeze(L: *mut ffi::lua_State, i: usize, chunk: c_int) -> Option<Frozen> {
+    let name = BUNDLED[i].0.to_bytes();
+    if !FROZEN.contains(&name) || ffi::lua_type(L, chunk) != ffi::LUA_TFUNCTION {
+        return None;
+    }
+    ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
+    ffi::lua_createtable(L, 0, crate::kernel::FUNCTIONS.len() as c_int);
+    for (field, f) in crate::kernel::FUNCTIONS {
+        ffi::lua_pushcfunction(L, *f);
+        ffi::lua_setfield(L, -2, field.as_ptr());
+    }
+    ffi::lua_setfield(L, -2, c"synodic".as_ptr());
+    ffi::lua_settop(L, -2);
+    ffi::lua_pushvalue(L, chunk);
+    crate::util::push_bytes(L, name);
+    if ffi::lua_pcall(L, 1, 1, 0) != ffi::LUA_OK || synodic_freezable(L, -1) == 0 {
+        ffi::lua_settop(L, -2);
+        return None;
+    }
+    let mut fields = Vec::new();
+    ffi::lua_pushnil(L);
+    while ffi::lua_next(L, -2) != 0 {
+        fields.push((to_bytes(L, -2).unwrap_or_default().into(), ffi::lua_topointer(L, -1) as usize));
+        ffi::lua_settop(L, -2);
+    }
+    Some(Frozen(fields))
 }
 
 /// Whether the value at `idx` is a Lua function whose code is shared: a
@@ -98,5 +153,90 @@ pub(crate) unsafe fn push_module_chunk(L: *mut ffi::lua_State, i: usize) -> Resu
             Ok(())
         }
         Err(why) => Err(why),
+    }
+}
+
+/// Bundled module `i`'s shared functions, if it is frozen.
+fn frozen_fields(i: usize) -> Option<&'static [(Box<[u8]>, usize)]> {
+    shared().frozen[i].as_ref().map(|f| &f.0[..])
+}
+
+/// Pushes a new table of bundled module `i`'s shared functions, as loading
+/// it would return, if it is frozen; false (nothing pushed) otherwise.
+pub(crate) unsafe fn push_frozen_module(L: *mut ffi::lua_State, i: usize) -> bool {
+    let Some(fields) = frozen_fields(i) else { return false };
+    ffi::lua_createtable(L, 0, fields.len() as c_int);
+    for (name, f) in fields {
+        ffi::luaL_checkstack(L, 2, std::ptr::null());
+        crate::util::push_bytes(L, name);
+        synodic_push_frozen(L, *f as *const c_void);
+        ffi::lua_rawset(L, -3);
+    }
+    true
+}
+
+/// Pushes the shared function `field` of frozen module `module`; false
+/// (nothing pushed) when there is none.
+pub(crate) unsafe fn push_frozen_field(L: *mut ffi::lua_State, module: &[u8], field: &[u8]) -> bool {
+    let found = BUNDLED.iter().position(|(n, _, _)| n.to_bytes() == module).and_then(frozen_fields).and_then(|fields| fields.iter().find(|(n, _)| &**n == field));
+    let Some((_, f)) = found else { return false };
+    if ffi::lua_checkstack(L, 1) == 0 {
+        return false;
+    }
+    synodic_push_frozen(L, *f as *const c_void);
+    true
+}
+
+/// `module\0field` when the value at `idx` is a frozen module's function.
+pub(crate) unsafe fn frozen_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
+    let p = ffi::lua_topointer(L, idx) as usize;
+    let shared = shared();
+    shared.frozen.iter().zip(BUNDLED).find_map(|(f, (module, _, _))| {
+        let (field, _) = f.as_ref()?.0.iter().find(|(_, g)| *g == p)?;
+        Some([module.to_bytes(), b"\0", field].concat())
+    })
+}
+
+/// Whether module `name` is frozen (its functions shared, as they are).
+pub(crate) fn is_frozen_module(name: &[u8]) -> bool {
+    BUNDLED.iter().position(|(n, _, _)| n.to_bytes() == name).and_then(frozen_fields).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether the module table that `code` returns may be frozen. (Only
+    /// refusals are tried here: an accepted table's closures would stay
+    /// recorded as frozen after this state is gone.)
+    unsafe fn freezable(code: &str) -> bool {
+        let L = ffi::luaL_newstate();
+        ffi::luaL_openlibs(L);
+        let loaded = ffi::luaL_loadbufferx(L, code.as_ptr().cast(), code.len(), c"=test".as_ptr(), c"t".as_ptr()) == ffi::LUA_OK
+            && ffi::lua_pcall(L, 0, 1, 0) == ffi::LUA_OK;
+        assert!(loaded, "the test's chunk runs");
+        let ok = synodic_freezable(L, -1) != 0;
+        ffi::lua_close(L);
+        ok
+    }
+
+    #[test]
+    fn the_entity_loop_is_frozen() {
+        assert!(is_frozen_module(b"synodic.entity.loop"));
+        assert!(!is_frozen_module(b"synodic.skel"), "only the modules listed");
+    }
+
+    #[test]
+    fn only_functions_no_process_could_write_are_frozen() {
+        unsafe {
+            assert!(!freezable("local n = 0 return {f = function() n = n + 1 end}"), "an upvalue assigned");
+            assert!(!freezable("return {f = function() return x end}"), "a global read (the upvalue is the globals)");
+            assert!(!freezable("local t = {} return {f = function() return t end}"), "a table kept");
+            assert!(!freezable("return {f = function() return function() end end}"), "a closure made");
+            assert!(!freezable("local p = print return {f = function() return p end, t = {}}"), "a table among the fields");
+            assert!(!freezable("return {1}"), "an array");
+            let deep = "local n = 0 local function g() n = 1 end return {f = function() return g end}";
+            assert!(!freezable(deep), "a function held by an upvalue is checked too");
+        }
     }
 }

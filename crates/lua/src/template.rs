@@ -74,19 +74,21 @@ pub(crate) fn base() -> Option<&'static Template> {
     BASE.get_or_init(|| unsafe { Template::build(|_| true) }).as_ref()
 }
 
-/// Bundled modules whose loading is part of a template, for processes
-/// spawned with one of their functions: the entity loop (an entity starts
-/// as a copy of a state that has loaded it). A module qualifies when its
-/// main chunk only defines things: it runs outside any process.
+/// Bundled modules whose functions start processes, which then start as a
+/// copy of a template of their own: the entity loop (an entity starts with
+/// pids' metatable made). A module qualifies when its main chunk only
+/// defines things: it runs outside any process. A frozen module (see
+/// `shared`) is not loaded into the template: its functions arrive as the
+/// node's, and an entity's state holds nothing of its loop.
 const TEMPLATED: [&[u8]; 1] = [b"synodic.entity.loop"];
 
-/// The template of a state that has loaded module `name`, if it is one of
-/// [`TEMPLATED`] and this node could build it.
+/// The template of a state for processes spawned with a function of module
+/// `name`, if it is one of [`TEMPLATED`] and this node could build it.
 pub(crate) fn of_module(name: &[u8]) -> Option<&'static Template> {
     static MODULES: [OnceLock<Option<Template>>; TEMPLATED.len()] = [const { OnceLock::new() }; TEMPLATED.len()];
     let i = TEMPLATED.iter().position(|m| *m == name)?;
     let load = |L: *mut ffi::lua_State| unsafe {
-        let loaded = crate::state::push_module(L, TEMPLATED[i]).is_ok();
+        let loaded = crate::shared::is_frozen_module(TEMPLATED[i]) || crate::state::push_module(L, TEMPLATED[i]).is_ok();
         ffi::lua_settop(L, 0);
         if loaded {
             crate::util::hold_pids(L);
@@ -245,10 +247,11 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn the_entity_loop_template_has_the_loop_loaded() {
+    fn the_entity_loop_template_holds_nothing_of_the_loop() {
         let t = of_module(b"synodic.entity.loop").expect("the loop's template");
         let c = Copy::of(t, Heap::new()).unwrap();
-        unsafe { assert!(run(c.L, "return type(package.loaded['synodic.entity.loop'].main) == 'function'")) };
+        unsafe { assert!(run(c.L, "return rawget(package.loaded, 'synodic.entity.loop') == nil")) };
+        assert!(t.image.len() < base().unwrap().image.len() + 400, "the loop's functions are the node's, not in the template");
         assert!(of_module(b"synodic.skel").is_none(), "only the modules listed have one");
         assert!(c.ctx.pid_meta && has_pid_metatable(c.L), "an entity starts with pids' metatable made");
         let bare = Copy::of(base().unwrap(), Heap::new()).unwrap();
