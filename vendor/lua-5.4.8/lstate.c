@@ -177,15 +177,30 @@ LUAI_FUNC void luaE_incCstack (lua_State *L) {
 }
 
 
+/*
+** [Synodic] The embedder may give a new state's main thread a larger
+** stack than BASIC_STACK_SIZE (0: that size): a state whose code is known
+** to need more then does not leave its first stack free in its heap when
+** the stack grows.
+*/
+#if defined(LUAI_SYNODIC)
+int synodic_main_stack (void);
+#else
+#define synodic_main_stack()	0
+#endif
+
 static void stack_init (lua_State *L1, lua_State *L) {
   int i; CallInfo *ci;
+  int size = BASIC_STACK_SIZE;
+  if (L1 == L && synodic_main_stack() > size)  /* [Synodic] */
+    size = synodic_main_stack();
   /* initialize stack array */
-  L1->stack.p = luaM_newvector(L, BASIC_STACK_SIZE + EXTRA_STACK, StackValue);
+  L1->stack.p = luaM_newvector(L, size + EXTRA_STACK, StackValue);
   L1->tbclist.p = L1->stack.p;
-  for (i = 0; i < BASIC_STACK_SIZE + EXTRA_STACK; i++)
+  for (i = 0; i < size + EXTRA_STACK; i++)
     setnilvalue(s2v(L1->stack.p + i));  /* erase new stack */
   L1->top.p = L1->stack.p;
-  L1->stack_last.p = L1->stack.p + BASIC_STACK_SIZE;
+  L1->stack_last.p = L1->stack.p + size;
   /* initialize first ci */
   ci = &L1->base_ci;
   ci->next = ci->previous = NULL;

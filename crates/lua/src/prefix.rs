@@ -87,16 +87,18 @@ pub(crate) fn for_message(msg: &[u8]) -> Option<&'static Template> {
     }
     // Built under the lock: once per leading values, and a spawn that comes
     // meanwhile with the same ones waits for it rather than building again.
-    let template = unsafe { build(leading) }.map(|t| &*Box::leak(Box::new(t)));
+    let stack_slots = crate::template::stack_slots(crate::codec::leading_module(msg));
+    let template = unsafe { build(leading, stack_slots) }.map(|t| &*Box::leak(Box::new(t)));
     cache.built += 1;
     cache.seen.insert(key, Seen::Built(leading.into(), template));
     template
 }
 
 /// The template of a state that has decoded `leading` (see
-/// `codec::keep_prefix`), if it can be built.
-unsafe fn build(leading: &[u8]) -> Option<Template> {
-    Template::build(|L| {
+/// `codec::keep_prefix`), its main stack starting with `stack_slots`
+/// slots (see `template::stack_slots`), if it can be built.
+unsafe fn build(leading: &[u8], stack_slots: std::ffi::c_int) -> Option<Template> {
+    Template::build_with_stack(stack_slots, |L| {
         let kept = crate::codec::keep_prefix(L, leading).is_ok();
         if kept {
             crate::util::hold_pids(L);
@@ -119,7 +121,7 @@ mod tests {
         let st = TestState::new();
         let msg = st.encode("local t = {7} local function f() return t end return f, {t = t, g = f}, t, 'x'");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).expect("no shared values");
-        let t = unsafe { build(leading) }.expect("a template");
+        let t = unsafe { build(leading, 0) }.expect("a template");
         for _ in 0..2 {
             let c = Copy::of(&t, Heap::new()).unwrap();
             unsafe {
@@ -144,10 +146,10 @@ mod tests {
         let st = TestState::new();
         let msg = st.encode("return require('synodic.skel').farm, 1");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        assert!(unsafe { build(leading) }.is_none(), "a bundled module that may need a process to load");
+        assert!(unsafe { build(leading, 0) }.is_none(), "a bundled module that may need a process to load");
         let msg = st.encode("return require('synodic.entity.loop').main, {string.format, math}");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        assert!(unsafe { build(leading) }.is_some(), "the entity loop and the libraries load anywhere");
+        assert!(unsafe { build(leading, 0) }.is_some(), "the entity loop and the libraries load anywhere");
         let msg = st.encode("return function() end, require('synodic.buffer').new(4)");
         assert!(synodic_core::wire::leading_values(&msg, LEADING).is_none(), "a buffer is an attachment");
     }

@@ -25,7 +25,7 @@
 //! its heap's free lists, allocator and context (its lazy tables' record
 //! moved by the same distance).
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
 use libmimalloc_sys::{mi_free, mi_malloc, mi_usable_size};
@@ -77,26 +77,50 @@ pub(crate) fn base() -> Option<&'static Template> {
 
 /// Bundled modules whose functions start processes, which then start as a
 /// copy of a template of their own: the entity loop (an entity starts with
-/// pids' metatable made). A module qualifies when its main chunk only
-/// defines things: it runs outside any process. A frozen module (see
-/// `shared`) is not loaded into the template: its functions arrive as the
-/// node's, and an entity's state holds nothing of its loop.
-const TEMPLATED: [&[u8]; 1] = [b"synodic.entity.loop"];
+/// pids' metatable made), with the slots its main thread's stack starts
+/// with: what the module's code needs (the loop, waiting for a message in
+/// its protected call, uses over 40, Lua's own size, and under 80). A
+/// stack that grows leaves the first one free in the process's heap, and
+/// an entity's resident memory was ~0.95 KB larger. A module qualifies
+/// when its main chunk only defines things: it runs outside any process.
+/// A frozen module (see `shared`) is not loaded into the template: its
+/// functions arrive as the node's, and an entity's state holds nothing of
+/// its loop.
+const TEMPLATED: [(&[u8], c_int); 1] = [(b"synodic.entity.loop", 80)];
 
 /// The template of a state for processes spawned with a function of module
 /// `name`, if it is one of [`TEMPLATED`] and this node could build it.
 pub(crate) fn of_module(name: &[u8]) -> Option<&'static Template> {
     static MODULES: [OnceLock<Option<Template>>; TEMPLATED.len()] = [const { OnceLock::new() }; TEMPLATED.len()];
-    let i = TEMPLATED.iter().position(|m| *m == name)?;
+    let i = TEMPLATED.iter().position(|(m, _)| *m == name)?;
     let load = |L: *mut ffi::lua_State| unsafe {
-        let loaded = crate::shared::is_frozen_module(TEMPLATED[i]) || crate::state::push_module(L, TEMPLATED[i]).is_ok();
+        let module = TEMPLATED[i].0;
+        let loaded = crate::shared::is_frozen_module(module) || crate::state::push_module(L, module).is_ok();
         ffi::lua_settop(L, 0);
         if loaded {
             crate::util::hold_pids(L);
         }
         loaded
     };
-    MODULES[i].get_or_init(|| unsafe { Template::build(load) }).as_ref()
+    MODULES[i].get_or_init(|| unsafe { Template::build_with_stack(TEMPLATED[i].1, load) }).as_ref()
+}
+
+/// The slots the main thread's stack of a process spawned with a function
+/// of module `name` starts with (0: Lua's own size).
+pub(crate) fn stack_slots(name: Option<&[u8]>) -> c_int {
+    name.and_then(|name| TEMPLATED.iter().find(|(m, _)| *m == name)).map_or(0, |(_, slots)| *slots)
+}
+
+thread_local! {
+    /// The main stack's slots of the state being built on this thread (see
+    /// `stack_init` in the vendored `lstate.c`).
+    static MAIN_STACK: std::cell::Cell<c_int> = const { std::cell::Cell::new(0) };
+}
+
+/// Called by the vendored `lstate.c` ([Synodic]) when it makes a state.
+#[no_mangle]
+pub extern "C" fn synodic_main_stack() -> c_int {
+    MAIN_STACK.with(|s| s.get())
 }
 
 /// Whether loading module `name` needs no process, so that a template may
@@ -104,7 +128,7 @@ pub(crate) fn of_module(name: &[u8]) -> Option<&'static Template> {
 /// native libraries) and [`TEMPLATED`]. (Another module's main chunk may
 /// call what only a running process can, or read files.)
 pub(crate) fn loads_outside_a_process(name: &[u8]) -> bool {
-    name == b"_G" || name == b"package" || crate::lazy::is_lazy_module(name) || TEMPLATED.contains(&name)
+    name == b"_G" || name == b"package" || crate::lazy::is_lazy_module(name) || TEMPLATED.iter().any(|(m, _)| *m == name)
 }
 
 /// One build of a template's state, with the heap and context it uses.
@@ -115,10 +139,13 @@ struct Build {
 }
 
 impl Build {
-    unsafe fn new(prepare: &impl Fn(*mut ffi::lua_State) -> bool) -> Option<Build> {
+    unsafe fn new(stack_slots: c_int, prepare: &impl Fn(*mut ffi::lua_State) -> bool) -> Option<Build> {
         let mut heap = Box::new(Heap::zeroed(BUILD_CHUNK)?);
         let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
-        let L = crate::state::fresh_state(&mut *ctx, &mut *heap)?;
+        MAIN_STACK.with(|s| s.set(stack_slots));
+        let L = crate::state::fresh_state(&mut *ctx, &mut *heap);
+        MAIN_STACK.with(|s| s.set(0));
+        let L = L?;
         let build = Build { L, heap, ctx };
         (prepare(L) && ffi::lua_gettop(L) == 0).then_some(build)
     }
@@ -133,7 +160,13 @@ impl Drop for Build {
 impl Template {
     /// Builds the template of a fresh state after `prepare` (steps 1 to 3).
     pub(crate) unsafe fn build(prepare: impl Fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
-        let (a, b) = (Build::new(&prepare)?, Build::new(&prepare)?);
+        Template::build_with_stack(0, prepare)
+    }
+
+    /// [`Template::build`], the state's main stack starting with
+    /// `stack_slots` slots if more than Lua's own size.
+    pub(crate) unsafe fn build_with_stack(stack_slots: c_int, prepare: impl Fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
+        let (a, b) = (Build::new(stack_slots, &prepare)?, Build::new(stack_slots, &prepare)?);
         let ((first, layout), (b_first, b_layout)) = (a.heap.layout()?, b.heap.layout()?);
         if layout != b_layout || a.ctx.lazy.len() != b.ctx.lazy.len() {
             return None;
@@ -252,11 +285,25 @@ pub(crate) mod tests {
         let t = of_module(b"synodic.entity.loop").expect("the loop's template");
         let c = Copy::of(t, Heap::new()).unwrap();
         unsafe { assert!(run(c.L, "return rawget(package.loaded, 'synodic.entity.loop') == nil")) };
-        assert!(t.image.len() < base().unwrap().image.len() + 400, "the loop's functions are the node's, not in the template");
+        let larger_stack = (stack_slots(Some(b"synodic.entity.loop")) as usize - 40) * 16;
+        assert!(t.image.len() < base().unwrap().image.len() + larger_stack + 400, "the loop's functions are the node's, not in the template");
         assert!(of_module(b"synodic.skel").is_none(), "only the modules listed have one");
         assert!(c.ctx.pid_meta && has_pid_metatable(c.L), "an entity starts with pids' metatable made");
         let bare = Copy::of(base().unwrap(), Heap::new()).unwrap();
         assert!(!bare.ctx.pid_meta && !has_pid_metatable(bare.L), "a bare process makes it at its first pid");
+    }
+
+    #[test]
+    fn the_entity_loop_template_starts_with_the_stack_the_loop_uses() {
+        let grows = |t: &Template| unsafe {
+            let c = Copy::of(t, Heap::new()).unwrap();
+            let before = c.heap.used();
+            assert!(ffi::lua_checkstack(c.L, 70) != 0);
+            c.heap.used() > before
+        };
+        assert!(grows(base().unwrap()), "a bare state's stack grows past 40 slots");
+        assert!(!grows(of_module(b"synodic.entity.loop").unwrap()), "an entity's has room for the loop");
+        assert_eq!(stack_slots(Some(b"synodic.skel")), 0, "only the modules listed");
     }
 
     /// Whether light userdata (pids) have a metatable in `L`.
