@@ -17,7 +17,7 @@ local SEND, FLOW, CALL, REPLY = tags.SEND, tags.FLOW, tags.CALL, tags.REPLY
 local DONE, DEFINE, PERSIST, KILL, READY = tags.DONE, tags.DEFINE, tags.PERSIST, tags.KILL, tags.READY
 -- This process's registry, where the loop keeps the state table of the
 -- entity the process runs (see loop.main).
-local registry, RUNNING = debug.getregistry(), tags.RUNNING
+local registry, RUNNING = require("debug").getregistry(), tags.RUNNING
 
 local entity = {}
 

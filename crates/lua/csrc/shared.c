@@ -100,6 +100,8 @@ void synodic_push_shared (lua_State *L, const void *proto) {
 ** assign no upvalue and make no closures, and whose upvalues hold values
 ** that are the same in every state (no table, no userdata, no C closure),
 ** and the debug library refuses to change their upvalues (ldblib.c).
+** The C API's lua_setupvalue and lua_upvaluejoin are not guarded: the
+** embedder applies them only to functions it has just made (decoding).
 */
 
 #define MAX_FROZEN 64
@@ -133,26 +135,41 @@ static int add_frozen (const void *p) {
   return 1;
 }
 
-static int shareable (const TValue *v);
+/* The closures a check has admitted so far: recorded as frozen only if
+** the whole module is (so a refused check writes nothing shared). */
+typedef struct Admitted {
+  const void *p[MAX_FROZEN];
+  int n;
+} Admitted;
 
-/* Whether closure cl may be shared (adding it, and the closures its
-** upvalues hold, to the frozen ones). */
-static int shareable_closure (LClosure *cl) {
+static int admitted (const Admitted *a, const void *p) {
+  int i;
+  for (i = 0; i < a->n; i++)
+    if (a->p[i] == p) return 1;
+  return 0;
+}
+
+static int shareable (const TValue *v, Admitted *a);
+
+/* Whether closure cl may be shared (admitting it, and the closures its
+** upvalues hold). */
+static int shareable_closure (LClosure *cl, Admitted *a) {
   const Proto *p = cl->p;
   int i;
-  if (is_frozen(cl)) return 1;
+  if (is_frozen(cl) || admitted(a, cl)) return 1;
   if (p->sizep != 0) return 0;  /* its closures would share its upvalues */
   for (i = 0; i < p->sizecode; i++)
     if (GET_OPCODE(p->code[i]) == OP_SETUPVAL) return 0;
-  if (!add_frozen(cl)) return 0;
+  if (a->n == MAX_FROZEN) return 0;
+  a->p[a->n++] = cl;
   for (i = 0; i < cl->nupvalues; i++) {
     UpVal *uv = cl->upvals[i];
-    if (uv == NULL || upisopen(uv) || !shareable(uv->v.p)) return 0;
+    if (uv == NULL || upisopen(uv) || !shareable(uv->v.p, a)) return 0;
   }
   return 1;
 }
 
-static int shareable (const TValue *v) {
+static int shareable (const TValue *v, Admitted *a) {
   switch (ttypetag(v)) {
     case LUA_VNIL: case LUA_VFALSE: case LUA_VTRUE:
     case LUA_VNUMINT: case LUA_VNUMFLT:
@@ -160,7 +177,7 @@ static int shareable (const TValue *v) {
     case LUA_VLCF:
       return 1;
     case LUA_VLCL:
-      return shareable_closure(clLvalue(v));
+      return shareable_closure(clLvalue(v), a);
     default:
       return 0;
   }
@@ -168,27 +185,27 @@ static int shareable (const TValue *v) {
 
 /* Checks the table at idx, a module's, for freezing: 1 when each of its
 ** values is a function that may be shared (all then recorded as frozen;
-** L must be frozen next), 0 otherwise (nothing recorded). */
+** L must be frozen next), 0 otherwise (nothing recorded). Called while
+** the node's shared state is built, before any other state exists. */
 int synodic_freezable (lua_State *L, int idx) {
   const TValue *o = (idx > 0) ? s2v(L->ci->func.p + idx) : s2v(L->top.p + idx);
   Table *t;
   unsigned int i;
-  const void *before[MAX_FROZEN];
-  int nbefore = nfrozen;
-  memcpy(before, frozen, sizeof(frozen));
+  int j;
+  Admitted a;
+  a.n = 0;
   if (!ttistable(o)) return 0;
   t = hvalue(o);
-  if (luaH_realasize(t) != 0 || t->metatable != NULL) goto refuse;  /* fields only */
+  if (luaH_realasize(t) != 0 || t->metatable != NULL) return 0;  /* fields only */
   for (i = 0; i < cast_uint(sizenode(t)); i++) {
     Node *n = gnode(t, i);
     if (isempty(gval(n))) continue;
-    if (!keyisshrstr(n) || !ttisLclosure(gval(n)) || !shareable(gval(n))) goto refuse;
+    if (!keyisshrstr(n) || !ttisLclosure(gval(n)) || !shareable(gval(n), &a)) return 0;
   }
+  if (nfrozen + a.n > MAX_FROZEN) return 0;
+  for (j = 0; j < a.n; j++)
+    add_frozen(a.p[j]);
   return 1;
- refuse:
-  memcpy(frozen, before, sizeof(frozen));  /* as before this module */
-  nfrozen = nbefore;
-  return 0;
 }
 
 /* Pushes the frozen function f. The caller has made room on the stack. */

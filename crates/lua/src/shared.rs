@@ -80,6 +80,9 @@ unsafe fn build() -> Shared {
     assert!(!L.is_null(), "cannot create the node's shared Lua state");
     ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
     ffi::luaL_openlibs(L);
+    // Room for the names, the modules' chunks and what freezing pushes.
+    let room = crate::kernel::FUNCTIONS.len() + BUNDLED.len() + 8;
+    assert!(ffi::lua_checkstack(L, room as c_int) != 0, "no stack for the node's shared Lua state");
     for (name, _) in crate::kernel::FUNCTIONS {
         ffi::lua_pushstring(L, name.as_ptr());
     }
@@ -206,16 +209,29 @@ pub(crate) fn is_frozen_module(name: &[u8]) -> bool {
 mod tests {
     use super::*;
 
+    extern "C" {
+        fn synodic_is_frozen(f: *const c_void) -> c_int;
+    }
+
     /// Whether the module table that `code` returns may be frozen. (Only
     /// refusals are tried here: an accepted table's closures would stay
-    /// recorded as frozen after this state is gone.)
+    /// recorded as frozen after this state is gone; a refused one records
+    /// nothing.)
     unsafe fn freezable(code: &str) -> bool {
+        ensure(); // the node's own freezing is over: this one only reads what it recorded
         let L = ffi::luaL_newstate();
         ffi::luaL_openlibs(L);
         let loaded = ffi::luaL_loadbufferx(L, code.as_ptr().cast(), code.len(), c"=test".as_ptr(), c"t".as_ptr()) == ffi::LUA_OK
             && ffi::lua_pcall(L, 0, 1, 0) == ffi::LUA_OK;
         assert!(loaded, "the test's chunk runs");
         let ok = synodic_freezable(L, -1) != 0;
+        if !ok && ffi::lua_istable(L, -1) != 0 {
+            ffi::lua_pushnil(L);
+            while ffi::lua_next(L, -2) != 0 {
+                assert!(synodic_is_frozen(ffi::lua_topointer(L, -1)) == 0, "a refused module's functions are not recorded");
+                ffi::lua_settop(L, -2);
+            }
+        }
         ffi::lua_close(L);
         ok
     }
