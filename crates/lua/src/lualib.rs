@@ -24,7 +24,7 @@ pub(crate) const BUNDLED: &[(&CStr, &CStr, &str)] = &[
 ];
 
 /// The index in [`BUNDLED`] of the module called `name`, if bundled.
-fn index_of(name: &[u8]) -> Option<usize> {
+pub(crate) fn index_of(name: &[u8]) -> Option<usize> {
     BUNDLED.iter().position(|(n, _, _)| n.to_bytes() == name)
 }
 

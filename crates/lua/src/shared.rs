@@ -96,6 +96,7 @@ unsafe fn build() -> Shared {
             Module(Ok(synodic_proto_of(L, -1)))
         })
         .collect();
+    provide_kernel(L);
     let frozen = (0..BUNDLED.len()).map(|i| freeze(L, i, names + 1 + i as c_int)).collect();
     synodic_share(L);
     let mut protos = Vec::new();
@@ -109,14 +110,9 @@ unsafe fn build() -> Shared {
     Shared { modules, frozen, protos }
 }
 
-/// Runs bundled module `i`'s main chunk (at `chunk` on the stack) if it is
-/// one of [`FROZEN`], and returns its functions if they may be shared. The
-/// module table stays on the stack, to be frozen with the rest.
-unsafe fn freeze(L: *mut ffi::lua_State, i: usize, chunk: c_int) -> Option<Frozen> {
-    let name = BUNDLED[i].0.to_bytes();
-    if !FROZEN.contains(&name) || ffi::lua_type(L, chunk) != ffi::LUA_TFUNCTION {
-        return None;
-    }
+/// Makes `require "synodic"` in the node's state give the kernel's
+/// functions, for frozen modules' main chunks (which keep only functions).
+unsafe fn provide_kernel(L: *mut ffi::lua_State) {
     ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
     ffi::lua_createtable(L, 0, crate::kernel::FUNCTIONS.len() as c_int);
     for (field, f) in crate::kernel::FUNCTIONS {
@@ -125,6 +121,16 @@ unsafe fn freeze(L: *mut ffi::lua_State, i: usize, chunk: c_int) -> Option<Froze
     }
     ffi::lua_setfield(L, -2, c"synodic".as_ptr());
     ffi::lua_settop(L, -2);
+}
+
+/// Runs bundled module `i`'s main chunk (at `chunk` on the stack) if it is
+/// one of [`FROZEN`], and returns its functions if they may be shared. The
+/// module table stays on the stack, to be frozen with the rest.
+unsafe fn freeze(L: *mut ffi::lua_State, i: usize, chunk: c_int) -> Option<Frozen> {
+    let name = BUNDLED[i].0.to_bytes();
+    if !FROZEN.contains(&name) || ffi::lua_type(L, chunk) != ffi::LUA_TFUNCTION {
+        return None;
+    }
     ffi::lua_pushvalue(L, chunk);
     crate::util::push_bytes(L, name);
     if ffi::lua_pcall(L, 1, 1, 0) != ffi::LUA_OK || synodic_freezable(L, -1) == 0 {
@@ -181,7 +187,7 @@ pub(crate) unsafe fn push_frozen_module(L: *mut ffi::lua_State, i: usize) -> boo
 /// Pushes the shared function `field` of frozen module `module`; false
 /// (nothing pushed) when there is none.
 pub(crate) unsafe fn push_frozen_field(L: *mut ffi::lua_State, module: &[u8], field: &[u8]) -> bool {
-    let found = BUNDLED.iter().position(|(n, _, _)| n.to_bytes() == module).and_then(frozen_fields).and_then(|fields| fields.iter().find(|(n, _)| &**n == field));
+    let found = crate::lualib::index_of(module).and_then(frozen_fields).and_then(|fields| fields.iter().find(|(n, _)| &**n == field));
     let Some((_, f)) = found else { return false };
     if ffi::lua_checkstack(L, 1) == 0 {
         return false;
@@ -202,7 +208,7 @@ pub(crate) unsafe fn frozen_name(L: *mut ffi::lua_State, idx: c_int) -> Option<V
 
 /// Whether module `name` is frozen (its functions shared, as they are).
 pub(crate) fn is_frozen_module(name: &[u8]) -> bool {
-    BUNDLED.iter().position(|(n, _, _)| n.to_bytes() == name).and_then(frozen_fields).is_some()
+    crate::lualib::index_of(name).and_then(frozen_fields).is_some()
 }
 
 #[cfg(test)]
