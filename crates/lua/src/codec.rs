@@ -46,15 +46,47 @@ pub(crate) struct Sendable {
 /// Every userdata kind that crosses.
 const SENDABLE: [&Sendable; 3] = [&crate::buffer::SENDABLE, &crate::linda::SENDABLE, &crate::future::SENDABLE];
 
-/// Registry key of the reverse map {module table = name} (built on demand).
-const MODULE_NAMES: &CStr = c"synodic.module_names";
-/// Registry key of the reverse map {function = "module\0field"}: C
-/// functions of loaded modules, Lua functions of bundled ones (built on demand).
-const FUNCTION_NAMES: &CStr = c"synodic.function_names";
+/// Its address is the registry key of the reverse map {module table =
+/// name} (built on demand). Keys by address, not by name: a lookup then
+/// interns no string.
+static MODULE_NAMES: u8 = 1;
+/// Its address is the registry key of the reverse map {function =
+/// "module\0field"}: C functions of loaded modules, Lua functions of
+/// bundled ones (built on demand).
+static FUNCTION_NAMES: u8 = 2;
+
+fn key_of(anchor: &'static u8) -> *const c_void {
+    std::ptr::from_ref(anchor).cast()
+}
+
+/// What encoding keeps between messages on a thread: the output buffer and
+/// the reference maps, so that encoding a message allocates nothing but
+/// the message (a spawn's, with its tables and functions, used to grow all
+/// three each time).
+#[derive(Default)]
+struct Scratch {
+    bytes: Vec<u8>,
+    ids: HashMap<*const c_void, u32, FastBuild>,
+    upvalues: HashMap<*mut c_void, (u32, u32), FastBuild>,
+}
+
+/// A scratch grown past this many bytes (or references) is not kept.
+const SCRATCH_KEPT: usize = 64 << 10;
 
 thread_local! {
-    /// A buffer kept per worker thread, so encoding a small message allocates nothing.
-    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    static SCRATCH: std::cell::Cell<Scratch> = std::cell::Cell::new(Scratch::default());
+}
+
+impl Scratch {
+    /// Kept for the thread's next message, emptied, unless it grew large.
+    fn keep(mut self) {
+        if self.bytes.capacity() <= SCRATCH_KEPT && self.ids.capacity() <= SCRATCH_KEPT / 16 && self.upvalues.capacity() <= SCRATCH_KEPT / 16 {
+            self.bytes.clear();
+            self.ids.clear();
+            self.upvalues.clear();
+            SCRATCH.with(|s| s.set(self));
+        }
+    }
 }
 
 /// Encodes the values at stack positions `first..=last` as one message.
@@ -88,9 +120,9 @@ pub(crate) unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: 
     let top = ffi::lua_gettop(L);
     let count = (last - first + 1).max(0) as usize;
     // Taken, not borrowed: a finaliser run during encoding may encode too.
-    let scratch = SCRATCH.with(|s| s.take());
-    let w = Writer::message_into(scratch, count);
-    let mut enc = Encoder { L, w, ids: HashMap::default(), upvalues: HashMap::default(), attachments: Vec::new(), depth: 0 };
+    let Scratch { bytes, ids, upvalues } = SCRATCH.with(|s| s.take());
+    let w = Writer::message_into(bytes, count);
+    let mut enc = Encoder { L, w, ids, upvalues, attachments: Vec::new(), depth: 0 };
     let mut result = Ok(());
     for (n, idx) in (first..=last).enumerate() {
         if let Err(e) = enc.value(ffi::lua_absindex(L, idx)) {
@@ -101,23 +133,21 @@ pub(crate) unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: 
     if ffi::lua_gettop(L) != top {
         ffi::lua_settop(L, top);
     }
-    let (bytes, result) = match enc.w.finish() {
+    let Encoder { w, ids, upvalues, attachments, .. } = enc;
+    let (bytes, result) = match w.finish() {
         Ok(bytes) => (bytes, result),
         Err((e, bytes)) => (bytes, Err(Failure::wire(e))),
     };
-    match result {
-        Ok(()) if !enc.attachments.is_empty() => Ok(Message::with_attachments(bytes, enc.attachments)),
-        Ok(()) if bytes.len() > Message::INLINE => Ok(Message::from_vec(bytes)),
-        Ok(()) => {
-            let msg = Message::from_slice(&bytes);
-            SCRATCH.with(|s| s.set(bytes));
-            Ok(msg)
-        }
-        Err(e) => {
-            SCRATCH.with(|s| s.set(bytes));
-            Err(e.into_error())
-        }
-    }
+    // A large message takes the buffer over; a smaller one is copied out of
+    // it, so the buffer stays for the next.
+    let (msg, bytes) = match result {
+        Ok(()) if bytes.capacity() > SCRATCH_KEPT => (Ok(Message::with_attachments(bytes, attachments)), Vec::new()),
+        Ok(()) if !attachments.is_empty() => (Ok(Message::with_attachments(bytes.to_vec(), attachments)), bytes),
+        Ok(()) => (Ok(Message::from_slice(&bytes)), bytes),
+        Err(e) => (Err(e.into_error()), bytes),
+    };
+    Scratch { bytes, ids, upvalues }.keep();
+    msg
 }
 
 /// Writes `v` if it is a plain value; false if it is not.
@@ -460,9 +490,8 @@ impl Encoder {
         ffi::lua_pushnil(L);
         while ffi::lua_next(L, idx) != 0 {
             let key = ffi::lua_gettop(L) - 1;
-            let mut is_int = 0;
-            let k = ffi::lua_tointegerx(L, key, &mut is_int);
-            let in_array = ffi::lua_isinteger(L, key) != 0 && is_int != 0 && (1..=narr).contains(&k);
+            // Not lua_tointegerx alone: it would try to read a string key as a number.
+            let in_array = ffi::lua_isinteger(L, key) != 0 && (1..=narr).contains(&ffi::lua_tointegerx(L, key, std::ptr::null_mut()));
             if !in_array {
                 self.value(key).map_err(|e| e.under(Segment::Key))?;
                 self.value(key + 1).map_err(|e| e.under(key_segment(L, key)))?;
@@ -499,7 +528,7 @@ impl Encoder {
             return Ok(());
         }
         if crate::shared::is_shared_function(L, idx) {
-            if let Some(name) = library_name(L, idx, FUNCTION_NAMES, true) {
+            if let Some(name) = library_name(L, idx, &FUNCTION_NAMES, true) {
                 self.library(&name);
                 return Ok(());
             }
@@ -556,7 +585,7 @@ unsafe fn module_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
     if let Some(module) = crate::lazy::module_of(L, ffi::lua_topointer(L, idx)) {
         return Some(module.as_bytes().to_vec());
     }
-    library_name(L, idx, MODULE_NAMES, false)
+    library_name(L, idx, &MODULE_NAMES, false)
 }
 
 /// `module\0field` for a C function that is a field of a loaded module.
@@ -568,10 +597,10 @@ unsafe fn function_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
     if let Some((module, field)) = ffi::lua_tocfunction(L, idx).filter(|_| plain).and_then(crate::lazy::function_name) {
         return Some([module.as_bytes(), b"\0", field].concat());
     }
-    library_name(L, idx, FUNCTION_NAMES, true)
+    library_name(L, idx, &FUNCTION_NAMES, true)
 }
 
-unsafe fn library_name(L: *mut ffi::lua_State, idx: c_int, map: &CStr, functions: bool) -> Option<Vec<u8>> {
+unsafe fn library_name(L: *mut ffi::lua_State, idx: c_int, map: &'static u8, functions: bool) -> Option<Vec<u8>> {
     reverse_map(L, map, functions);
     ffi::lua_pushvalue(L, idx);
     ffi::lua_rawget(L, -2);
@@ -584,14 +613,14 @@ unsafe fn library_name(L: *mut ffi::lua_State, idx: c_int, map: &CStr, functions
 /// modules if needed (the library tables' own entries are known without it:
 /// see `lazy`). A module loaded since drops both maps (`ctx.modules_changed`).
 /// The walk leaves lazy tables' entries unmade.
-unsafe fn reverse_map(L: *mut ffi::lua_State, key: &CStr, functions: bool) {
+unsafe fn reverse_map(L: *mut ffi::lua_State, key: &'static u8, functions: bool) {
     if std::mem::take(&mut crate::ctx::ctx(L).modules_changed) {
-        for k in [MODULE_NAMES, FUNCTION_NAMES] {
+        for k in [&MODULE_NAMES, &FUNCTION_NAMES] {
             ffi::lua_pushnil(L);
-            ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, k.as_ptr());
+            ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, key_of(k));
         }
     }
-    if ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr()) == ffi::LUA_TTABLE {
+    if ffi::lua_rawgetp(L, ffi::LUA_REGISTRYINDEX, key_of(key)) == ffi::LUA_TTABLE {
         return;
     }
     ffi::lua_settop(L, -2);
@@ -628,7 +657,7 @@ unsafe fn reverse_map(L: *mut ffi::lua_State, key: &CStr, functions: bool) {
     }
     ffi::lua_settop(L, loaded - 1);
     ffi::lua_pushvalue(L, -1);
-    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr());
+    ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, key_of(key));
 }
 
 struct Decoder<'a> {
@@ -926,6 +955,32 @@ pub(crate) mod tests {
             ffi::lua_getfield(st.L, 1, c"self".as_ptr());
             assert!(ffi::lua_rawequal(st.L, 1, -1) != 0, "the cycle is kept");
         }
+    }
+
+    /// Encoding reuses its thread's buffer and reference maps: each message
+    /// numbers its references afresh, and a large one neither keeps the
+    /// buffer grown nor loses bytes.
+    #[test]
+    fn each_message_starts_afresh() {
+        let st = TestState::new();
+        let source = "T = T or {1, {2}, function() return 3 end} return T, T";
+        let first = st.encode(source);
+        assert_eq!(st.encode(source), first, "the second encoding of the same values is the same");
+        let large = st.encode("return string.rep('x', 100000), {string.rep('y', 200)}");
+        assert!(large.len() > 100000);
+        unsafe {
+            assert_eq!(decode_parts(st.L, &large, &[]).unwrap(), 2);
+            assert_eq!(ffi::luaL_len(st.L, 1), 100000);
+            ffi::lua_settop(st.L, 0);
+        }
+        let kept = SCRATCH.with(|s| {
+            let scratch = s.take();
+            let capacity = scratch.bytes.capacity();
+            s.set(scratch);
+            capacity
+        });
+        assert!(kept <= SCRATCH_KEPT, "a large message does not leave the buffer grown ({kept} bytes)");
+        assert_eq!(st.encode(source), first);
     }
 
     /// A bundled module's function crosses by name, and a spawn message

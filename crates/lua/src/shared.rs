@@ -61,6 +61,9 @@ struct Shared {
     frozen: Vec<Option<Frozen>>,
     /// Every shared prototype's address, sorted.
     protos: Vec<usize>,
+    /// Every frozen function's address, sorted, with its module's index in
+    /// `BUNDLED` and its field's in the module's `Frozen`.
+    frozen_functions: Vec<(usize, usize, usize)>,
 }
 
 static SHARED: OnceLock<Shared> = OnceLock::new();
@@ -97,7 +100,7 @@ unsafe fn build() -> Shared {
         })
         .collect();
     provide_kernel(L);
-    let frozen = (0..BUNDLED.len()).map(|i| freeze(L, i, names + 1 + i as c_int)).collect();
+    let frozen: Vec<Option<Frozen>> = (0..BUNDLED.len()).map(|i| freeze(L, i, names + 1 + i as c_int)).collect();
     synodic_share(L);
     let mut protos = Vec::new();
     for proto in modules.iter().filter_map(|m| m.0.as_ref().ok()) {
@@ -107,7 +110,14 @@ unsafe fn build() -> Shared {
         protos.extend(tree.into_iter().map(|p| p as usize));
     }
     protos.sort_unstable();
-    Shared { modules, frozen, protos }
+    let mut frozen_functions: Vec<_> = frozen
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| Some((i, f.as_ref()?)))
+        .flat_map(|(i, f)| f.0.iter().enumerate().map(move |(j, (_, g))| (*g, i, j)))
+        .collect();
+    frozen_functions.sort_unstable();
+    Shared { modules, frozen, protos, frozen_functions }
 }
 
 /// Makes `require "synodic"` in the node's state give the kernel's
@@ -200,10 +210,10 @@ pub(crate) unsafe fn push_frozen_field(L: *mut ffi::lua_State, module: &[u8], fi
 pub(crate) unsafe fn frozen_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
     let p = ffi::lua_topointer(L, idx) as usize;
     let shared = shared();
-    shared.frozen.iter().zip(BUNDLED).find_map(|(f, (module, _, _))| {
-        let (field, _) = f.as_ref()?.0.iter().find(|(_, g)| *g == p)?;
-        Some([module.to_bytes(), b"\0", field].concat())
-    })
+    let at = shared.frozen_functions.binary_search_by_key(&p, |&(g, _, _)| g).ok()?;
+    let (_, module, field) = shared.frozen_functions[at];
+    let (field, _) = &shared.frozen[module].as_ref()?.0[field];
+    Some([BUNDLED[module].0.to_bytes(), b"\0", field].concat())
 }
 
 /// Whether module `name` is frozen (its functions shared, as they are).
