@@ -117,6 +117,27 @@ pub(crate) unsafe fn encode_after(L: *mut ffi::lua_State, first: c_int, last: c_
 /// pay for its frame.
 #[inline(never)]
 pub(crate) unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Message, Error> {
+    encode_marking(L, first, last, 0).map(|(msg, _)| msg)
+}
+
+/// Encodes a spawn message (its function, then its arguments, at
+/// `first..=last`), and says where its leading values end when `prefix`
+/// may keep them (see [`Leading`]), as the encoder met them: what the
+/// runtime would otherwise walk the message for.
+pub(crate) unsafe fn encode_spawn(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<(Message, Option<Leading>), Error> {
+    encode_marking(L, first, last, crate::prefix::LEADING)
+}
+
+/// The bytes of a message's first values (after its header), with nothing
+/// shared among them, the last a table (written out, a reference to one
+/// written before, or the globals: what `wire::leading_values` calls a table).
+pub(crate) type Leading = std::ops::Range<usize>;
+
+const TABLE_TAGS: [u8; 3] = [Tag::Table as u8, Tag::Ref as u8, Tag::Globals as u8];
+
+/// [`encode_general`], marking the message's first `leading` values
+/// (none: 0).
+unsafe fn encode_marking(L: *mut ffi::lua_State, first: c_int, last: c_int, leading: usize) -> Result<(Message, Option<Leading>), Error> {
     let top = ffi::lua_gettop(L);
     let count = (last - first + 1).max(0) as usize;
     // Taken, not borrowed: a finaliser run during encoding may encode too.
@@ -124,10 +145,16 @@ pub(crate) unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: 
     let w = Writer::message_into(bytes, count);
     let mut enc = Encoder { L, w, ids, upvalues, attachments: Vec::new(), depth: 0 };
     let mut result = Ok(());
+    let start = enc.w.len();
+    let mut marked = None;
     for (n, idx) in (first..=last).enumerate() {
+        let at = enc.w.len();
         if let Err(e) = enc.value(ffi::lua_absindex(L, idx)) {
             result = Err(e.under(Segment::Index(n as i64 + 1)));
             break;
+        }
+        if n + 1 == leading && enc.attachments.is_empty() && ffi::lua_type(L, idx) == ffi::LUA_TTABLE && TABLE_TAGS.contains(&enc.w.buffer()[at]) {
+            marked = Some(start..enc.w.len());
         }
     }
     if ffi::lua_gettop(L) != top {
@@ -147,7 +174,7 @@ pub(crate) unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: 
         Err(e) => (Err(e.into_error()), bytes),
     };
     Scratch { bytes, ids, upvalues }.keep();
-    msg
+    msg.map(|msg| (msg, marked))
 }
 
 /// Writes `v` if it is a plain value; false if it is not.
@@ -919,14 +946,23 @@ pub(crate) mod tests {
 
         /// Encodes the values that `source` returns.
         pub(crate) fn encode(&self, source: &str) -> Vec<u8> {
+            self.encode_with(source, |L, top| unsafe { encode(L, 1, top) }.map(|msg| (msg, None))).0.to_vec()
+        }
+
+        /// Encodes the values that `source` returns as a spawn message.
+        pub(crate) fn encode_spawn(&self, source: &str) -> (Message, Option<Leading>) {
+            self.encode_with(source, |L, top| unsafe { encode_spawn(L, 1, top) })
+        }
+
+        fn encode_with(&self, source: &str, how: impl FnOnce(*mut ffi::lua_State, c_int) -> Result<(Message, Option<Leading>), Error>) -> (Message, Option<Leading>) {
             unsafe {
                 let L = self.L;
                 ffi::lua_settop(L, 0);
                 assert_eq!(ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), c"t".as_ptr(), std::ptr::null()), 0);
                 assert_eq!(ffi::lua_pcall(L, 0, ffi::LUA_MULTRET, 0), 0);
-                let msg = encode(L, 1, ffi::lua_gettop(L)).expect("encodable");
+                let encoded = how(L, ffi::lua_gettop(L)).expect("encodable");
                 ffi::lua_settop(L, 0);
-                msg.to_vec()
+                encoded
             }
         }
     }

@@ -66,8 +66,8 @@ unsafe fn spawn_from(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Resul
 /// Encodes `f, args...` from `first` and starts a process running it, with
 /// a memory limit if given.
 pub(crate) unsafe fn spawn_encoded(L: *mut ffi::lua_State, first: c_int, max_memory: Option<u64>, fname: &str) -> Result<Pid, String> {
-    let msg = codec::encode(L, first, ffi::lua_gettop(L)).map_err(|e| format!("{fname}: {e}"))?;
-    LuaProcess::spawn(ctx(L).rt(), msg, max_memory).map_err(|e| format!("{fname}: {e}"))
+    let (msg, leading) = codec::encode_spawn(L, first, ffi::lua_gettop(L)).map_err(|e| format!("{fname}: {e}"))?;
+    LuaProcess::spawn_marked(ctx(L).rt(), msg, leading, max_memory).map_err(|e| format!("{fname}: {e}"))
 }
 
 /// `spawn_opt(opts, f, ...)`: `spawn` with options; `opts.max_memory` is the

@@ -31,11 +31,12 @@ use std::sync::{LazyLock, Mutex};
 
 use synodic_core::hash::FastBuild;
 use synodic_core::wire::Shape;
+use synodic_core::Message;
 
 use crate::template::Template;
 
 /// How many of a message's values lead: the function and its first argument.
-const LEADING: usize = 2;
+pub(crate) const LEADING: usize = 2;
 const TEMPLATES: usize = 64;
 const WATCHED: usize = 256;
 /// Leading values longer than this are not kept (nor compared).
@@ -59,12 +60,29 @@ struct Cache {
 
 static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(Default::default);
 
+/// Where the leading values of a message from elsewhere (another node)
+/// lie, if they may have a template: a walk over its bytes, where a spawn
+/// made here has its encoder say (`codec::encode_spawn`).
+pub(crate) fn leading_values(msg: &Message) -> Option<crate::codec::Leading> {
+    let (leading, last) = synodic_core::wire::leading_values(msg, LEADING)?;
+    let start = leading.as_ptr() as usize - msg.as_ptr() as usize;
+    (last == Shape::Table).then_some(start..start + leading.len())
+}
+
 /// The template a process spawned with message `msg` starts as a copy of,
 /// when its leading values have one (built now if they come for the
 /// second time).
+#[cfg(test)]
 pub(crate) fn for_message(msg: &[u8]) -> Option<&'static Template> {
-    let (leading, last) = synodic_core::wire::leading_values(msg, LEADING)?;
-    if last != Shape::Table || leading.len() > MAX_BYTES {
+    let range = leading_values(&Message::from_slice(msg))?;
+    for_leading(msg, &msg[range])
+}
+
+/// The template for the leading values `leading` of message `msg` (see
+/// `leading_values`), if they have one (built now if they come for the
+/// second time).
+pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Template> {
+    if leading.len() > MAX_BYTES {
         return None;
     }
     let key = {
@@ -152,6 +170,31 @@ mod tests {
         assert!(unsafe { build(leading, 0) }.is_some(), "the entity loop and the libraries load anywhere");
         let msg = st.encode("return function() end, require('synodic.buffer').new(4)");
         assert!(synodic_core::wire::leading_values(&msg, LEADING).is_none(), "a buffer is an attachment");
+    }
+
+    /// A spawn made here has its encoder mark the leading values that a
+    /// spawn from elsewhere has walked: the same bytes, or none for both.
+    #[test]
+    fn the_encoder_marks_what_a_walk_finds() {
+        let st = TestState::new();
+        let sources = [
+            "return function() end, {1, {2}, f = print, g = function() return 1 end}, 3",
+            "return print, {}, {}",
+            "local t = {} return function() return t end, t, 1",
+            "return function() end, 'x', {}",
+            "return function() end",
+            "return function() end, {require('synodic.buffer').new(4)}",
+            "return function() end, {}, require('synodic.buffer').new(4)",
+            "return function() end, _G",
+            "return function() end, string",
+        ];
+        let mut marked = 0;
+        for source in sources {
+            let (msg, leading) = st.encode_spawn(source);
+            assert_eq!(leading, leading_values(&msg), "{source}");
+            marked += leading.is_some() as usize;
+        }
+        assert_eq!(marked, 5, "leading tables without shared values");
     }
 
     #[test]

@@ -44,8 +44,17 @@ impl LuaProcess {
     /// Starts a process running the function and arguments of the spawn
     /// message `msg`, with a memory limit in bytes if given (else the node's).
     pub fn spawn(rt: &Runtime, msg: Message, max_memory: Option<u64>) -> Result<Pid, synodic_core::Error> {
+        let leading = crate::prefix::leading_values(&msg);
+        LuaProcess::spawn_marked(rt, msg, leading, max_memory)
+    }
+
+    /// [`LuaProcess::spawn`] of a message whose leading values are known
+    /// (`codec::encode_spawn`).
+    pub(crate) fn spawn_marked(rt: &Runtime, msg: Message, leading: Option<crate::codec::Leading>, max_memory: Option<u64>) -> Result<Pid, synodic_core::Error> {
         let heap = max_memory.map_or_else(Heap::new, Heap::limited);
-        let template = crate::prefix::for_message(&msg).or_else(|| crate::codec::leading_module(&msg).and_then(crate::template::of_module));
+        let template = leading
+            .and_then(|range| crate::prefix::for_leading(&msg, msg.get(range)?))
+            .or_else(|| crate::codec::leading_module(&msg).and_then(crate::template::of_module));
         rt.spawn_with(LuaProcess::booting(Boot::Spawned(template), heap), Spawn { first: Some(msg), max_memory })
     }
 
