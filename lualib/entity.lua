@@ -18,6 +18,8 @@ local DONE, DEFINE, PERSIST, KILL, READY = tags.DONE, tags.DEFINE, tags.PERSIST,
 -- This process's registry, where the loop keeps the state table of the
 -- entity the process runs (see loop.main).
 local registry, RUNNING = require("debug").getregistry(), tags.RUNNING
+-- Slots of that state table.
+local ID, NAME, ERRORS, SELF = tags.ID, tags.NAME, tags.ERRORS, tags.SELF
 
 local entity = {}
 
@@ -31,10 +33,10 @@ entity.flow_limit = 16
 --- Reports `err` of the running entity `st` (in `what`): on stderr and to
 --- its `errors` process.
 function entity._report(st, what, err)
-  local id = st.name and string.format("%s (%s)", tostring(st.id), st.name) or tostring(st.id)
+  local id = st[NAME] and string.format("%s (%s)", tostring(st[ID]), st[NAME]) or tostring(st[ID])
   local text = string.format("entity %s: %s: %s", id, what, tostring(err))
   io.stderr:write("synodic: ", text, "\n")
-  if st.errors then s.send(st.errors, "entity.error", st.id, text) end
+  if st[ERRORS] then s.send(st[ERRORS], "entity.error", st[ID], text) end
 end
 
 --- The traceback of `err`, from where it was raised down to the method or
@@ -172,9 +174,9 @@ end
 --- that one which ended meanwhile is an error, not a wait forever.
 function entity.call(e, m, ...)
   local running = registry[RUNNING]
-  if running ~= nil and (e == running.id or e == running.name) then
+  if running ~= nil and (e == running[ID] or e == running[NAME]) then
     -- An entity calling itself: at once (a message would wait for itself).
-    return loop.lookup(running, m)(running.self, ...)
+    return loop.lookup(running, m)(running[SELF], ...)
   end
   calls = calls + 1
   awaited = calls
@@ -205,7 +207,7 @@ end
 --- The calling entity's id (nil outside an entity).
 function entity.self()
   local running = registry[RUNNING]
-  return running and running.id
+  return running and running[ID]
 end
 
 return entity

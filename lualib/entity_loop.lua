@@ -64,23 +64,32 @@ local KILL <const> = "\0e.k"
 local READY <const> = "\0e.y"  -- ref, ok, why
 -- Where a process's registry holds the state table of the entity it runs.
 local RUNNING <const> = "synodic.entity.running"
--- The tags by name, for callers (`synodic.entity`). A function, not a
--- table: this module's values are shared by the node's processes, and a
--- table among them could be written by one and seen by another.
+-- An entity's state table `st` is an array (a hash of its ten fields took
+-- 256 bytes and a lookup each). Its slots:
+-- the call in progress, for its error: its kind (SEND, FLOW or CALL; false
+-- between calls), method, and caller and reference (CALL, FLOW);
+local DOING <const>, METHOD <const>, CALLER <const>, REF <const> = 1, 2, 3, 4
+-- the entity's id, name and `errors` process (false: none), and the
+-- `self` its methods get;
+local ID <const>, NAME <const>, ERRORS <const>, SELF <const> = 5, 6, 7, 8
+-- its methods, its persistent procedures (false until it has one: name ->
+-- procedure, and their names in the order they run), the seconds between
+-- frames (false: no frame rate) and its `init` (false: none).
+local METHODS <const>, PROCS <const>, ORDER <const>, PERIOD <const>, INIT <const> = 9, 10, 11, 12, 13
+
+-- The tags and `st`'s slots by name, for callers (`synodic.entity`). A
+-- function, not a table: this module's values are shared by the node's
+-- processes, and a table among them could be written by one and seen by
+-- another.
 function loop.tags()
   return {
     SEND = SEND, FLOW = FLOW, CALL = CALL, REPLY = REPLY, DONE = DONE, DEFINE = DEFINE, PERSIST = PERSIST, KILL = KILL,
-    READY = READY, RUNNING = RUNNING,
+    READY = READY, RUNNING = RUNNING, ID = ID, NAME = NAME, ERRORS = ERRORS, SELF = SELF,
   }
 end
 
 -- The registry's index of a process's globals (LUA_RIDX_GLOBALS).
 local GLOBALS <const> = 2
-
--- The call in progress is in the first slots of `st`, for its error: its
--- kind (SEND, FLOW or CALL; false between calls), method, and caller and
--- reference (CALL, FLOW).
-local DOING <const>, METHOD <const>, CALLER <const>, REF <const> = 1, 2, 3, 4
 
 -- `synodic.entity` as this process's `require` finds it.
 local function entity_module()
@@ -89,7 +98,7 @@ end
 
 -- The method `m` of `st`, or an error naming it.
 local function lookup(st, m)
-  local f = st.methods[m]
+  local f = st[METHODS][m]
   if f == nil then error(format("no method '%s'", tostring(m)), 0) end
   return f
 end
@@ -97,32 +106,44 @@ loop.lookup = lookup
 
 local function on_send(st, m, ...)
   st[DOING], st[METHOD] = SEND, m
-  lookup(st, m)(st.self, ...)
+  lookup(st, m)(st[SELF], ...)
   st[DOING] = false
 end
 
 local function on_call(st, from, r, m, ...)
   st[DOING], st[METHOD], st[CALLER], st[REF] = CALL, m, from, r
-  send(from, REPLY, r, true, lookup(st, m)(st.self, ...))
+  send(from, REPLY, r, true, lookup(st, m)(st[SELF], ...))
   st[DOING] = false
 end
 
 local function on_flow(st, from, m, ...)
   st[DOING], st[METHOD], st[CALLER] = FLOW, m, from
-  lookup(st, m)(st.self, ...)
+  lookup(st, m)(st[SELF], ...)
   st[DOING] = false
-  send(from, DONE, st.id)
+  send(from, DONE, st[ID])
 end
 
 -- Changes persistent procedure `name` to `f` (nil: removes it).
 local function persist(st, name, f)
-  if f ~= nil and st.procs[name] == nil then st.order[#st.order + 1] = name end
-  if f == nil and st.procs[name] ~= nil then
-    for i, n in ipairs(st.order) do
-      if n == name then remove(st.order, i) break end
+  local procs, order = st[PROCS], st[ORDER]
+  if not procs then
+    if f == nil then return end
+    procs, order = {}, {}
+    st[PROCS], st[ORDER] = procs, order
+  end
+  if f ~= nil and procs[name] == nil then order[#order + 1] = name end
+  if f == nil and procs[name] ~= nil then
+    for i, n in ipairs(order) do
+      if n == name then remove(order, i) break end
     end
   end
-  st.procs[name] = f
+  procs[name] = f
+end
+
+-- Whether the entity has no persistent procedure.
+local function no_procedures(st)
+  local order = st[ORDER]
+  return not order or order[1] == nil
 end
 
 -- Step 1: one message to the entity; false when there was none.
@@ -137,7 +158,7 @@ local function step(st, tag, ...)
     on_flow(st, ...)
   elseif tag == DEFINE then
     local m, f = ...
-    st.methods[m] = f
+    st[METHODS][m] = f
   elseif tag == PERSIST then
     persist(st, ...)
   elseif tag == KILL then
@@ -153,7 +174,7 @@ local function calls(st, until_)
   if until_ == nil then
     while step(st, receive(0)) do end
   elseif until_ == true then
-    while st.order[1] == nil do step(st, receive()) end
+    while no_procedures(st) do step(st, receive()) end
   else
     while true do
       local left = until_ - clock()
@@ -169,7 +190,7 @@ end
 local function traced(err)
   local st = registry()[RUNNING]
   local doing = st[DOING]
-  if doing == CALL or (doing and st.methods[st[METHOD]] == nil) then return err end
+  if doing == CALL or (doing and st[METHODS][st[METHOD]] == nil) then return err end
   local trace = entity_module()._traced(err, on_send, on_call, on_flow)
   return trace -- not a tail call: _traced counts this frame
 end
@@ -186,7 +207,7 @@ local function failed(st, err)
   end
   local what = kind and format("method '%s'", tostring(st[METHOD])) or "message"
   entity_module()._report(st, what, err)
-  if kind == FLOW then send(caller, DONE, st.id) end
+  if kind == FLOW then send(caller, DONE, st[ID]) end
 end
 
 -- `calls`, going on after one fails.
@@ -200,61 +221,77 @@ end
 
 -- Step 2: one frame, each procedure to completion, in turn.
 local function frame(st)
-  for _, name in ipairs(st.order) do
-    local ok, err = xpcall(st.procs[name], traced, st.self)
+  local procs, self = st[PROCS], st[SELF]
+  for _, name in ipairs(st[ORDER]) do
+    local ok, err = xpcall(procs[name], traced, self)
     if not ok then entity_module()._report(st, format("procedure '%s'", tostring(name)), err) end
   end
-  st.self.frame = st.self.frame + 1
+  self.frame = self.frame + 1
 end
 
 -- Steps 1 to 3, for ever.
 local function run(st)
   local next_frame = clock()
   while true do
-    if st.order[1] == nil then
+    if no_procedures(st) then
       serve(st, true)
     else
       serve(st, nil)
       frame(st)
-      if st.period then
-        next_frame = max(next_frame + st.period, clock() - st.period)
+      local period = st[PERIOD]
+      if period then
+        next_frame = max(next_frame + period, clock() - period)
         serve(st, next_frame)
       end
     end
   end
 end
 
--- Starts the entity that `code` (init, methods, persist, frame_rate) and
--- `own` (name, args, errors; nil when it has none) describe (see
--- entity.spawn), tells `parent` (READY with `r`) whether it could, and
--- runs it. The two arrive apart so that entities spawned with the same
--- code start alike: from the second, the process starts as a copy of a
--- state that has the code decoded (crates/lua/src/prefix.rs).
 local function by_name(a, b) return tostring(a) < tostring(b) end
 
-function loop.main(code, own, parent, r)
-  local id = self_pid()
-  local name, args, errors
-  if own ~= nil then name, args, errors = own.name, own.args, own.errors end
+-- The state table of an entity that `code` (init, methods, persist,
+-- frame_rate) describes, all but what is its own (id, name and errors),
+-- made the running entity's. Entities spawned alike start from a copy of
+-- a state where this has run already (crates/lua/src/prefix.rs,
+-- "prepared"), so their start only fills in what is their own.
+local function prepare(code)
   local st = {
-    false, false, false, false, -- the call in progress (DOING...)
-    id = id, name = name, errors = errors,
-    methods = code.methods or {}, procs = {}, order = {},
-    period = code.frame_rate and 1 / code.frame_rate,
+    false, false, false, false, -- DOING...
+    false, false, false, {id = false, frame = 0}, -- ID, NAME, ERRORS, SELF
+    code.methods or {}, false, false, code.frame_rate and 1 / code.frame_rate or false, code.init or false,
   }
   if code.persist ~= nil then
     for proc, f in pairs(code.persist) do persist(st, proc, f) end
-    sort(st.order, by_name)
+    if st[ORDER] then sort(st[ORDER], by_name) end
   end
-  st.self = {id = id, name = name, frame = 0}
   registry()[RUNNING] = st
+  return st
+end
+loop.prepare = prepare
+
+-- Starts the entity that `st` describes (what `prepare` made, or the
+-- `code` to make it from) with `own` (name, args, errors; nil when it has
+-- none), tells `parent` (READY with `r`) whether it could, and runs it.
+-- The two arrive apart (see entity.spawn) so that entities spawned with
+-- the same code start alike.
+function loop.main(st, own, parent, r)
+  if st[DOING] == nil then st = prepare(st) end
+  local id = self_pid()
+  local self = st[SELF]
+  st[ID], self.id = id, id
+  local name, args
+  if own ~= nil then
+    name, args = own.name, own.args
+    st[NAME], st[ERRORS], self.name = name or false, own.errors or false, name
+  end
   local ok, why = true, nil
-  if name ~= nil then ok, why = pcall(register, name, st.id) end
-  if ok and code.init ~= nil then
+  if name ~= nil then ok, why = pcall(register, name, id) end
+  local init = st[INIT]
+  if ok and init then
     if args == nil then
-      ok, why = xpcall(code.init, traced, st.self)
+      ok, why = xpcall(init, traced, self)
     else
-      ok, why = xpcall(code.init, traced, st.self, unpack(args))
+      ok, why = xpcall(init, traced, self, unpack(args))
     end
     why = not ok and "init: " .. tostring(why) or nil
   end

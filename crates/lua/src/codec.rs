@@ -230,8 +230,17 @@ unsafe fn read_plain(L: *mut ffi::lua_State, r: &mut Reader, tag: Tag) -> Result
 /// The module of the first value of `msg`, when that value is a library
 /// function (a spawn message's function tells how the process starts).
 pub(crate) fn leading_module(msg: &[u8]) -> Option<&[u8]> {
+    leading_library(msg).map(|(module, _)| module)
+}
+
+/// The module and field of the first value of `msg`, when that value is a
+/// library function or module (field empty).
+pub(crate) fn leading_library(msg: &[u8]) -> Option<(&[u8], &[u8])> {
     let (mut r, count) = Reader::message(msg).ok()?;
-    (count > 0 && r.tag().ok()? == Tag::Library).then(|| r.bytes().ok()).flatten()
+    if count == 0 || r.tag().ok()? != Tag::Library {
+        return None;
+    }
+    Some((r.bytes().ok()?, r.bytes().ok()?))
 }
 
 /// Pushes the values encoded in `msg`, whose attachments are `attachments`.
@@ -301,6 +310,24 @@ pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Resu
     ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, prefix_key());
     ffi::lua_settop(L, base);
     Ok(())
+}
+
+/// Calls `f` with the first argument (the second leading value) that
+/// [`keep_prefix`] kept pushed, and keeps the value `f` leaves on top in
+/// its place when `f` returns true. False when nothing is kept, or `f`
+/// returned false.
+pub(crate) unsafe fn with_kept_argument(L: *mut ffi::lua_State, f: impl FnOnce(*mut ffi::lua_State) -> bool) -> bool {
+    let top = ffi::lua_gettop(L);
+    let done = ffi::lua_checkstack(L, 4) != 0
+        && ffi::lua_rawgetp(L, ffi::LUA_REGISTRYINDEX, prefix_key()) == ffi::LUA_TTABLE
+        && ffi::lua_rawgeti(L, top + 1, 4) != ffi::LUA_TNONE
+        && f(L)
+        && ffi::lua_gettop(L) == top + 2;
+    if done {
+        ffi::lua_rawseti(L, top + 1, 4);
+    }
+    ffi::lua_settop(L, top);
+    done
 }
 
 /// Pushes the values of `msg` when the state holds its leading values

@@ -29,6 +29,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{LazyLock, Mutex};
 
+use mlua_sys as ffi;
 use synodic_core::hash::FastBuild;
 use synodic_core::wire::Shape;
 use synodic_core::Message;
@@ -105,24 +106,51 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
     }
     // Built under the lock: once per leading values, and a spawn that comes
     // meanwhile with the same ones waits for it rather than building again.
-    let stack_slots = crate::template::stack_slots(crate::codec::leading_module(msg));
-    let template = unsafe { build(leading, stack_slots) }.map(|t| &*Box::leak(Box::new(t)));
+    let function = crate::codec::leading_library(msg);
+    let stack_slots = crate::template::stack_slots(function.map(|(module, _)| module));
+    let preparer = function.and_then(|(module, field)| PREPARED.iter().find(|(m, f, _)| (*m, *f) == (module, field)));
+    let template = unsafe { build(leading, stack_slots, preparer) }.map(|t| &*Box::leak(Box::new(t)));
     cache.built += 1;
     cache.seen.insert(key, Seen::Built(leading.into(), template));
     template
 }
 
 /// The template of a state that has decoded `leading` (see
-/// `codec::keep_prefix`), its main stack starting with `stack_slots`
-/// slots (see `template::stack_slots`), if it can be built.
-unsafe fn build(leading: &[u8], stack_slots: std::ffi::c_int) -> Option<Template> {
+/// `codec::keep_prefix`) and prepared them with `preparer` if given (see
+/// [`PREPARED`]), its main stack starting with `stack_slots` slots (see
+/// `template::stack_slots`), if it can be built.
+unsafe fn build(leading: &[u8], stack_slots: std::ffi::c_int, preparer: Option<&Preparer>) -> Option<Template> {
     Template::build_with_stack(stack_slots, |L| {
-        let kept = crate::codec::keep_prefix(L, leading).is_ok();
+        let kept = crate::codec::keep_prefix(L, leading).is_ok() && preparer.is_none_or(|p| prepare(L, p));
         if kept {
             crate::util::hold_pids(L);
         }
         kept
     })
+}
+
+/// A function of a frozen module whose spawns are prepared (module,
+/// function, preparer): the preparer, a function of the same module, turns
+/// the spawn's first argument into what the function starts from, and a
+/// template runs it once for all the copies (an entity's state table, made
+/// from its code, was a quarter of its start). The function takes its
+/// first argument prepared or not (a spawn without a template).
+type Preparer = (&'static [u8], &'static [u8], &'static [u8]);
+const PREPARED: [Preparer; 1] = [(b"synodic.entity.loop", b"main", b"prepare")];
+
+/// Replaces the first argument among the values `codec::keep_prefix` kept
+/// in `L` by what `preparer` makes of it; false when it fails.
+unsafe fn prepare(L: *mut ffi::lua_State, (module, _, preparer): &Preparer) -> bool {
+    let top = ffi::lua_gettop(L);
+    let prepared = crate::codec::with_kept_argument(L, |L| {
+        if !crate::shared::push_frozen_field(L, module, preparer) {
+            return false;
+        }
+        ffi::lua_rotate(L, -2, 1);
+        ffi::lua_pcall(L, 1, 1, 0) == ffi::LUA_OK
+    });
+    ffi::lua_settop(L, top);
+    prepared
 }
 
 #[cfg(test)]
@@ -139,7 +167,7 @@ mod tests {
         let st = TestState::new();
         let msg = st.encode("local t = {7} local function f() return t end return f, {t = t, g = f}, t, 'x'");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).expect("no shared values");
-        let t = unsafe { build(leading, 0) }.expect("a template");
+        let t = unsafe { build(leading, 0, None) }.expect("a template");
         for _ in 0..2 {
             let c = Copy::of(&t, Heap::new()).unwrap();
             unsafe {
@@ -164,12 +192,40 @@ mod tests {
         let st = TestState::new();
         let msg = st.encode("return require('synodic.skel').farm, 1");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        assert!(unsafe { build(leading, 0) }.is_none(), "a bundled module that may need a process to load");
+        assert!(unsafe { build(leading, 0, None) }.is_none(), "a bundled module that may need a process to load");
         let msg = st.encode("return require('synodic.entity.loop').main, {string.format, math}");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        assert!(unsafe { build(leading, 0) }.is_some(), "the entity loop and the libraries load anywhere");
+        assert!(unsafe { build(leading, 0, None) }.is_some(), "the entity loop and the libraries load anywhere");
         let msg = st.encode("return function() end, require('synodic.buffer').new(4)");
         assert!(synodic_core::wire::leading_values(&msg, LEADING).is_none(), "a buffer is an attachment");
+    }
+
+    /// An entity's spawn starts from a copy of a state where the loop's
+    /// `prepare` made its state table from its code; code that `prepare`
+    /// fails on gets no template (its spawn fails in the process instead).
+    #[test]
+    fn a_prepared_spawn_starts_from_what_its_preparer_made() {
+        let st = TestState::new();
+        let preparer = PREPARED.iter().find(|(m, f, _)| (*m, *f) == (&b"synodic.entity.loop"[..], &b"main"[..]));
+        let msg = st.encode("return require('synodic.entity.loop').main, {methods = {m = function() return 7 end}, frame_rate = 4}, 'own'");
+        let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
+        let t = unsafe { build(leading, 80, preparer) }.expect("a template");
+        let c = Copy::of(&t, Heap::new()).unwrap();
+        unsafe {
+            assert_eq!(crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap().unwrap(), 3);
+            for (i, name) in [c"f", c"st", c"own"].iter().enumerate() {
+                ffi::lua_pushvalue(c.L, i as i32 + 1);
+                ffi::lua_setglobal(c.L, name.as_ptr());
+            }
+            ffi::lua_settop(c.L, 0);
+            let prepared = "return st[1] == false and st[9].m() == 7 and st[12] == 0.25 and own == 'own' \
+                and require('debug').getregistry()['synodic.entity.running'] == st";
+            assert!(run(c.L, prepared), "the first argument is the prepared state table, made the running entity's");
+        }
+        let msg = st.encode("return require('synodic.entity.loop').main, {persist = 5}");
+        let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
+        assert!(unsafe { build(leading, 80, preparer) }.is_none(), "a preparer that fails");
+        assert!(unsafe { build(leading, 80, None) }.is_some(), "the same values unprepared");
     }
 
     /// A spawn made here has its encoder mark the leading values that a
