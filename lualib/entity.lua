@@ -108,10 +108,14 @@ function entity.spawn(opts)
   else
     id = s.spawn(loop.main, code, own, s.self(), ref)
   end
-  local function ready(tag, r) return tag == READY and r == ref end
-  local tag, _, ok, why = receive_match(ready, 1)
+  -- Matched by tag alone (no predicate to call for each message); a
+  -- READY of another reference was left by a spawn that stopped waiting.
+  local tag, r, ok, why = receive_match(READY, 1)
+  while tag ~= nil and r ~= ref do
+    tag, r, ok, why = receive_match(READY, 1)
+  end
   if tag == nil then
-    local m, reason = awaited_from(id, ready)
+    local m, reason = awaited_from(id, function(t, r) return t == READY and r == ref end)
     if m == nil then
       error(string.format("entity.spawn: entity %s ended before it was ready (%s)", tostring(id), tostring(reason)), 2)
     end

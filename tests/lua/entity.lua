@@ -21,4 +21,12 @@ entity.undefine(e, "m")
 ok, err = pcall(entity.call, e, "m")
 assert(not ok and err:find("no method 'm'"), err)
 entity.kill(e)
+-- A start's READY that nobody waits for any more (its spawn stopped waiting)
+-- is passed over by the next spawn, which gets its own.
+local READY = require("synodic.entity.loop").tags().READY
+local s = require "synodic"
+s.send(s.self(), READY, -1, false, "a stale start")
+local fresh = entity.spawn{methods = {v = function() return "mine" end}}
+assert(entity.call(fresh, "v") == "mine")
+entity.kill(fresh)
 print("entity ok")
