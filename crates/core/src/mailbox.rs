@@ -158,8 +158,11 @@ impl Mailbox {
     /// Takes out the first message at `from` or later for which `pred`
     /// holds; otherwise says how many messages there are.
     pub(crate) fn take_first(&self, from: usize, mut pred: impl FnMut(&Message) -> bool) -> Result<Message, usize> {
-        if from >= self.len() {
-            return Err(self.len());
+        // Read once: a second read could count a message that arrived after
+        // the first, which the caller would then never look at.
+        let len = self.len();
+        if from >= len {
+            return Err(len);
         }
         self.locked(|q| {
             let count = q.next.is_some() as usize + q.later.len();
@@ -242,6 +245,36 @@ mod tests {
         let rest: Vec<u8> = std::iter::from_fn(|| m.pop()).map(|x| x[0]).collect();
         assert_eq!(rest, vec![1, 3, 4, 5]);
         assert_eq!(m.take_first(0, |_| true), Err(0));
+    }
+
+    /// A search that finds nothing says how many messages it looked at, and
+    /// the next one starts there: it must never count one that arrived
+    /// after it looked (that message would be passed over until another
+    /// search started from the beginning, a `receive_match` waiting out its
+    /// timeout with its message in the box).
+    #[test]
+    fn a_search_never_counts_a_message_it_did_not_look_at() {
+        let m = std::sync::Arc::new(Mailbox::new());
+        let sender = {
+            let m = m.clone();
+            std::thread::spawn(move || {
+                for i in 0..20_000u32 {
+                    while m.len() > 0 {
+                        std::hint::spin_loop();
+                    }
+                    assert!(m.push_if(msg(i as u8), None, || true));
+                }
+            })
+        };
+        let mut taken = 0;
+        while taken < 20_000 {
+            // Every message matches: a search from 0 finds one, or looked at none.
+            match m.take_first(0, |_| true) {
+                Ok(_) => taken += 1,
+                Err(counted) => assert_eq!(counted, 0, "a message counted as looked at, not taken"),
+            }
+        }
+        sender.join().unwrap();
     }
 
     #[test]
