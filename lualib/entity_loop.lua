@@ -231,11 +231,12 @@ end
 
 -- Steps 1 to 3, for ever.
 local function run(st)
-  local next_frame = clock()
+  local next_frame -- the clock when the entity first has procedures
   while true do
     if no_procedures(st) then
       serve(st, true)
     else
+      next_frame = next_frame or clock()
       serve(st, nil)
       frame(st)
       local period = st[PERIOD]

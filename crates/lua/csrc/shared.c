@@ -53,6 +53,14 @@ void synodic_share (lua_State *L) {
   __atomic_store_n(&luaS_sharedstrings, &shared, __ATOMIC_RELEASE);
 }
 
+/* Whether the collectable object o could be one the node shares: every
+** frozen object is gray and old, which a process's own object seldom is
+** (so the lists of shared objects are searched seldom). */
+int synodic_maybe_frozen (const void *o) {
+  const GCObject *g = (const GCObject *)o;
+  return o != NULL && isgray(g) && getage(g) == G_OLD;
+}
+
 /* The prototype of the Lua function at stack index idx. */
 const void *synodic_proto_of (lua_State *L, int idx) {
   const TValue *o = (idx > 0) ? s2v(L->ci->func.p + idx) : s2v(L->top.p + idx);

@@ -47,7 +47,7 @@ enum Seen {
     /// Met once: a template is built if they come again.
     Once,
     /// Built from these bytes (None: they could not be; see `Template::build`).
-    Built(Box<[u8]>, Option<&'static Template>),
+    Built(&'static [u8], Option<&'static Template>),
 }
 
 /// Leading values by their hash: meeting values once stores nothing else,
@@ -60,6 +60,11 @@ struct Cache {
 }
 
 static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(Default::default);
+
+thread_local! {
+    /// The leading values and template this thread found last in [`CACHE`].
+    static LAST: std::cell::Cell<Option<(&'static [u8], &'static Template)>> = const { std::cell::Cell::new(None) };
+}
 
 /// Where the leading values of a message from elsewhere (another node)
 /// lie, if they may have a template: a walk over its bytes, where a spawn
@@ -86,6 +91,11 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
     if leading.len() > MAX_BYTES {
         return None;
     }
+    // A loop spawns alike: the last template this thread found, without
+    // hashing the values or taking the lock.
+    if let Some((_, t)) = LAST.get().filter(|(bytes, _)| *bytes == leading) {
+        return Some(t);
+    }
     let key = {
         let mut h = FastBuild::default().build_hasher();
         h.write(leading);
@@ -93,7 +103,11 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
     };
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     match cache.seen.get(&key) {
-        Some(Seen::Built(bytes, t)) => return t.filter(|_| **bytes == *leading),
+        Some(Seen::Built(bytes, t)) => {
+            let t = t.filter(|_| **bytes == *leading)?;
+            LAST.set(Some((bytes, t)));
+            return Some(t);
+        }
         Some(Seen::Once) if cache.built < TEMPLATES => {}
         Some(Seen::Once) => return None,
         None => {
@@ -111,7 +125,8 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
     let preparer = function.and_then(|(module, field)| PREPARED.iter().find(|(m, f, _)| (*m, *f) == (module, field)));
     let template = unsafe { build(leading, stack_slots, preparer) }.map(|t| &*Box::leak(Box::new(t)));
     cache.built += 1;
-    cache.seen.insert(key, Seen::Built(leading.into(), template));
+    // Kept for good, as the templates are (and the last one found refers to them).
+    cache.seen.insert(key, Seen::Built(Box::leak(leading.into()), template));
     template
 }
 

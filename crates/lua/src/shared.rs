@@ -31,6 +31,7 @@ use crate::util::to_bytes;
 extern "C" {
     fn synodic_share(L: *mut ffi::lua_State);
     fn synodic_proto_of(L: *mut ffi::lua_State, idx: c_int) -> *const c_void;
+    fn synodic_maybe_frozen(o: *const c_void) -> c_int;
     fn synodic_push_shared(L: *mut ffi::lua_State, proto: *const c_void);
     fn synodic_proto_tree(proto: *const c_void, out: *mut *const c_void, cap: usize) -> usize;
     fn synodic_freezable(L: *mut ffi::lua_State, idx: c_int) -> c_int;
@@ -160,7 +161,7 @@ unsafe fn freeze(L: *mut ffi::lua_State, i: usize, chunk: c_int) -> Option<Froze
 /// function of a bundled module.
 pub(crate) unsafe fn is_shared_function(L: *mut ffi::lua_State, idx: c_int) -> bool {
     let proto = synodic_proto_of(L, idx);
-    !proto.is_null() && shared().protos.binary_search(&(proto as usize)).is_ok()
+    synodic_maybe_frozen(proto) != 0 && shared().protos.binary_search(&(proto as usize)).is_ok()
 }
 
 /// Pushes a fresh closure of bundled module `i`'s main chunk (as loading
@@ -208,7 +209,15 @@ pub(crate) unsafe fn push_frozen_field(L: *mut ffi::lua_State, module: &[u8], fi
 
 /// `module\0field` when the value at `idx` is a frozen module's function.
 pub(crate) unsafe fn frozen_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
-    let p = ffi::lua_topointer(L, idx) as usize;
+    // Frozen functions are Lua closures (a light C function is no object).
+    if ffi::lua_type(L, idx) != ffi::LUA_TFUNCTION || ffi::lua_iscfunction(L, idx) != 0 {
+        return None;
+    }
+    let p = ffi::lua_topointer(L, idx);
+    if synodic_maybe_frozen(p) == 0 {
+        return None;
+    }
+    let p = p as usize;
     let shared = shared();
     let at = shared.frozen_functions.binary_search_by_key(&p, |&(g, _, _)| g).ok()?;
     let (_, module, field) = shared.frozen_functions[at];
