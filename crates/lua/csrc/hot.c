@@ -95,13 +95,22 @@ static void mark_lua_frame(Lines *l, lua_State *L, CallInfo *ci, StkId end) {
     mark_table(l, s2v(r), p, nk);
 }
 
+/* An address as an offset from `base` when it lies in the window there. */
+static uintptr_t relative(const void *p, uintptr_t base) {
+  uintptr_t a = (uintptr_t)p;
+  return (a >= base && a < base + WINDOW_LINES * LINE) ? a - base : a;
+}
+
 /* Where the state stands: its frame, its stack and the code position of the
-** calling Lua function. A process blocking in a loop blocks at the same
-** place every time, and the lines it will touch are the same. */
-static uintptr_t place(lua_State *L) {
+** calling Lua function, as offsets from `base` where they lie in its window
+** (and `base`'s distance to `L`). A process blocking in a loop blocks at the
+** same place every time, and the lines it will touch are the same; so do
+** the copies of a template that block where its first copy did. */
+uintptr_t synodic_hot_place(lua_State *L, const void *base) {
+  uintptr_t b = (uintptr_t)base;
   CallInfo *prev = L->ci->previous;
-  uintptr_t key = (uintptr_t)L->ci ^ ((uintptr_t)L->stack.p << 1);
-  if (prev != NULL && isLua(prev)) key ^= (uintptr_t)prev->u.l.savedpc << 2;
+  uintptr_t key = relative(L->ci, b) ^ (relative(L->stack.p, b) << 1) ^ (relative(L, b) << 3);
+  if (prev != NULL && isLua(prev)) key ^= relative(prev->u.l.savedpc, b) << 2;
   return key;
 }
 
@@ -111,7 +120,7 @@ static uintptr_t place(lua_State *L) {
 int synodic_hot_lines(lua_State *L, const void *base, uint64_t map[2], uintptr_t *last) {
   Lines l = {(uintptr_t)base, {0, 0}};
   CallInfo *ci = L->ci;
-  uintptr_t key = place(L);
+  uintptr_t key = synodic_hot_place(L, base);
   if (key == *last) return 0;
   *last = key;
   mark(&l, (char *)L - LUA_EXTRASPACE, sizeof(lua_State) + LUA_EXTRASPACE);

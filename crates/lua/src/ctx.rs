@@ -40,6 +40,9 @@ pub(crate) enum Boot {
     Script(Box<(String, Vec<String>)>),
     /// `require(module).main(arg)`, for processes the runtime starts itself.
     Module(Box<(&'static str, i64)>),
+    /// A spawned process that started as a copy of this template, until it
+    /// first blocks (its hot lines may be the template's: see `hot`).
+    Started(&'static crate::template::Template),
 }
 
 pub(crate) struct Ctx {

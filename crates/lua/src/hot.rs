@@ -14,12 +14,16 @@ use synodic_core::process::HOT_WINDOW;
 use synodic_core::Process;
 
 use crate::heap::{Heap, FIRST_CHUNK};
+use crate::template::Template;
 
 extern "C" {
     /// Marks in `map` the lines of the 128-line window at `base` that `L`,
     /// blocked, will touch when resumed; returns 0 and leaves `map` alone
     /// when `L` blocks at the place `last` recorded.
     fn synodic_hot_lines(L: *mut ffi::lua_State, base: *const u8, map: *mut [u64; 2], last: *mut usize) -> c_int;
+    /// Where `L` stands, blocked: what `last` records (offsets from `base`
+    /// where they lie in its window, so copies of one template compare).
+    fn synodic_hot_place(L: *mut ffi::lua_State, base: *const u8) -> usize;
 }
 
 // The hint window must cover the first heap chunk (from the start of its
@@ -32,12 +36,31 @@ pub(crate) struct HotPlace(usize);
 
 impl HotPlace {
     /// Updates `me`'s hint for the blocked state `L` whose memory is `heap`.
+    /// A state that blocks for the first time since it started as a copy
+    /// of `template` takes the hint of the template's first copy when it
+    /// blocks where that one did (every entity blocks first at the same
+    /// place, with the same layout: the walk was 3% of an entity's fork),
+    /// or gives the template its own.
     ///
     /// # Safety
     /// `L` must be a state created over `heap`, blocked in a yield.
-    pub(crate) unsafe fn note(&mut self, L: *mut ffi::lua_State, heap: &Heap, me: &Process) {
+    pub(crate) unsafe fn note(&mut self, L: *mut ffi::lua_State, heap: &Heap, me: &Process, template: Option<&Template>) {
+        let base = heap.first_chunk_line();
+        if let (Some(t), false) = (template, base.is_null()) {
+            let place = synodic_hot_place(L, base);
+            if let Some(&(first, map)) = t.hot_hint().get().filter(|(first, _)| *first == place) {
+                self.0 = first;
+                me.set_hot_lines(base, map);
+                return;
+            }
+            if let Some(map) = self.lines(L, heap) {
+                me.set_hot_lines(base, map);
+                let _ = t.hot_hint().set((self.0, map));
+            }
+            return;
+        }
         if let Some(map) = self.lines(L, heap) {
-            me.set_hot_lines(heap.first_chunk_line(), map);
+            me.set_hot_lines(base, map);
         }
     }
 
@@ -53,6 +76,19 @@ impl HotPlace {
 mod tests {
     use super::*;
     use crate::codec::tests::TestState;
+
+    /// Copies of one template stand at the same place relative to their
+    /// first chunk, where their state, frame and stack are (so copies that
+    /// block alike may share the template's hint), though at different
+    /// addresses.
+    #[test]
+    fn copies_of_a_template_stand_at_one_place() {
+        let t = crate::template::base().expect("a template");
+        let copies: Vec<_> = (0..2).map(|_| crate::template::tests::Copy::of(t, Heap::new()).unwrap()).collect();
+        let places: Vec<usize> = copies.iter().map(|c| unsafe { synodic_hot_place(c.L, c.heap.first_chunk_line()) }).collect();
+        assert_ne!(copies[0].L, copies[1].L);
+        assert_eq!(places[0], places[1]);
+    }
 
     /// A bit of `map` for the line holding `p`, if it lies in the window.
     fn marked(map: [u64; 2], base: *const u8, p: *const u8) -> Option<bool> {

@@ -133,7 +133,14 @@ impl Body for LuaProcess {
                     match self.ctx.pending {
                         Pending::Block => {
                             if rt.wakes_cold() {
-                                self.hot.note(L, &self.heap, me);
+                                let template = match self.ctx.boot.take() {
+                                    Some(Boot::Started(t)) => Some(t),
+                                    other => {
+                                        self.ctx.boot = other;
+                                        None
+                                    }
+                                };
+                                self.hot.note(L, &self.heap, me, template);
                             }
                             Step::Blocked
                         }
@@ -221,13 +228,16 @@ const MAIN_EVENTS: ffi::lua_KContext = 2;
 /// The first function a process runs: unpacks its boot data and calls it.
 unsafe extern "C-unwind" fn boot(L: *mut ffi::lua_State) -> c_int {
     let (prepared, stage) = match ctx(L).boot.take() {
-        Some(Boot::Spawned(_)) => (prepare_spawned(L), SPAWNED),
+        Some(Boot::Spawned(template)) => {
+            ctx(L).boot = template.map(Boot::Started);
+            (prepare_spawned(L), SPAWNED)
+        }
         Some(Boot::Script(script)) => {
             let (path, args) = *script;
             (prepare_script(L, path, args), MAIN_CHUNK)
         }
         Some(Boot::Module(m)) => (prepare_module(L, m.0, m.1), SPAWNED),
-        None => (Err("process started twice".into()), SPAWNED),
+        Some(Boot::Started(_)) | None => (Err("process started twice".into()), SPAWNED),
     };
     match prepared {
         Ok(nargs) => {

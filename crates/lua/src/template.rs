@@ -62,6 +62,8 @@ pub(crate) struct Template {
     /// The context's record of the state's lazy tables, as built.
     lazy: Vec<LazyTable>,
     pid_meta: bool,
+    /// Where the first copy that blocked did, and its hot lines (see `hot`).
+    hot: OnceLock<(usize, [u64; 2])>,
 }
 
 // A template is read, never written, once built; its addresses are those
@@ -199,7 +201,13 @@ impl Template {
             layout,
             lazy: a.ctx.lazy.clone(),
             pid_meta: a.ctx.pid_meta,
+            hot: OnceLock::new(),
         })
+    }
+
+    /// The hot-line hint its copies may share (see `hot`).
+    pub(crate) fn hot_hint(&self) -> &OnceLock<(usize, [u64; 2])> {
+        &self.hot
     }
 
     /// A copy of the template for a process whose context is `ctx`,
@@ -249,7 +257,7 @@ pub(crate) mod tests {
     /// A copy of a template, with its own context and heap.
     pub(crate) struct Copy {
         pub(crate) L: *mut ffi::lua_State,
-        heap: Box<Heap>,
+        pub(crate) heap: Box<Heap>,
         pub(crate) ctx: Box<Ctx>,
     }
 
