@@ -9,9 +9,10 @@
 -- whereis, monitor, demonitor, self, node.
 
 local s = require "synodic"
-local send, receive_match = s.send, s.receive_match
+local send, receive_match, spawn, self_pid = s.send, s.receive_match, s.spawn, s.self
 
 local loop = require "synodic.entity.loop"
+local main = loop.main
 local tags = loop.tags()
 local SEND, FLOW, CALL, REPLY = tags.SEND, tags.FLOW, tags.CALL, tags.REPLY
 local DONE, DEFINE, PERSIST, KILL, READY = tags.DONE, tags.DEFINE, tags.PERSIST, tags.KILL, tags.READY
@@ -93,7 +94,10 @@ function entity.spawn(opts)
     error("entity.spawn: frame_rate must be a positive number", 2)
   end
   -- What entities spawned alike share, and what is this one's own (see loop.main).
-  local code = {init = opts.init, methods = opts.methods, persist = opts.persist, frame_rate = opts.frame_rate}
+  local code = {init = opts.init, methods = opts.methods}
+  -- (Set only when given: storing a nil is a lookup for nothing.)
+  if opts.persist ~= nil then code.persist = opts.persist end
+  if opts.frame_rate ~= nil then code.frame_rate = opts.frame_rate end
   local own
   if opts.name ~= nil or opts.args ~= nil or opts.errors ~= nil then
     own = {name = opts.name, args = opts.args, errors = opts.errors}
@@ -104,9 +108,9 @@ function entity.spawn(opts)
   -- state that has loaded the loop (crates/lua/src/template.rs).
   local id
   if opts.node ~= nil and opts.node ~= s.node() then
-    id = s.spawn_on(opts.node, loop.main, code, own, s.self(), ref)
+    id = s.spawn_on(opts.node, main, code, own, self_pid(), ref)
   else
-    id = s.spawn(loop.main, code, own, s.self(), ref)
+    id = spawn(main, code, own, self_pid(), ref)
   end
   -- Matched by tag alone (no predicate to call for each message); a
   -- READY of another reference was left by a spawn that stopped waiting.
@@ -136,7 +140,7 @@ local unprocessed = {}
 --- Asynchronous call that waits while more than `entity.flow_limit` of this
 --- process's calls to `e` are unprocessed.
 function entity.send_flow(e, m, ...)
-  send(e, FLOW, s.self(), m, ...)
+  send(e, FLOW, self_pid(), m, ...)
   local n = (unprocessed[e] or 0) + 1
   while n > entity.flow_limit do
     s.receive_match(function(tag, who) return tag == DONE and who == e end)
@@ -184,7 +188,7 @@ function entity.call(e, m, ...)
   end
   calls = calls + 1
   awaited = calls
-  send(e, CALL, s.self(), calls, m, ...)
+  send(e, CALL, self_pid(), calls, m, ...)
   return replied(e, receive_match(answer, 1))
 end
 

@@ -72,3 +72,11 @@ const void *synodic_proto(lua_State *L, int idx) {
   const TValue *o = stack_value(L, idx);
   return (o != NULL && ttisLclosure(o)) ? (const void *)clLvalue(o)->p : NULL;
 }
+
+/* How many upvalues the Lua function at stack index `idx` has (0 for
+** anything else): what counting them through lua_getupvalue finds, in one
+** call rather than one per upvalue and one more. */
+int synodic_upvalue_count(lua_State *L, int idx) {
+  const TValue *o = stack_value(L, idx);
+  return (o != NULL && ttisLclosure(o)) ? clLvalue(o)->nupvalues : 0;
+}

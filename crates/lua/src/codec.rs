@@ -601,11 +601,7 @@ impl Encoder {
         }
         let len = (self.w.len() - start) as u32;
         self.w.patch_u32(at, len);
-        let mut nups = 0;
-        while !ffi::lua_getupvalue(L, idx, nups + 1).is_null() {
-            ffi::lua_settop(L, -2);
-            nups += 1;
-        }
+        let nups = crate::peek::upvalue_count(L, idx);
         self.w.varint(nups as u64);
         for n in 1..=nups {
             let cell = ffi::lua_upvalueid(L, idx, n);

@@ -20,6 +20,16 @@ struct Raw {
 
 extern "C" {
     fn synodic_peek(L: *mut ffi::lua_State, idx: c_int, out: *mut Raw) -> c_int;
+    fn synodic_upvalue_count(L: *mut ffi::lua_State, idx: c_int) -> c_int;
+}
+
+/// How many upvalues the Lua function at stack index `idx` (not a
+/// pseudo-index) has; 0 for anything else.
+///
+/// # Safety
+/// `L` must be a valid state.
+pub(crate) unsafe fn upvalue_count(L: *mut ffi::lua_State, idx: c_int) -> c_int {
+    synodic_upvalue_count(L, idx)
 }
 
 /// A stack value as the short paths see it.
