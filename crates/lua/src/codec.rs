@@ -66,8 +66,58 @@ fn key_of(anchor: &'static u8) -> *const c_void {
 #[derive(Default)]
 struct Scratch {
     bytes: Vec<u8>,
-    ids: HashMap<*const c_void, u32, FastBuild>,
+    ids: Refs,
     upvalues: HashMap<*mut c_void, (u32, u32), FastBuild>,
+}
+
+/// The ids the encoder gave the tables and functions of a message, by
+/// address: looked through in a list while there are few (a spawn's have
+/// five: hashing each cost more than the rest of its lookup), in a map
+/// beyond.
+#[derive(Default)]
+struct Refs {
+    few: Vec<*const c_void>,
+    many: HashMap<*const c_void, u32, FastBuild>,
+}
+
+/// Objects a message numbers before [`Refs`] moves them to its map.
+const FEW_REFS: usize = 16;
+
+impl Refs {
+    fn get(&self, p: *const c_void) -> Option<u32> {
+        if self.many.is_empty() {
+            self.few.iter().position(|&q| q == p).map(|i| i as u32)
+        } else {
+            self.many.get(&p).copied()
+        }
+    }
+
+    /// Gives `p` the next id, and returns it.
+    fn add(&mut self, p: *const c_void) -> u32 {
+        let id = self.len() as u32;
+        if self.many.is_empty() && self.few.len() < FEW_REFS {
+            self.few.push(p);
+        } else {
+            if self.many.is_empty() {
+                self.many.extend(self.few.iter().enumerate().map(|(i, &q)| (q, i as u32)));
+            }
+            self.many.insert(p, id);
+        }
+        id
+    }
+
+    fn len(&self) -> usize {
+        if self.many.is_empty() { self.few.len() } else { self.many.len() }
+    }
+
+    fn clear(&mut self) {
+        self.few.clear();
+        self.many.clear();
+    }
+
+    fn capacity(&self) -> usize {
+        self.many.capacity()
+    }
 }
 
 /// A scratch grown past this many bytes (or references) is not kept.
@@ -450,7 +500,7 @@ const LEVEL_SLOTS: c_int = 12;
 struct Encoder {
     L: *mut ffi::lua_State,
     w: Writer,
-    ids: HashMap<*const c_void, u32, FastBuild>,
+    ids: Refs,
     upvalues: HashMap<*mut c_void, (u32, u32), FastBuild>,
     attachments: Vec<Attachment>,
     depth: usize,
@@ -487,13 +537,12 @@ impl Encoder {
 
     /// Writes a reference if the object was seen; otherwise gives it the next id.
     fn seen(&mut self, p: *const c_void) -> bool {
-        if let Some(&id) = self.ids.get(&p) {
+        if let Some(id) = self.ids.get(p) {
             self.w.tag(Tag::Ref);
             self.w.varint(id as u64);
             return true;
         }
-        let id = self.ids.len() as u32;
-        self.ids.insert(p, id);
+        self.ids.add(p);
         false
     }
 
@@ -591,7 +640,7 @@ impl Encoder {
         if self.seen(p) {
             return Ok(());
         }
-        let id = self.ids[&p];
+        let id = self.ids.len() as u32 - 1; // just numbered by `seen`
         self.enter()?;
         self.w.tag(Tag::Function);
         let at = self.w.placeholder_u32();
@@ -1014,6 +1063,19 @@ pub(crate) mod tests {
             ffi::lua_getfield(st.L, 1, c"self".as_ptr());
             assert!(ffi::lua_rawequal(st.L, 1, -1) != 0, "the cycle is kept");
         }
+    }
+
+    /// References stay right past the objects the encoder numbers in a
+    /// list (see `Refs`): a table met again after forty others.
+    #[test]
+    fn references_hold_across_many_objects() {
+        let st = TestState::new();
+        let msg = st.encode("local t = {} for i = 1, 40 do t[i] = {i} end t.again = t[3] t.late = t[39] return t");
+        unsafe {
+            assert_eq!(decode_parts(st.L, &msg, &[]).unwrap(), 1);
+            ffi::lua_setglobal(st.L, c"t".as_ptr());
+        }
+        assert!(unsafe { crate::template::tests::run(st.L, "return t.again == t[3] and t.late == t[39] and t[40][1] == 40 and t[3] ~= t[39]") });
     }
 
     /// Encoding reuses its thread's buffer and reference maps: each message
