@@ -4,8 +4,7 @@
 //! bounded piece of its work (a few microseconds: a process arriving
 //! meanwhile waits at most that long) and says whether it did any. Today
 //! that is making fresh memory ready for new process states (the Lua
-//! layer's `prefault`). A worker that finds idle work keeps spinning (see
-//! `scheduler`), so such work must run out once nothing makes more.
+//! layer's `prefault`).
 
 use std::sync::OnceLock;
 
