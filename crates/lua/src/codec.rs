@@ -66,58 +66,8 @@ fn key_of(anchor: &'static u8) -> *const c_void {
 #[derive(Default)]
 struct Scratch {
     bytes: Vec<u8>,
-    ids: Refs,
+    ids: HashMap<*const c_void, u32, FastBuild>,
     upvalues: HashMap<*mut c_void, (u32, u32), FastBuild>,
-}
-
-/// The ids the encoder gave the tables and functions of a message, by
-/// address: looked through in a list while there are few (a spawn's have
-/// five: hashing each cost more than the rest of its lookup), in a map
-/// beyond.
-#[derive(Default)]
-struct Refs {
-    few: Vec<*const c_void>,
-    many: HashMap<*const c_void, u32, FastBuild>,
-}
-
-/// Objects a message numbers before [`Refs`] moves them to its map.
-const FEW_REFS: usize = 16;
-
-impl Refs {
-    fn get(&self, p: *const c_void) -> Option<u32> {
-        if self.many.is_empty() {
-            self.few.iter().position(|&q| q == p).map(|i| i as u32)
-        } else {
-            self.many.get(&p).copied()
-        }
-    }
-
-    /// Gives `p` the next id, and returns it.
-    fn add(&mut self, p: *const c_void) -> u32 {
-        let id = self.len() as u32;
-        if self.many.is_empty() && self.few.len() < FEW_REFS {
-            self.few.push(p);
-        } else {
-            if self.many.is_empty() {
-                self.many.extend(self.few.iter().enumerate().map(|(i, &q)| (q, i as u32)));
-            }
-            self.many.insert(p, id);
-        }
-        id
-    }
-
-    fn len(&self) -> usize {
-        if self.many.is_empty() { self.few.len() } else { self.many.len() }
-    }
-
-    fn clear(&mut self) {
-        self.few.clear();
-        self.many.clear();
-    }
-
-    fn capacity(&self) -> usize {
-        self.many.capacity()
-    }
 }
 
 /// A scratch grown past this many bytes (or references) is not kept.
@@ -198,8 +148,8 @@ unsafe fn encode_marking(L: *mut ffi::lua_State, first: c_int, last: c_int, lead
     let start = enc.w.len();
     let mut marked = None;
     for (n, idx) in (first..=last).enumerate() {
-        let at = enc.w.len();
-        if let Err(e) = enc.value(ffi::lua_absindex(L, idx)) {
+        let (at, idx) = (enc.w.len(), ffi::lua_absindex(L, idx));
+        if let Err(e) = enc.value(idx) {
             result = Err(e.under(Segment::Index(n as i64 + 1)));
             break;
         }
@@ -323,10 +273,6 @@ unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], attachments: &[Attachm
 /// the decoder's reference table or false, values...}.
 static PREFIX: u8 = 0;
 
-fn prefix_key() -> *const c_void {
-    std::ptr::addr_of!(PREFIX).cast()
-}
-
 /// Decodes `leading`, the encoded leading values of a message (without its
 /// header), and keeps them in the registry for [`decode_after_prefix`].
 pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Result<(), Error> {
@@ -357,7 +303,7 @@ pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Resu
         ffi::lua_pushvalue(L, first + i);
         ffi::lua_rawseti(L, kept, i as i64 + 3);
     }
-    ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, prefix_key());
+    ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, key_of(&PREFIX));
     ffi::lua_settop(L, base);
     Ok(())
 }
@@ -369,7 +315,7 @@ pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Resu
 pub(crate) unsafe fn with_kept_argument(L: *mut ffi::lua_State, f: impl FnOnce(*mut ffi::lua_State) -> bool) -> bool {
     let top = ffi::lua_gettop(L);
     let done = ffi::lua_checkstack(L, 4) != 0
-        && ffi::lua_rawgetp(L, ffi::LUA_REGISTRYINDEX, prefix_key()) == ffi::LUA_TTABLE
+        && ffi::lua_rawgetp(L, ffi::LUA_REGISTRYINDEX, key_of(&PREFIX)) == ffi::LUA_TTABLE
         && ffi::lua_rawgeti(L, top + 1, 4) != ffi::LUA_TNONE
         && f(L)
         && ffi::lua_gettop(L) == top + 2;
@@ -384,12 +330,12 @@ pub(crate) unsafe fn with_kept_argument(L: *mut ffi::lua_State, f: impl FnOnce(*
 /// already (a copy of a template made by [`keep_prefix`]): those, then the
 /// rest decoded. None when the state holds none.
 pub(crate) unsafe fn decode_after_prefix(L: *mut ffi::lua_State, msg: &Message) -> Option<Result<c_int, Error>> {
-    if ffi::lua_rawgetp(L, ffi::LUA_REGISTRYINDEX, prefix_key()) != ffi::LUA_TTABLE {
+    if ffi::lua_rawgetp(L, ffi::LUA_REGISTRYINDEX, key_of(&PREFIX)) != ffi::LUA_TTABLE {
         ffi::lua_settop(L, -2);
         return None;
     }
     ffi::lua_pushnil(L);
-    ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, prefix_key());
+    ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, key_of(&PREFIX));
     let kept = ffi::lua_gettop(L);
     let base = kept - 1;
     let n = ffi::lua_rawlen(L, kept) as c_int - 2;
@@ -500,7 +446,7 @@ const LEVEL_SLOTS: c_int = 12;
 struct Encoder {
     L: *mut ffi::lua_State,
     w: Writer,
-    ids: Refs,
+    ids: HashMap<*const c_void, u32, FastBuild>,
     upvalues: HashMap<*mut c_void, (u32, u32), FastBuild>,
     attachments: Vec<Attachment>,
     depth: usize,
@@ -537,12 +483,12 @@ impl Encoder {
 
     /// Writes a reference if the object was seen; otherwise gives it the next id.
     fn seen(&mut self, p: *const c_void) -> bool {
-        if let Some(id) = self.ids.get(p) {
+        if let Some(&id) = self.ids.get(&p) {
             self.w.tag(Tag::Ref);
             self.w.varint(id as u64);
             return true;
         }
-        self.ids.add(p);
+        self.ids.insert(p, self.ids.len() as u32);
         false
     }
 
@@ -1065,8 +1011,8 @@ pub(crate) mod tests {
         }
     }
 
-    /// References stay right past the objects the encoder numbers in a
-    /// list (see `Refs`): a table met again after forty others.
+    /// References stay right across many objects: a table met again after
+    /// forty others.
     #[test]
     fn references_hold_across_many_objects() {
         let st = TestState::new();

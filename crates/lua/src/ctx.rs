@@ -85,6 +85,18 @@ pub(crate) struct Ctx {
 }
 
 impl Ctx {
+    /// The template the process started as a copy of, the first time it is
+    /// asked after the start (see `Boot::Started`).
+    pub fn take_started(&mut self) -> Option<&'static crate::template::Template> {
+        match self.boot {
+            Some(Boot::Started(t)) => {
+                self.boot = None;
+                Some(t)
+            }
+            _ => None,
+        }
+    }
+
     pub fn new(boot: Boot) -> Ctx {
         Ctx {
             rt: std::ptr::null(),

@@ -156,16 +156,13 @@ const PREPARED: [Preparer; 1] = [(b"synodic.entity.loop", b"main", b"prepare")];
 /// Replaces the first argument among the values `codec::keep_prefix` kept
 /// in `L` by what `preparer` makes of it; false when it fails.
 unsafe fn prepare(L: *mut ffi::lua_State, (module, _, preparer): &Preparer) -> bool {
-    let top = ffi::lua_gettop(L);
-    let prepared = crate::codec::with_kept_argument(L, |L| {
+    crate::codec::with_kept_argument(L, |L| {
         if !crate::shared::push_frozen_field(L, module, preparer) {
             return false;
         }
         ffi::lua_rotate(L, -2, 1);
         ffi::lua_pcall(L, 1, 1, 0) == ffi::LUA_OK
-    });
-    ffi::lua_settop(L, top);
-    prepared
+    })
 }
 
 #[cfg(test)]

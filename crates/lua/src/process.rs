@@ -133,14 +133,7 @@ impl Body for LuaProcess {
                     match self.ctx.pending {
                         Pending::Block => {
                             if rt.wakes_cold() {
-                                let template = match self.ctx.boot.take() {
-                                    Some(Boot::Started(t)) => Some(t),
-                                    other => {
-                                        self.ctx.boot = other;
-                                        None
-                                    }
-                                };
-                                self.hot.note(L, &self.heap, me, template);
+                                self.hot.note(L, &self.heap, me, self.ctx.take_started());
                             }
                             Step::Blocked
                         }

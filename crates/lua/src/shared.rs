@@ -44,8 +44,11 @@ extern "C" {
 /// holds the kernel's functions only.
 const FROZEN: [&[u8]; 1] = [b"synodic.entity.loop"];
 
+/// A frozen module's function: its field name and its address.
+type FrozenField = (Box<[u8]>, usize);
+
 /// A frozen module's functions, by field name.
-struct Frozen(Vec<(Box<[u8]>, usize)>);
+struct Frozen(Vec<FrozenField>);
 
 /// A bundled module's main-chunk prototype, or why it did not compile.
 struct Module(Result<*const c_void, String>);
@@ -177,7 +180,7 @@ pub(crate) unsafe fn push_module_chunk(L: *mut ffi::lua_State, i: usize) -> Resu
 }
 
 /// Bundled module `i`'s shared functions, if it is frozen.
-fn frozen_fields(i: usize) -> Option<&'static [(Box<[u8]>, usize)]> {
+fn frozen_fields(i: usize) -> Option<&'static [FrozenField]> {
     shared().frozen[i].as_ref().map(|f| &f.0[..])
 }
 
