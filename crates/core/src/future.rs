@@ -358,19 +358,29 @@ impl Runtime {
 
     fn ticket_dropped(&self, id: FutureId, home: u16, weight: u64) {
         let f = self.futures();
-        {
+        let freed = {
             let mut tickets = f.tickets.lock();
-            if tickets.get(&id).is_some_and(|w| w.strong_count() == 0) {
+            // A handle that arrived after this ticket's last one went, but
+            // before this drop got here, made a new ticket: the replica is
+            // that one's now, and its readers may be waiting in it. The lock
+            // stays held so that no ticket is made between the look and the
+            // drop.
+            let replaced = tickets.get(&id).is_some_and(|w| w.strong_count() > 0);
+            if !replaced {
                 tickets.remove(&id);
             }
-        }
-        if home == 0 {
-            drop(f.with(|st| st.release(id, weight)));
-            return;
-        }
-        drop(f.with(|st| st.drop_replica(id)));
-        if let Some(remote) = self.remote() {
-            remote.release(home, id, weight);
+            match (home, replaced) {
+                (0, _) => f.with(|st| st.release(id, weight)),
+                (_, false) => f.with(|st| st.drop_replica(id)),
+                (_, true) => Freed(None),
+            }
+        };
+        // A freed value may hold tickets, whose drops take the lock again.
+        drop(freed);
+        if home != 0 {
+            if let Some(remote) = self.remote() {
+                remote.release(home, id, weight);
+            }
         }
     }
 
@@ -503,6 +513,21 @@ mod tests {
         assert_eq!(st.read_or_wait(A, 5, waiter(3)), Read::Value(msg(b"v")));
         assert_eq!(st.drop_replica(A).0, Some(msg(b"v")));
         assert!(st.is_empty());
+    }
+
+    #[test]
+    fn a_ticket_dropped_after_a_new_one_was_made_leaves_the_replica_to_it() {
+        let rt = Runtime::start(crate::runtime::Config { workers: 1, ..Default::default() }).unwrap();
+        let live = rt.ticket(A, 5, 10);
+        assert_eq!(rt.futures().with(|st| st.read_or_wait(A, 5, waiter(1))), Read::Wait { ask: Some(5) });
+        // The drop of the ticket this one replaced comes late.
+        rt.ticket_dropped(A, 5, 4);
+        let (deliveries, freed) = rt.futures().with(|st| st.fill(A, msg(b"v")));
+        assert!(freed.0.is_none(), "the replica is still wanted");
+        assert_eq!(deliveries, vec![(waiter(1), Completion::Value(msg(b"v")))]);
+        drop(live);
+        assert!(rt.futures().with(|st| st.is_empty()), "the last ticket took the replica with it");
+        rt.shutdown();
     }
 
     #[test]

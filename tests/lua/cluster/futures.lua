@@ -28,10 +28,21 @@ local ok, err = pcall(bad.get, bad)
 assert(not ok and err:find("far boom", 1, true), err)
 
 -- Data moves from its node to where it is used, not through the caller,
--- and once per node however many use it there.
+-- and once per node however many use it there while the node holds a
+-- handle to it. (A holder keeps one there: the tasks alone may run one
+-- after the other on a loaded machine, the first one's handle gone before
+-- the second comes.)
 local MB = 1 << 20
 s._fetched()
 local produced = s.async_on(b, function() return require("synodic.buffer").new(MB, "u8") end)
+local holder = s.spawn_on(c, function(boss)
+  local s = require "synodic"
+  local held = s.receive()
+  s.send(boss, "holding")
+  s.receive()
+end, me)
+s.send(holder, produced)
+assert(s.receive_match("holding", 5))
 local consumers = {}
 for i = 1, 2 do
   consumers[i] = s.async_on(c, function(x) local s = require "synodic" return #x, s._fetched(), s.node() end, produced)
@@ -43,6 +54,7 @@ for i = 1, 2 do
   moved = moved + bytes
 end
 assert(moved >= MB and moved < 2 * MB, "the consumers' node fetched the bytes once: " .. moved)
+s.send(holder, "done")
 local in_place = s.async_on(b, function(x) return #x, require("synodic")._fetched() end, produced)
 local size, bytes = in_place:get()
 assert(size == MB and bytes == 0, "a task on the result's node reads it in place")
