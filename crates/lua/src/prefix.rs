@@ -121,9 +121,9 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
     // Built under the lock: once per leading values, and a spawn that comes
     // meanwhile with the same ones waits for it rather than building again.
     let function = crate::codec::leading_library(msg);
-    let stack_slots = crate::template::stack_slots(function.map(|(module, _)| module));
+    let rest = crate::template::rest(function.map(|(module, _)| module));
     let preparer = function.and_then(|(module, field)| PREPARED.iter().find(|(m, f, _)| (*m, *f) == (module, field)));
-    let template = unsafe { build(leading, stack_slots, preparer) }.map(|t| &*Box::leak(Box::new(t)));
+    let template = unsafe { build(leading, rest, preparer) }.map(|t| &*Box::leak(Box::new(t)));
     cache.built += 1;
     // Kept for good, as the templates are (and the last one found refers to them).
     cache.seen.insert(key, Seen::Built(Box::leak(leading.into()), template));
@@ -132,10 +132,10 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
 
 /// The template of a state that has decoded `leading` (see
 /// `codec::keep_prefix`) and prepared them with `preparer` if given (see
-/// [`PREPARED`]), its main stack starting with `stack_slots` slots (see
-/// `template::stack_slots`), if it can be built.
-unsafe fn build(leading: &[u8], stack_slots: std::ffi::c_int, preparer: Option<&Preparer>) -> Option<Template> {
-    Template::build_with_stack(stack_slots, |L| {
+/// [`PREPARED`]), its main thread given what `rest` says (see
+/// `template::Rest`), if it can be built.
+unsafe fn build(leading: &[u8], rest: crate::template::Rest, preparer: Option<&Preparer>) -> Option<Template> {
+    Template::build_at_rest(rest, |L| {
         let kept = crate::codec::keep_prefix(L, leading).is_ok() && preparer.is_none_or(|p| prepare(L, p));
         if kept {
             crate::util::hold_pids(L);
