@@ -80,3 +80,33 @@ int synodic_upvalue_count(lua_State *L, int idx) {
   const TValue *o = stack_value(L, idx);
   return (o != NULL && ttisLclosure(o)) ? clLvalue(o)->nupvalues : 0;
 }
+
+/* Keep in step with `Object` in src/peek.rs. */
+enum {
+  SYNODIC_OBJ_OTHER = 0,
+  SYNODIC_OBJ_TABLE = 1,
+  SYNODIC_OBJ_GLOBALS = 2,
+  SYNODIC_OBJ_LUA_FUNCTION = 3,
+  SYNODIC_OBJ_C_FUNCTION = 4
+};
+
+/* What the encoder asks of a table or function at stack index `idx`, in
+** one call: which it is (the global table apart, which crosses by name),
+** and in `*p` its address as lua_topointer gives it. 0 for anything else,
+** or an index that is not a stack slot. */
+int synodic_object(lua_State *L, int idx, const void **p) {
+  const TValue *o = stack_value(L, idx);
+  if (o == NULL) return SYNODIC_OBJ_OTHER;
+  switch (ttypetag(o)) {
+    case LUA_VTABLE: {
+      /* The registry's array always holds its first LUA_RIDX_LAST slots. */
+      const TValue *globals = &hvalue(&G(L)->l_registry)->array[LUA_RIDX_GLOBALS - 1];
+      *p = hvalue(o);
+      return ttistable(globals) && hvalue(globals) == hvalue(o) ? SYNODIC_OBJ_GLOBALS : SYNODIC_OBJ_TABLE;
+    }
+    case LUA_VLCL: *p = clLvalue(o); return SYNODIC_OBJ_LUA_FUNCTION;
+    case LUA_VLCF: *p = cast_voidp(cast_sizet(fvalue(o))); return SYNODIC_OBJ_C_FUNCTION;
+    case LUA_VCCL: *p = clCvalue(o); return SYNODIC_OBJ_C_FUNCTION;
+    default: return SYNODIC_OBJ_OTHER;
+  }
+}

@@ -26,7 +26,7 @@ use synodic_core::wire::{Reader, Tag, Writer, MAX_DEPTH};
 use synodic_core::hash::FastBuild;
 use synodic_core::{Attachment, Message, Pid};
 
-use crate::peek::{peek, Plain};
+use crate::peek::{peek, Object, Plain};
 use crate::util::{push_bytes, push_pid, to_bytes, type_name};
 use crate::Error;
 
@@ -461,10 +461,18 @@ impl Encoder {
         if write_plain(&mut self.w, peek(L, idx)) {
             return Ok(());
         }
+        match crate::peek::object(L, idx) {
+            Object::Table(p) => return self.table(idx, p),
+            Object::Globals => {
+                self.w.tag(Tag::Globals);
+                return Ok(());
+            }
+            Object::LuaFunction(p) => return self.lua_function(idx, p),
+            Object::CFunction => return self.c_function(idx),
+            Object::Other => {}
+        }
         match ffi::lua_type(L, idx) {
             ffi::LUA_TLIGHTUSERDATA => return Err(Failure::unsendable("light userdata")),
-            ffi::LUA_TTABLE => self.table(idx)?,
-            ffi::LUA_TFUNCTION => self.function(idx)?,
             ffi::LUA_TUSERDATA => {
                 let Some((kind, variant, shared)) = SENDABLE.iter().find_map(|s| (s.share)(L, idx).map(|(v, a)| (s.kind, v, a))) else {
                     return Err(Failure::unsendable(type_name(L, idx)));
@@ -506,17 +514,10 @@ impl Encoder {
         Ok(())
     }
 
-    unsafe fn table(&mut self, idx: c_int) -> Result<(), Failure> {
+    /// Writes the table at `idx`, whose address is `p` (not the globals).
+    unsafe fn table(&mut self, idx: c_int, p: *const c_void) -> Result<(), Failure> {
         let L = self.L;
-        let p = ffi::lua_topointer(L, idx);
-        ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
-        let is_globals = ffi::lua_topointer(L, -1) == p;
-        ffi::lua_settop(L, -2);
-        if is_globals {
-            self.w.tag(Tag::Globals);
-            return Ok(());
-        }
-        if let Some(name) = module_name(L, idx) {
+        if let Some(name) = module_name(L, idx, p) {
             self.w.tag(Tag::Library);
             self.w.bytes(&name);
             self.w.bytes(b"");
@@ -561,18 +562,21 @@ impl Encoder {
         self.w.bytes(field.get(1..).unwrap_or_default());
     }
 
-    unsafe fn function(&mut self, idx: c_int) -> Result<(), Failure> {
-        let L = self.L;
-        if ffi::lua_iscfunction(L, idx) != 0 {
-            return match function_name(L, idx) {
-                Some(name) => {
-                    self.library(&name);
-                    Ok(())
-                }
-                None => Err(Failure::unsendable("function (a C function that is not part of a loaded library)")),
-            };
+    /// Writes the C function at `idx`: by name, or not at all.
+    unsafe fn c_function(&mut self, idx: c_int) -> Result<(), Failure> {
+        match function_name(self.L, idx) {
+            Some(name) => {
+                self.library(&name);
+                Ok(())
+            }
+            None => Err(Failure::unsendable("function (a C function that is not part of a loaded library)")),
         }
-        if let Some(name) = crate::shared::frozen_name(L, idx) {
+    }
+
+    /// Writes the Lua function at `idx`, whose address is `p`.
+    unsafe fn lua_function(&mut self, idx: c_int, p: *const c_void) -> Result<(), Failure> {
+        let L = self.L;
+        if let Some(name) = crate::shared::frozen_name(p) {
             self.library(&name);
             return Ok(());
         }
@@ -582,7 +586,6 @@ impl Encoder {
                 return Ok(());
             }
         }
-        let p = ffi::lua_topointer(L, idx);
         if self.seen(p) {
             return Ok(());
         }
@@ -625,9 +628,10 @@ unsafe fn key_segment(L: *mut ffi::lua_State, key: c_int) -> Segment {
     }
 }
 
-/// The name under which the table at `idx` is a loaded module, if it is one.
-unsafe fn module_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
-    if let Some(module) = crate::lazy::module_of(L, ffi::lua_topointer(L, idx)) {
+/// The name under which the table at `idx` (whose address is `p`) is a
+/// loaded module, if it is one.
+unsafe fn module_name(L: *mut ffi::lua_State, idx: c_int, p: *const c_void) -> Option<Vec<u8>> {
+    if let Some(module) = crate::lazy::module_of(L, p) {
         return Some(module.as_bytes().to_vec());
     }
     library_name(L, idx, &MODULE_NAMES, false)

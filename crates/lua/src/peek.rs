@@ -1,6 +1,7 @@
 //! One-call reads of plain stack values (`csrc/peek.c`): the kind of the
 //! value at an index and its contents, where Lua's API needs two or three
-//! calls that each resolve the index again. The codec's short path and the
+//! calls that each resolve the index again (and of tables and functions,
+//! for the encoder: [`object`]). The codec's short path and the
 //! argument checks on every send and receive use it; anything that is not a
 //! plain value on the stack comes back as [`Plain::Other`] and is read
 //! through the API as before.
@@ -21,6 +22,7 @@ struct Raw {
 extern "C" {
     fn synodic_peek(L: *mut ffi::lua_State, idx: c_int, out: *mut Raw) -> c_int;
     fn synodic_upvalue_count(L: *mut ffi::lua_State, idx: c_int) -> c_int;
+    fn synodic_object(L: *mut ffi::lua_State, idx: c_int, p: *mut *const c_void) -> c_int;
 }
 
 /// How many upvalues the Lua function at stack index `idx` (not a
@@ -65,6 +67,37 @@ pub(crate) unsafe fn peek<'a>(L: *mut ffi::lua_State, idx: c_int) -> Plain<'a> {
     }
 }
 
+/// A table or function on the stack as the encoder sees it, with its
+/// address (what `lua_topointer` gives).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Object {
+    /// Anything else, or an index that is not a stack slot.
+    Other,
+    Table(*const c_void),
+    /// The state's global table.
+    Globals,
+    LuaFunction(*const c_void),
+    /// A light C function or a C closure.
+    CFunction,
+}
+
+/// The table or function at stack index `idx` (not a pseudo-index).
+///
+/// # Safety
+/// `L` must be a valid state.
+#[inline]
+pub(crate) unsafe fn object(L: *mut ffi::lua_State, idx: c_int) -> Object {
+    let mut p = std::ptr::null();
+    // Keep in step with the kinds in `csrc/peek.c`.
+    match synodic_object(L, idx, &mut p) {
+        1 => Object::Table(p),
+        2 => Object::Globals,
+        3 => Object::LuaFunction(p),
+        4 => Object::CFunction,
+        _ => Object::Other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +131,28 @@ mod tests {
             assert_eq!(peek(L, -10), Plain::Other, "below the bottom");
             assert_eq!(peek(L, 0), Plain::Other);
             assert_eq!(peek(L, ffi::LUA_REGISTRYINDEX), Plain::Other, "pseudo-indices go through the API");
+            ffi::lua_close(L);
+        }
+    }
+
+    #[test]
+    fn tables_and_functions_are_seen_with_their_addresses() {
+        unsafe {
+            let L = ffi::luaL_newstate();
+            ffi::luaL_openlibs(L);
+            ffi::lua_createtable(L, 0, 0);
+            ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
+            assert_eq!(ffi::luaL_loadstring(L, c"return 1".as_ptr()), 0);
+            ffi::lua_getglobal(L, c"print".as_ptr());
+            ffi::lua_pushinteger(L, 1);
+            assert_eq!(object(L, 1), Object::Table(ffi::lua_topointer(L, 1)));
+            assert_eq!(object(L, 2), Object::Globals);
+            assert_eq!(object(L, 3), Object::LuaFunction(ffi::lua_topointer(L, 3)));
+            assert_eq!(object(L, 4), Object::CFunction);
+            assert_eq!(object(L, 5), Object::Other);
+            assert_eq!(object(L, -5), object(L, 1));
+            assert_eq!(object(L, 6), Object::Other, "above the top");
+            assert_eq!(object(L, ffi::LUA_REGISTRYINDEX), Object::Other, "pseudo-indices go through the API");
             ffi::lua_close(L);
         }
     }

@@ -179,7 +179,7 @@ mod tests {
         let st = TestState::new();
         let msg = st.encode("local t = {7} local function f() return t end return f, {t = t, g = f}, t, 'x'");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).expect("no shared values");
-        let t = unsafe { build(leading, 0, None) }.expect("a template");
+        let t = unsafe { build(leading, crate::template::Rest::default(), None) }.expect("a template");
         for _ in 0..2 {
             let c = Copy::of(&t, Heap::new()).unwrap();
             unsafe {
@@ -204,10 +204,10 @@ mod tests {
         let st = TestState::new();
         let msg = st.encode("return require('synodic.skel').farm, 1");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        assert!(unsafe { build(leading, 0, None) }.is_none(), "a bundled module that may need a process to load");
+        assert!(unsafe { build(leading, crate::template::Rest::default(), None) }.is_none(), "a bundled module that may need a process to load");
         let msg = st.encode("return require('synodic.entity.loop').main, {string.format, math}");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        assert!(unsafe { build(leading, 0, None) }.is_some(), "the entity loop and the libraries load anywhere");
+        assert!(unsafe { build(leading, crate::template::Rest::default(), None) }.is_some(), "the entity loop and the libraries load anywhere");
         let msg = st.encode("return function() end, require('synodic.buffer').new(4)");
         assert!(synodic_core::wire::leading_values(&msg, LEADING).is_none(), "a buffer is an attachment");
     }
@@ -221,7 +221,7 @@ mod tests {
         let preparer = PREPARED.iter().find(|(m, f, _)| (*m, *f) == (&b"synodic.entity.loop"[..], &b"main"[..]));
         let msg = st.encode("return require('synodic.entity.loop').main, {methods = {m = function() return 7 end}, frame_rate = 4}, 'own'");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        let t = unsafe { build(leading, 80, preparer) }.expect("a template");
+        let t = unsafe { build(leading, crate::template::rest(Some(b"synodic.entity.loop")), preparer) }.expect("a template");
         let c = Copy::of(&t, Heap::new()).unwrap();
         unsafe {
             assert_eq!(crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap().unwrap(), 3);
@@ -236,8 +236,8 @@ mod tests {
         }
         let msg = st.encode("return require('synodic.entity.loop').main, {persist = 5}");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        assert!(unsafe { build(leading, 80, preparer) }.is_none(), "a preparer that fails");
-        assert!(unsafe { build(leading, 80, None) }.is_some(), "the same values unprepared");
+        assert!(unsafe { build(leading, crate::template::rest(Some(b"synodic.entity.loop")), preparer) }.is_none(), "a preparer that fails");
+        assert!(unsafe { build(leading, crate::template::rest(Some(b"synodic.entity.loop")), None) }.is_some(), "the same values unprepared");
     }
 
     /// A spawn made here has its encoder mark the leading values that a

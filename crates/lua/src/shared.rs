@@ -210,13 +210,9 @@ pub(crate) unsafe fn push_frozen_field(L: *mut ffi::lua_State, module: &[u8], fi
     true
 }
 
-/// `module\0field` when the value at `idx` is a frozen module's function.
-pub(crate) unsafe fn frozen_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
-    // Frozen functions are Lua closures (a light C function is no object).
-    if ffi::lua_type(L, idx) != ffi::LUA_TFUNCTION || ffi::lua_iscfunction(L, idx) != 0 {
-        return None;
-    }
-    let p = ffi::lua_topointer(L, idx);
+/// `module\0field` when the Lua closure at address `p` is a frozen
+/// module's function.
+pub(crate) unsafe fn frozen_name(p: *const c_void) -> Option<Vec<u8>> {
     if synodic_maybe_frozen(p) == 0 {
         return None;
     }
