@@ -11,7 +11,6 @@
 #include "lstate.h"
 #include "lobject.h"
 #include "ltable.h"
-#include "lmem.h"
 
 #include "version.h"
 
@@ -59,24 +58,4 @@ int synodic_state_movable (lua_State *L, const char *lo, const char *hi) {
 /* Where the state keeps its allocator's user data (set anew in a copy). */
 void *synodic_alloc_ud_slot (lua_State *L) {
   return &G(L)->ud;
-}
-
-/*
-** Gives the main thread `n` more CallInfo records after the ones it has
-** (a state at rest, so its current record is the base one): a copy then
-** does not allocate them, one by one, the first time it calls as deep.
-*/
-void synodic_spare_calls (lua_State *L, int n) {
-  CallInfo *last = L->ci;
-  while (last->next != NULL)
-    last = last->next;
-  for (; n > 0; n--) {
-    CallInfo *ci = luaM_new(L, CallInfo);
-    last->next = ci;
-    ci->previous = last;
-    ci->next = NULL;
-    ci->u.l.trap = 0;
-    L->nci++;
-    last = ci;
-  }
 }

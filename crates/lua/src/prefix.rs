@@ -121,9 +121,9 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
     // Built under the lock: once per leading values, and a spawn that comes
     // meanwhile with the same ones waits for it rather than building again.
     let function = crate::codec::leading_library(msg);
-    let rest = crate::template::rest(function.map(|(module, _)| module));
+    let stack_slots = crate::template::stack_slots(function.map(|(module, _)| module));
     let preparer = function.and_then(|(module, field)| PREPARED.iter().find(|(m, f, _)| (*m, *f) == (module, field)));
-    let template = unsafe { build(leading, rest, preparer) }.map(|t| &*Box::leak(Box::new(t)));
+    let template = unsafe { build(leading, stack_slots, preparer) }.map(|t| &*Box::leak(Box::new(t)));
     cache.built += 1;
     // Kept for good, as the templates are (and the last one found refers to them).
     cache.seen.insert(key, Seen::Built(Box::leak(leading.into()), template));
@@ -132,10 +132,10 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
 
 /// The template of a state that has decoded `leading` (see
 /// `codec::keep_prefix`) and prepared them with `preparer` if given (see
-/// [`PREPARED`]), its main thread given what `rest` says (see
-/// `template::Rest`), if it can be built.
-unsafe fn build(leading: &[u8], rest: crate::template::Rest, preparer: Option<&Preparer>) -> Option<Template> {
-    Template::build_at_rest(rest, |L| {
+/// [`PREPARED`]), its main stack starting with `stack_slots` slots (see
+/// `template::stack_slots`), if it can be built.
+unsafe fn build(leading: &[u8], stack_slots: std::ffi::c_int, preparer: Option<&Preparer>) -> Option<Template> {
+    Template::build_with_stack(stack_slots, |L| {
         let kept = crate::codec::keep_prefix(L, leading).is_ok() && preparer.is_none_or(|p| prepare(L, p));
         if kept {
             crate::util::hold_pids(L);
@@ -179,7 +179,7 @@ mod tests {
         let st = TestState::new();
         let msg = st.encode("local t = {7} local function f() return t end return f, {t = t, g = f}, t, 'x'");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).expect("no shared values");
-        let t = unsafe { build(leading, crate::template::Rest::default(), None) }.expect("a template");
+        let t = unsafe { build(leading, 0, None) }.expect("a template");
         for _ in 0..2 {
             let c = Copy::of(&t, Heap::new()).unwrap();
             unsafe {
@@ -204,10 +204,10 @@ mod tests {
         let st = TestState::new();
         let msg = st.encode("return require('synodic.skel').farm, 1");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        assert!(unsafe { build(leading, crate::template::Rest::default(), None) }.is_none(), "a bundled module that may need a process to load");
+        assert!(unsafe { build(leading, 0, None) }.is_none(), "a bundled module that may need a process to load");
         let msg = st.encode("return require('synodic.entity.loop').main, {string.format, math}");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        assert!(unsafe { build(leading, crate::template::Rest::default(), None) }.is_some(), "the entity loop and the libraries load anywhere");
+        assert!(unsafe { build(leading, 0, None) }.is_some(), "the entity loop and the libraries load anywhere");
         let msg = st.encode("return function() end, require('synodic.buffer').new(4)");
         assert!(synodic_core::wire::leading_values(&msg, LEADING).is_none(), "a buffer is an attachment");
     }
@@ -221,7 +221,7 @@ mod tests {
         let preparer = PREPARED.iter().find(|(m, f, _)| (*m, *f) == (&b"synodic.entity.loop"[..], &b"main"[..]));
         let msg = st.encode("return require('synodic.entity.loop').main, {methods = {m = function() return 7 end}, frame_rate = 4}, 'own'");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        let t = unsafe { build(leading, crate::template::rest(Some(b"synodic.entity.loop")), preparer) }.expect("a template");
+        let t = unsafe { build(leading, 80, preparer) }.expect("a template");
         let c = Copy::of(&t, Heap::new()).unwrap();
         unsafe {
             assert_eq!(crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap().unwrap(), 3);
@@ -236,8 +236,8 @@ mod tests {
         }
         let msg = st.encode("return require('synodic.entity.loop').main, {persist = 5}");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        assert!(unsafe { build(leading, crate::template::rest(Some(b"synodic.entity.loop")), preparer) }.is_none(), "a preparer that fails");
-        assert!(unsafe { build(leading, crate::template::rest(Some(b"synodic.entity.loop")), None) }.is_some(), "the same values unprepared");
+        assert!(unsafe { build(leading, 80, preparer) }.is_none(), "a preparer that fails");
+        assert!(unsafe { build(leading, 80, None) }.is_some(), "the same values unprepared");
     }
 
     /// A spawn made here has its encoder mark the leading values that a

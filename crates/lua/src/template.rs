@@ -37,7 +37,6 @@ use crate::lazy::LazyTable;
 
 extern "C" {
     fn synodic_state_movable(L: *mut ffi::lua_State, lo: *const u8, hi: *const u8) -> i32;
-    fn synodic_spare_calls(L: *mut ffi::lua_State, n: c_int);
     fn synodic_alloc_ud_slot(L: *mut ffi::lua_State) -> *mut c_void;
 }
 
@@ -80,29 +79,16 @@ pub(crate) fn base() -> Option<&'static Template> {
 
 /// Bundled modules whose functions start processes, which then start as a
 /// copy of a template of their own: the entity loop (an entity starts with
-/// pids' metatable made), with what its main thread needs at rest (see
-/// [`Rest`]). A module qualifies when its main chunk only defines things:
-/// it runs outside any process. A frozen module (see `shared`) is not
-/// loaded into the template: its functions arrive as the node's, and an
-/// entity's state holds nothing of its loop.
-const TEMPLATED: [(&[u8], Rest); 1] = [(b"synodic.entity.loop", Rest { stack_slots: 80, spare_calls: 3 })];
-
-/// What a module's code needs of a process's main thread, made in its
-/// template so that no copy makes it on its first run:
-///
-/// - `stack_slots`: the stack the thread starts with (0: Lua's 40). The
-///   entity loop, waiting for a message in its protected call and calling
-///   a method that calls a C function, uses over 64 and up to 80. A stack
-///   that grows leaves the first one free in the process's heap: an
-///   entity's resident memory was ~0.95 KB larger.
-/// - `spare_calls`: call records beyond the template's own (Lua allocates
-///   one each time a thread first calls that deep): an entity's start
-///   made three, one allocation each.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct Rest {
-    pub(crate) stack_slots: c_int,
-    pub(crate) spare_calls: c_int,
-}
+/// pids' metatable made), with the slots its main thread's stack starts
+/// with: what the module's code needs (the loop, waiting for a message in
+/// its protected call, uses over 40, Lua's own size, and under 80). A
+/// stack that grows leaves the first one free in the process's heap, and
+/// an entity's resident memory was ~0.95 KB larger. A module qualifies
+/// when its main chunk only defines things: it runs outside any process.
+/// A frozen module (see `shared`) is not loaded into the template: its
+/// functions arrive as the node's, and an entity's state holds nothing of
+/// its loop.
+const TEMPLATED: [(&[u8], c_int); 1] = [(b"synodic.entity.loop", 80)];
 
 /// The template of a state for processes spawned with a function of module
 /// `name`, if it is one of [`TEMPLATED`] and this node could build it.
@@ -118,13 +104,13 @@ pub(crate) fn of_module(name: &[u8]) -> Option<&'static Template> {
         }
         loaded
     };
-    MODULES[i].get_or_init(|| unsafe { Template::build_at_rest(TEMPLATED[i].1, load) }).as_ref()
+    MODULES[i].get_or_init(|| unsafe { Template::build_with_stack(TEMPLATED[i].1, load) }).as_ref()
 }
 
-/// What the main thread of a process spawned with a function of module
-/// `name` starts with (the default: what Lua gives).
-pub(crate) fn rest(name: Option<&[u8]>) -> Rest {
-    name.and_then(|name| TEMPLATED.iter().find(|(m, _)| *m == name)).map_or(Rest::default(), |(_, rest)| *rest)
+/// The slots the main thread's stack of a process spawned with a function
+/// of module `name` starts with (0: Lua's own size).
+pub(crate) fn stack_slots(name: Option<&[u8]>) -> c_int {
+    name.and_then(|name| TEMPLATED.iter().find(|(m, _)| *m == name)).map_or(0, |(_, slots)| *slots)
 }
 
 thread_local! {
@@ -155,19 +141,15 @@ struct Build {
 }
 
 impl Build {
-    unsafe fn new(rest: Rest, prepare: &impl Fn(*mut ffi::lua_State) -> bool) -> Option<Build> {
+    unsafe fn new(stack_slots: c_int, prepare: &impl Fn(*mut ffi::lua_State) -> bool) -> Option<Build> {
         let mut heap = Box::new(Heap::zeroed(BUILD_CHUNK)?);
         let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
-        MAIN_STACK.with(|s| s.set(rest.stack_slots));
+        MAIN_STACK.with(|s| s.set(stack_slots));
         let L = crate::state::fresh_state(&mut *ctx, &mut *heap);
         MAIN_STACK.with(|s| s.set(0));
         let L = L?;
         let build = Build { L, heap, ctx };
-        if !prepare(L) || ffi::lua_gettop(L) != 0 {
-            return None;
-        }
-        synodic_spare_calls(L, rest.spare_calls);
-        Some(build)
+        (prepare(L) && ffi::lua_gettop(L) == 0).then_some(build)
     }
 }
 
@@ -180,12 +162,13 @@ impl Drop for Build {
 impl Template {
     /// Builds the template of a fresh state after `prepare` (steps 1 to 3).
     pub(crate) unsafe fn build(prepare: impl Fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
-        Template::build_at_rest(Rest::default(), prepare)
+        Template::build_with_stack(0, prepare)
     }
 
-    /// [`Template::build`], the state's main thread given what `rest` says.
-    pub(crate) unsafe fn build_at_rest(rest: Rest, prepare: impl Fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
-        let (a, b) = (Build::new(rest, &prepare)?, Build::new(rest, &prepare)?);
+    /// [`Template::build`], the state's main stack starting with
+    /// `stack_slots` slots if more than Lua's own size.
+    pub(crate) unsafe fn build_with_stack(stack_slots: c_int, prepare: impl Fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
+        let (a, b) = (Build::new(stack_slots, &prepare)?, Build::new(stack_slots, &prepare)?);
         let ((first, layout), (b_first, b_layout)) = (a.heap.layout()?, b.heap.layout()?);
         if layout != b_layout || a.ctx.lazy.len() != b.ctx.lazy.len() {
             return None;
@@ -310,9 +293,8 @@ pub(crate) mod tests {
         let t = of_module(b"synodic.entity.loop").expect("the loop's template");
         let c = Copy::of(t, Heap::new()).unwrap();
         unsafe { assert!(run(c.L, "return rawget(package.loaded, 'synodic.entity.loop') == nil")) };
-        let rest = rest(Some(b"synodic.entity.loop"));
-        let at_rest = (rest.stack_slots as usize - 40) * 16 + rest.spare_calls as usize * 64;
-        assert!(t.image.len() < base().unwrap().image.len() + at_rest + 400, "the loop's functions are the node's, not in the template");
+        let larger_stack = (stack_slots(Some(b"synodic.entity.loop")) as usize - 40) * 16;
+        assert!(t.image.len() < base().unwrap().image.len() + larger_stack + 400, "the loop's functions are the node's, not in the template");
         assert!(of_module(b"synodic.skel").is_none(), "only the modules listed have one");
         assert!(c.ctx.pid_meta && has_pid_metatable(c.L), "an entity starts with pids' metatable made");
         let bare = Copy::of(base().unwrap(), Heap::new()).unwrap();
@@ -329,7 +311,7 @@ pub(crate) mod tests {
         };
         assert!(grows(base().unwrap()), "a bare state's stack grows past 40 slots");
         assert!(!grows(of_module(b"synodic.entity.loop").unwrap()), "an entity's has room for the loop");
-        assert_eq!(rest(Some(b"synodic.skel")), Rest::default(), "only the modules listed");
+        assert_eq!(stack_slots(Some(b"synodic.skel")), 0, "only the modules listed");
     }
 
     /// Whether light userdata (pids) have a metatable in `L`.
