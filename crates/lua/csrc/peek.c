@@ -12,6 +12,7 @@
 */
 #include "lstate.h"
 #include "lobject.h"
+#include "ltable.h"
 
 #include "version.h"
 
@@ -99,8 +100,9 @@ int synodic_object(lua_State *L, int idx, const void **p) {
   if (o == NULL) return SYNODIC_OBJ_OTHER;
   switch (ttypetag(o)) {
     case LUA_VTABLE: {
-      /* The registry's array always holds its first LUA_RIDX_LAST slots. */
-      const TValue *globals = &hvalue(&G(L)->l_registry)->array[LUA_RIDX_GLOBALS - 1];
+      /* Through luaH_getint: code with the debug library may have changed
+      ** the registry's slots, and even its array's size. */
+      const TValue *globals = luaH_getint(hvalue(&G(L)->l_registry), LUA_RIDX_GLOBALS);
       *p = hvalue(o);
       return ttistable(globals) && hvalue(globals) == hvalue(o) ? SYNODIC_OBJ_GLOBALS : SYNODIC_OBJ_TABLE;
     }

@@ -153,6 +153,13 @@ mod tests {
             assert_eq!(object(L, -5), object(L, 1));
             assert_eq!(object(L, 6), Object::Other, "above the top");
             assert_eq!(object(L, ffi::LUA_REGISTRYINDEX), Object::Other, "pseudo-indices go through the API");
+            // Code with the debug library may take the globals out of the registry.
+            for slot in [ffi::LUA_RIDX_GLOBALS, ffi::LUA_RIDX_MAINTHREAD] {
+                ffi::lua_pushnil(L);
+                ffi::lua_rawseti(L, ffi::LUA_REGISTRYINDEX, slot);
+            }
+            ffi::lua_gc(L, ffi::LUA_GCCOLLECT, 0);
+            assert_eq!(object(L, 2), Object::Table(ffi::lua_topointer(L, 2)), "no longer the globals");
             ffi::lua_close(L);
         }
     }
