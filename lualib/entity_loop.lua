@@ -297,7 +297,9 @@ function loop.main(st, own, parent, r)
     why = not ok and "init: " .. tostring(why) or nil
   end
   send(parent, READY, r, ok, why)
-  if ok then run(st) end
+  -- A tail call: `run` takes main's frame, whose 17 slots the entity's
+  -- stack then need not hold under every call (crates/lua/src/template.rs).
+  if ok then return run(st) end
 end
 
 return loop

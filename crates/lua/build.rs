@@ -49,12 +49,12 @@ fn lua_options(build: &mut cc::Build) {
         .define("LUAI_SYNODIC", None)
         // Each Lua state is a process, a million of them must fit: the
         // per-state cache of C-string lookups (53x2 pointers) shrinks to one
-        // entry, and the string table starts at 32 buckets instead of 128
+        // entry, and the string table starts at 8 buckets instead of 128
         // (the keywords, metamethod and library names are the node's,
         // shared: see src/shared.rs; a state's own are its program's).
         .define("STRCACHE_N", "1")
         .define("STRCACHE_M", "1")
-        .define("MINSTRTABSIZE", "32")
+        .define("MINSTRTABSIZE", "8")
         // Lua's errors and yields unwind with setjmp/longjmp; glibc's save
         // and restore the signal mask and walk cleanup handlers, the
         // compiler's builtins only restore the frame (~70 fewer instructions

@@ -43,11 +43,12 @@ static int list_movable (GCObject *o, const char *lo, const char *hi) {
 }
 
 /* Whether L, whose objects lie in [lo, hi), may be copied elsewhere with
-** its pointers moved: it is at rest (no call in progress, an empty stack,
-** no open upvalue) and no table of it places a key by address. */
-int synodic_state_movable (lua_State *L, const char *lo, const char *hi) {
+** its pointers moved: it is at rest (no call in progress, no open upvalue,
+** nothing on its stack but `values` values) and no table of it places a
+** key by address. */
+int synodic_state_movable (lua_State *L, int values, const char *lo, const char *hi) {
   global_State *g = G(L);
-  if (L->ci != &L->base_ci || L->top.p != L->stack.p + 1 || L->openupval != NULL)
+  if (L->ci != &L->base_ci || L->top.p != L->stack.p + 1 + values || L->openupval != NULL)
     return 0;
   if (g->mainthread != L || g->tobefnz != NULL)
     return 0;

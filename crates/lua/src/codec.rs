@@ -266,45 +266,36 @@ unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], attachments: &[Attachm
     Ok(count as c_int)
 }
 
-/// Its address is the registry key (a light userdata: every spawned
-/// process looks it up, and a string key would be interned for that) of
-/// the leading values of a spawn message that a template has decoded
-/// already (`crates/lua/src/prefix.rs`): a table {the values' byte length,
-/// the decoder's reference table or false, values...}.
-static PREFIX: u8 = 0;
-
 /// Decodes `leading`, the encoded leading values of a message (without its
-/// header), and keeps them in the registry for [`decode_after_prefix`].
+/// header), onto the empty stack of a state that a template is built from,
+/// for [`decode_after_prefix`]: the values, then their byte length and how
+/// many objects they numbered. They stay on the stack rather than in a
+/// table, and the decoder's reference table is not kept: a copy holds
+/// ~360 bytes less, and finds them without a lookup.
 pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Result<(), Error> {
     let base = ffi::lua_gettop(L);
+    // Without a reference table first: it would stay in every copy's
+    // memory, and values that refer to their own objects are rare.
     let mut dec = Decoder::new(L, Reader::fields(leading), &[], base);
-    dec.outside = true;
-    let mut n = 0;
-    while dec.r.remaining() > 0 {
-        let pushed = if ffi::lua_checkstack(L, 8) == 0 { Err(junk("stack overflow")) } else { dec.value() };
-        if let Err(e) = pushed {
+    (dec.outside, dec.first_ref) = (true, i64::MAX);
+    if let Err(e) = dec.fields() {
+        ffi::lua_settop(L, base);
+        if !dec.needs_leading {
+            return Err(e);
+        }
+        dec = Decoder::new(L, Reader::fields(leading), &[], base);
+        dec.outside = true;
+        if let Err(e) = dec.fields() {
             ffi::lua_settop(L, base);
             return Err(e);
         }
-        n += 1;
     }
-    ffi::lua_createtable(L, n + 2, 0);
-    let kept = ffi::lua_gettop(L);
+    if dec.refs != 0 {
+        ffi::lua_rotate(L, dec.refs, -1);
+        ffi::lua_settop(L, -2);
+    }
     ffi::lua_pushinteger(L, leading.len() as i64);
-    ffi::lua_rawseti(L, kept, 1);
-    if dec.refs == 0 {
-        ffi::lua_pushboolean(L, 0);
-    } else {
-        ffi::lua_pushvalue(L, dec.refs);
-    }
-    ffi::lua_rawseti(L, kept, 2);
-    let first = base + 1 + (dec.refs != 0) as c_int;
-    for i in 0..n {
-        ffi::lua_pushvalue(L, first + i);
-        ffi::lua_rawseti(L, kept, i as i64 + 3);
-    }
-    ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, key_of(&PREFIX));
-    ffi::lua_settop(L, base);
+    ffi::lua_pushinteger(L, dec.next_ref);
     Ok(())
 }
 
@@ -313,72 +304,61 @@ pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Resu
 /// its place when `f` returns true. False when nothing is kept, or `f`
 /// returned false.
 pub(crate) unsafe fn with_kept_argument(L: *mut ffi::lua_State, f: impl FnOnce(*mut ffi::lua_State) -> bool) -> bool {
+    const FIRST_ARGUMENT: c_int = 2;
     let top = ffi::lua_gettop(L);
-    let done = ffi::lua_checkstack(L, 4) != 0
-        && ffi::lua_rawgetp(L, ffi::LUA_REGISTRYINDEX, key_of(&PREFIX)) == ffi::LUA_TTABLE
-        && ffi::lua_rawgeti(L, top + 1, 4) != ffi::LUA_TNONE
-        && f(L)
-        && ffi::lua_gettop(L) == top + 2;
+    let done = top >= FIRST_ARGUMENT + 2 && ffi::lua_checkstack(L, 4) != 0 && {
+        ffi::lua_pushvalue(L, FIRST_ARGUMENT);
+        f(L)
+    } && ffi::lua_gettop(L) == top + 1;
     if done {
-        ffi::lua_rawseti(L, top + 1, 4);
+        ffi::lua_copy(L, -1, FIRST_ARGUMENT);
     }
     ffi::lua_settop(L, top);
     done
 }
 
-/// Pushes the values of `msg` when the state holds its leading values
-/// already (a copy of a template made by [`keep_prefix`]): those, then the
-/// rest decoded. None when the state holds none.
-pub(crate) unsafe fn decode_after_prefix(L: *mut ffi::lua_State, msg: &Message) -> Option<Result<c_int, Error>> {
-    if ffi::lua_rawgetp(L, ffi::LUA_REGISTRYINDEX, key_of(&PREFIX)) != ffi::LUA_TTABLE {
-        ffi::lua_settop(L, -2);
-        return None;
-    }
-    ffi::lua_pushnil(L);
-    ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, key_of(&PREFIX));
-    let kept = ffi::lua_gettop(L);
-    let base = kept - 1;
-    let n = ffi::lua_rawlen(L, kept) as c_int - 2;
-    if ffi::lua_checkstack(L, n + 8) == 0 {
-        ffi::lua_settop(L, base);
-        return Some(Err(junk("stack overflow")));
-    }
-    ffi::lua_rawgeti(L, kept, 1);
-    let skip = ffi::lua_tointegerx(L, -1, std::ptr::null_mut()) as usize;
-    ffi::lua_settop(L, -2);
-    // The reference table (its length is the count of objects so far),
-    // then the values, where the kept table was.
-    let has_refs = ffi::lua_rawgeti(L, kept, 2) == ffi::LUA_TTABLE;
-    let next_ref = if has_refs { ffi::lua_rawlen(L, -1) as i64 } else { 0 };
-    if !has_refs {
-        ffi::lua_settop(L, -2);
-    }
-    for i in 0..n {
-        ffi::lua_rawgeti(L, kept, i as i64 + 3);
-    }
-    ffi::lua_rotate(L, kept, -1);
-    ffi::lua_settop(L, -2);
-    let result = (|| -> Result<(c_int, c_int), Error> {
-        let (r, count) = Reader::message(msg)?;
-        let rest = msg.get(r.position() + skip..).ok_or_else(|| junk("message shorter than its leading values"))?;
-        let mut dec = Decoder::new(L, Reader::fields(rest), msg.attachments(), base);
-        (dec.refs, dec.next_ref) = (if has_refs { base + 1 } else { 0 }, next_ref);
-        let result = dec.values(count.saturating_sub(n as usize));
-        result.map(|_| (count as c_int, dec.refs))
-    })();
-    Some(match result {
-        Ok((count, refs)) => {
+/// Pushes the values of `msg` in a copy of a template made by
+/// [`keep_prefix`], whose stack holds only what that left: the leading
+/// values, then the rest decoded. A rest that refers to an object of the
+/// leading values (their reference table was not kept) is decoded whole.
+pub(crate) unsafe fn decode_after_prefix(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
+    let top = ffi::lua_gettop(L);
+    let n = top - 2;
+    let skip = ffi::lua_tointegerx(L, top - 1, std::ptr::null_mut()) as usize;
+    let numbered = ffi::lua_tointegerx(L, top, std::ptr::null_mut());
+    ffi::lua_settop(L, n);
+    let (r, count) = match Reader::message(msg) {
+        Ok(m) => m,
+        Err(e) => {
+            ffi::lua_settop(L, 0);
+            return Err(e.into());
+        }
+    };
+    let Some(rest) = msg.get(r.position() + skip..) else {
+        ffi::lua_settop(L, 0);
+        return Err(junk("message shorter than its leading values"));
+    };
+    let mut dec = Decoder::new(L, Reader::fields(rest), msg.attachments(), 0);
+    (dec.first_ref, dec.next_ref) = (numbered, numbered);
+    let result = dec.values(count.saturating_sub(n as usize));
+    let refs = dec.refs;
+    let needs_leading = dec.needs_leading;
+    match result {
+        Ok(()) => {
             if refs != 0 {
                 ffi::lua_rotate(L, refs, -1); // drop the reference table
                 ffi::lua_settop(L, -2);
             }
-            Ok(count)
+            Ok(count as c_int)
         }
         Err(e) => {
-            ffi::lua_settop(L, base);
+            ffi::lua_settop(L, 0);
+            if needs_leading {
+                return decode(L, msg);
+            }
             Err(e)
         }
-    })
+    }
 }
 
 /// One step of the path to an unsendable value.
@@ -719,6 +699,12 @@ struct Decoder<'a> {
     /// appears, then just above `base` (inserted below the values so far).
     refs: c_int,
     next_ref: i64,
+    /// The first id `refs` holds: objects numbered before it are not held
+    /// (a template's leading values, see `decode_after_prefix`; or all of
+    /// them while `keep_prefix` tries without).
+    first_ref: i64,
+    /// A reference to one of those was met.
+    needs_leading: bool,
     depth: usize,
     /// Decoding outside any process (building a template): only modules
     /// whose loading needs none may be named.
@@ -731,7 +717,7 @@ fn junk(msg: impl Into<String>) -> Error {
 
 impl<'a> Decoder<'a> {
     fn new(L: *mut ffi::lua_State, r: Reader<'a>, attachments: &'a [Attachment], base: c_int) -> Decoder<'a> {
-        Decoder { L, r, attachments, base, refs: 0, next_ref: 0, depth: 0, outside: false }
+        Decoder { L, r, attachments, base, refs: 0, next_ref: 0, first_ref: 0, needs_leading: false, depth: 0, outside: false }
     }
 
     /// Pushes the next `count` values, which must end the reader's bytes.
@@ -743,6 +729,17 @@ impl<'a> Decoder<'a> {
             self.value()?;
         }
         Ok(self.r.finish()?)
+    }
+
+    /// Pushes the values of a reader of bare fields, to its end.
+    unsafe fn fields(&mut self) -> Result<(), Error> {
+        while self.r.remaining() > 0 {
+            if ffi::lua_checkstack(self.L, 8) == 0 {
+                return Err(junk("stack overflow"));
+            }
+            self.value()?;
+        }
+        Ok(())
     }
 
     /// Pushes one value.
@@ -759,7 +756,8 @@ impl<'a> Decoder<'a> {
             }
             Tag::Ref => {
                 let id = self.r.varint()?;
-                if self.refs == 0 || id >= self.next_ref as u64 {
+                self.needs_leading |= id < self.first_ref as u64;
+                if self.refs == 0 || id < self.first_ref as u64 || id >= self.next_ref as u64 {
                     return Err(Error::Wire(synodic_core::wire::WireError::BadRef(id)));
                 }
                 ffi::lua_rawgeti(L, self.refs, id as i64 + 1);
@@ -795,16 +793,22 @@ impl<'a> Decoder<'a> {
     /// Records the object on top of the stack under the next reference id.
     unsafe fn remember(&mut self) {
         let L = self.L;
+        let id = self.next_ref;
+        self.next_ref += 1;
+        if id < self.first_ref {
+            return;
+        }
         if self.refs == 0 {
             // Nothing holds an absolute stack index yet (this is the first
-            // table or function), so shifting the values up by one is safe.
+            // table or function decoded, or the first one after a
+            // template's leading values, which are not), so shifting the
+            // values up by one is safe.
             ffi::lua_createtable(L, 4, 0);
             self.refs = self.base + 1;
             ffi::lua_rotate(L, self.refs, 1);
         }
-        self.next_ref += 1;
         ffi::lua_pushvalue(L, -1);
-        ffi::lua_rawseti(L, self.refs, self.next_ref);
+        ffi::lua_rawseti(L, self.refs, id + 1);
     }
 
     unsafe fn table(&mut self) -> Result<(), Error> {
@@ -877,7 +881,8 @@ impl<'a> Decoder<'a> {
                 self.r.tag()?;
                 let owner = self.r.varint()?;
                 let m = self.r.varint()?;
-                if self.refs == 0 || owner >= self.next_ref as u64 || m == 0 || m > 255 {
+                self.needs_leading |= owner < self.first_ref as u64;
+                if self.refs == 0 || owner < self.first_ref as u64 || owner >= self.next_ref as u64 || m == 0 || m > 255 {
                     return Err(junk("bad shared upvalue"));
                 }
                 ffi::lua_rawgeti(L, self.refs, owner as i64 + 1);

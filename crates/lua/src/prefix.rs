@@ -6,15 +6,16 @@
 //! fork. So a node keeps, for a spawn message's leading values (its
 //! function and first argument, as encoded), the template of a state that
 //! has decoded them (`template.rs`, `codec::keep_prefix`), built the second
-//! time they come; a process spawned with them starts as a copy of it and
-//! decodes only the rest (`codec::decode_after_prefix`). Each copy holds
-//! values of its own, as decoding would have made them.
+//! time they come; a process spawned with them starts as a copy of it, the
+//! values on its stack, and decodes only the rest
+//! (`codec::decode_after_prefix`; a rest that refers to one of the leading
+//! values' tables or functions, which is rare, is decoded whole). Each
+//! copy holds values of its own, as decoding would have made them.
 //!
 //! Only a first argument that is a table gets a template: decoding one
 //! (with functions in it, as an entity's code) is what costs, and what a
-//! template holds beyond a plain process's state (the kept values, the
-//! decoder's references: ~400 bytes) then stays within the memory the
-//! decoding would have taken. With a scalar first argument (a ring's
+//! template holds beyond a plain process's state (the kept values) then
+//! stays within the memory the decoding would have taken. With a scalar first argument (a ring's
 //! `s.spawn(member, main, ...)`) the copy's first chunk would grow from
 //! 4 to 5 KB, and every message a ring passes got ~10% slower.
 //!
@@ -174,29 +175,61 @@ mod tests {
     use mlua_sys as ffi;
     use synodic_core::Message;
 
-    #[test]
-    fn a_copy_holds_the_leading_values_and_decodes_the_rest() {
-        let st = TestState::new();
-        let msg = st.encode("local t = {7} local function f() return t end return f, {t = t, g = f}, t, 'x'");
+    /// Makes the values on `L`'s stack globals named `names`, in order, and
+    /// empties the stack.
+    unsafe fn name_values(L: *mut ffi::lua_State, names: &[&std::ffi::CStr]) {
+        for (i, name) in names.iter().enumerate() {
+            ffi::lua_pushvalue(L, i as i32 + 1);
+            ffi::lua_setglobal(L, name.as_ptr());
+        }
+        ffi::lua_settop(L, 0);
+    }
+
+    /// A message of the values `code` returns, and the template of its
+    /// leading values.
+    fn template_of(code: &str) -> (Vec<u8>, Template) {
+        let msg = TestState::new().encode(code);
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).expect("no shared values");
         let t = unsafe { build(leading, 0, None) }.expect("a template");
+        (msg, t)
+    }
+
+    #[test]
+    fn a_copy_holds_the_leading_values_and_decodes_the_rest() {
+        let (msg, t) = template_of("local t = {7} local function f() return t end return f, {t = t, g = f}, {8}, 'x'");
+        let plain = Copy::of(crate::template::base().unwrap(), Heap::new()).unwrap();
+        let decoded_whole = unsafe {
+            assert_eq!(ffi::lua_gettop(plain.L), 0, "a plain state starts with an empty stack");
+            let before = plain.heap.used();
+            assert_eq!(crate::codec::decode(plain.L, &Message::from_slice(&msg)).unwrap(), 4);
+            plain.heap.used() - before
+        };
         for _ in 0..2 {
             let c = Copy::of(&t, Heap::new()).unwrap();
             unsafe {
-                let n = crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).expect("the copy holds them");
-                assert_eq!(n.unwrap(), 4);
-                for (i, name) in [c"f", c"a", c"t", c"x"].iter().enumerate() {
-                    ffi::lua_pushvalue(c.L, i as i32 + 1);
-                    ffi::lua_setglobal(c.L, name.as_ptr());
-                }
-                ffi::lua_settop(c.L, 0);
-                assert!(run(c.L, "return f() == t and a.t == t and a.g == f and t[1] == 7 and x == 'x'"), "references across the leading values and the rest hold");
-                assert!(run(c.L, "t[1] = 8 return true"));
-                assert!(crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).is_none(), "taken once");
+                assert_eq!(ffi::lua_gettop(c.L), 4, "the two values, their length and how many objects they hold");
+                let before = c.heap.used();
+                assert_eq!(crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 4);
+                assert!(c.heap.used() - before < decoded_whole / 2, "only the rest is decoded");
+                name_values(c.L, &[c"f", c"a", c"u", c"x"]);
+                assert!(run(c.L, "local t = f() return a.t == t and a.g == f and t[1] == 7 and u[1] == 8 and x == 'x'"));
+                assert!(run(c.L, "f()[1] = 9 return true"), "a copy's values are its own");
             }
         }
-        let plain = Copy::of(crate::template::base().unwrap(), Heap::new()).unwrap();
-        assert!(unsafe { crate::codec::decode_after_prefix(plain.L, &Message::from_slice(&msg)) }.is_none(), "a state without them");
+    }
+
+    /// A rest that refers to a table of the leading values gets that table:
+    /// the copy decodes the message whole.
+    #[test]
+    fn a_rest_that_refers_to_the_leading_values_is_decoded_whole() {
+        let (msg, t) = template_of("local t = {7} local function f() return t end return f, {t = t, g = f}, t, f, 'x'");
+        let c = Copy::of(&t, Heap::new()).unwrap();
+        unsafe {
+            assert_eq!(crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 5);
+            assert_eq!(ffi::lua_gettop(c.L), 5, "the values alone");
+            name_values(c.L, &[c"f", c"a", c"t", c"g", c"x"]);
+            assert!(run(c.L, "return f() == t and a.t == t and a.g == f and g == f and t[1] == 7 and x == 'x'"), "references across the leading values and the rest hold");
+        }
     }
 
     #[test]
@@ -221,23 +254,20 @@ mod tests {
         let preparer = PREPARED.iter().find(|(m, f, _)| (*m, *f) == (&b"synodic.entity.loop"[..], &b"main"[..]));
         let msg = st.encode("return require('synodic.entity.loop').main, {methods = {m = function() return 7 end}, frame_rate = 4}, 'own'");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        let t = unsafe { build(leading, 80, preparer) }.expect("a template");
+        let stack = crate::template::stack_slots(Some(b"synodic.entity.loop"));
+        let t = unsafe { build(leading, stack, preparer) }.expect("a template");
         let c = Copy::of(&t, Heap::new()).unwrap();
         unsafe {
-            assert_eq!(crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap().unwrap(), 3);
-            for (i, name) in [c"f", c"st", c"own"].iter().enumerate() {
-                ffi::lua_pushvalue(c.L, i as i32 + 1);
-                ffi::lua_setglobal(c.L, name.as_ptr());
-            }
-            ffi::lua_settop(c.L, 0);
+            assert_eq!(crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 3);
+            name_values(c.L, &[c"f", c"st", c"own"]);
             let prepared = "return st[1] == false and st[9].m() == 7 and st[12] == 0.25 and own == 'own' \
                 and require('debug').getregistry()['synodic.entity.running'] == st";
             assert!(run(c.L, prepared), "the first argument is the prepared state table, made the running entity's");
         }
         let msg = st.encode("return require('synodic.entity.loop').main, {persist = 5}");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        assert!(unsafe { build(leading, 80, preparer) }.is_none(), "a preparer that fails");
-        assert!(unsafe { build(leading, 80, None) }.is_some(), "the same values unprepared");
+        assert!(unsafe { build(leading, stack, preparer) }.is_none(), "a preparer that fails");
+        assert!(unsafe { build(leading, stack, None) }.is_some(), "the same values unprepared");
     }
 
     /// A spawn made here has its encoder mark the leading values that a

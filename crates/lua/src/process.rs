@@ -99,6 +99,7 @@ impl Body for LuaProcess {
 
     fn resume(&mut self, rt: &Runtime, me: &'static Process) -> Step {
         self.ctx.enter(rt, me);
+        let mut nargs = 0;
         unsafe {
             if self.L.is_null() {
                 self.heap.attach(me, rt.max_process_memory());
@@ -111,7 +112,11 @@ impl Body for LuaProcess {
                     None if self.heap.is_limited() => return Step::Exited(ExitReason::Error(synodic_core::MEMORY_LIMIT.into())),
                     None => return Step::Exited(ExitReason::Error("cannot create a Lua state: out of memory".into())),
                 }
+                // A copy of a prefix template starts with values on its
+                // stack: `boot` gets them as its arguments (see `prepare_spawned`).
+                nargs = ffi::lua_gettop(self.L);
                 ffi::lua_pushcfunction(self.L, boot);
+                ffi::lua_rotate(self.L, 1, 1);
             }
             let L = self.L;
             let mut nres = 0;
@@ -119,7 +124,7 @@ impl Body for LuaProcess {
                 crate::future::run_starts(L);
             }
             crate::preempt::enter(L);
-            let status = ffi::lua_resume(L, std::ptr::null_mut(), 0, &mut nres);
+            let status = ffi::lua_resume(L, std::ptr::null_mut(), nargs, &mut nres);
             crate::preempt::leave(L);
             // (A process becomes a pool worker during a run: its clock starts then.)
             if self.ctx.pool_worker {
@@ -256,12 +261,16 @@ unsafe extern "C-unwind" fn boot_k(L: *mut ffi::lua_State, _status: c_int, stage
 }
 
 /// Pushes the spawned function and its arguments (the spawn message, first
-/// in the mailbox); returns the argument count.
+/// in the mailbox); returns the argument count. A copy of a prefix template
+/// has the message's leading values decoded already: `boot`'s arguments.
 unsafe fn prepare_spawned(L: *mut ffi::lua_State) -> Result<c_int, String> {
-    ffi::lua_settop(L, 0);
-    let msg = ctx(L).proc().pop_message().ok_or("spawn: the spawn message is missing")?;
-    // A copy of a prefix template holds the leading values decoded (`prefix`).
-    let n = codec::decode_after_prefix(L, &msg).unwrap_or_else(|| codec::decode(L, &msg)).map_err(|e| format!("spawn: {e}"))?;
+    let kept = ffi::lua_gettop(L) > 0;
+    let Some(msg) = ctx(L).proc().pop_message() else {
+        ffi::lua_settop(L, 0);
+        return Err("spawn: the spawn message is missing".into());
+    };
+    let n = if kept { codec::decode_after_prefix(L, &msg) } else { codec::decode(L, &msg) };
+    let n = n.map_err(|e| format!("spawn: {e}"))?;
     if n < 1 || ffi::lua_type(L, 1) != ffi::LUA_TFUNCTION {
         return Err("spawn: the message does not start with a function".into());
     }

@@ -18,7 +18,8 @@
 //!    copy; any other difference means the steps were not deterministic,
 //!    and there is no template (states are then made the usual way);
 //! 3. check what moving addresses cannot fix (`csrc/template.c`): a table
-//!    key placed by its address, a state not at rest.
+//!    key placed by its address, a state not at rest (values left on its
+//!    stack are allowed: a copy starts with them, as `prefix`'s do).
 //!
 //! A copy then takes one chunk, copies the first build's bytes into it,
 //! adds the distance from the first build to every address word, and sets
@@ -28,7 +29,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
 
-use libmimalloc_sys::{mi_free, mi_malloc, mi_usable_size};
+use libmimalloc_sys::{mi_free, mi_good_size, mi_malloc, mi_usable_size};
 use mlua_sys as ffi;
 
 use crate::ctx::{Boot, Ctx};
@@ -36,16 +37,19 @@ use crate::heap::{self, Heap, Layout, FIRST_CHUNK};
 use crate::lazy::LazyTable;
 
 extern "C" {
-    fn synodic_state_movable(L: *mut ffi::lua_State, lo: *const u8, hi: *const u8) -> i32;
+    fn synodic_state_movable(L: *mut ffi::lua_State, values: c_int, lo: *const u8, hi: *const u8) -> i32;
     fn synodic_alloc_ud_slot(L: *mut ffi::lua_State) -> *mut c_void;
 }
 
 /// The chunk a template is built in: anything that does not fit in it
 /// gets no template.
 const BUILD_CHUNK: usize = 32 << 10;
-/// Bytes a copy has free in its first chunk beyond the template's, before
-/// it needs another chunk.
-const ROOM: usize = 512;
+/// Bytes a copy has free in its first chunk beyond the template's at
+/// least (the chunk fills the allocator's size class): an entity's start
+/// takes 256, its call records. Each of the allocator's classes is a
+/// quarter larger than the last, and an entity's copy with 512 took 6 KB
+/// where it fits in 5.
+const ROOM: usize = 320;
 const WORD: usize = std::mem::size_of::<usize>();
 
 /// A state to copy: its memory as built at `origin`, and what a copy changes.
@@ -80,15 +84,16 @@ pub(crate) fn base() -> Option<&'static Template> {
 /// Bundled modules whose functions start processes, which then start as a
 /// copy of a template of their own: the entity loop (an entity starts with
 /// pids' metatable made), with the slots its main thread's stack starts
-/// with: what the module's code needs (the loop, waiting for a message in
-/// its protected call, uses over 40, Lua's own size, and under 80). A
-/// stack that grows leaves the first one free in the process's heap, and
-/// an entity's resident memory was ~0.95 KB larger. A module qualifies
+/// with: what the module's code needs (the loop, in a method that calls a
+/// C function, uses over 64 slots, Lua's own size being 40). 75 slots and
+/// Lua's 5 spare fill the heap's 1,280-byte class exactly (80 took the
+/// 1,536-byte one). A stack that grows leaves the first one free in the
+/// process's heap, and an entity's resident memory was ~0.95 KB larger. A module qualifies
 /// when its main chunk only defines things: it runs outside any process.
 /// A frozen module (see `shared`) is not loaded into the template: its
 /// functions arrive as the node's, and an entity's state holds nothing of
 /// its loop.
-const TEMPLATED: [(&[u8], c_int); 1] = [(b"synodic.entity.loop", 80)];
+const TEMPLATED: [(&[u8], c_int); 1] = [(b"synodic.entity.loop", 75)];
 
 /// The template of a state for processes spawned with a function of module
 /// `name`, if it is one of [`TEMPLATED`] and this node could build it.
@@ -149,7 +154,7 @@ impl Build {
         MAIN_STACK.with(|s| s.set(0));
         let L = L?;
         let build = Build { L, heap, ctx };
-        (prepare(L) && ffi::lua_gettop(L) == 0).then_some(build)
+        prepare(L).then_some(build)
     }
 }
 
@@ -170,7 +175,8 @@ impl Template {
     pub(crate) unsafe fn build_with_stack(stack_slots: c_int, prepare: impl Fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
         let (a, b) = (Build::new(stack_slots, &prepare)?, Build::new(stack_slots, &prepare)?);
         let ((first, layout), (b_first, b_layout)) = (a.heap.layout()?, b.heap.layout()?);
-        if layout != b_layout || a.ctx.lazy.len() != b.ctx.lazy.len() {
+        let values = ffi::lua_gettop(a.L);
+        if layout != b_layout || a.ctx.lazy.len() != b.ctx.lazy.len() || ffi::lua_gettop(b.L) != values {
             return None;
         }
         let (lo, hi) = (first as usize, first as usize + layout.used);
@@ -189,7 +195,7 @@ impl Template {
             addresses.push(i as u32);
         }
         let lazy_moves = a.ctx.lazy.iter().zip(&b.ctx.lazy).all(|(x, y)| (lo..hi).contains(&x.address()) && x.moved(delta) == *y);
-        if !lazy_moves || synodic_state_movable(a.L, first, first.add(layout.used)) == 0 {
+        if !lazy_moves || synodic_state_movable(a.L, values, first, first.add(layout.used)) == 0 {
             return None;
         }
         Some(Template {
@@ -197,7 +203,7 @@ impl Template {
             origin: lo,
             addresses: addresses.into(),
             state_at: a.L as usize - lo,
-            chunk_bytes: FIRST_CHUNK.max((layout.used + ROOM).next_multiple_of(512)),
+            chunk_bytes: mi_good_size(FIRST_CHUNK.max(layout.used + ROOM)),
             layout,
             lazy: a.ctx.lazy.clone(),
             pid_meta: a.ctx.pid_meta,
