@@ -3,7 +3,7 @@
 //! module into it are the same steps for every process that starts the same
 //! way; a node does them once, into a template, and a new process's state
 //! is a copy of the template's memory with its addresses moved. For an
-//! entity, that is one copy of about 6 KB (a state with the entity's code
+//! entity, that is one copy of under 5 KB (a state with the entity's code
 //! decoded: `prefix`) instead of hundreds of allocations.
 //!
 //! Building a template, step by step:
