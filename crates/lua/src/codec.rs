@@ -246,24 +246,17 @@ pub(crate) fn leading_library(msg: &[u8]) -> Option<(&[u8], &[u8])> {
 /// Pushes the values encoded in `msg`, whose attachments are `attachments`.
 pub(crate) unsafe fn decode_parts(L: *mut ffi::lua_State, msg: &[u8], attachments: &[Attachment]) -> Result<c_int, Error> {
     let base = ffi::lua_gettop(L);
-    let mut refs = 0;
-    let result = decode_onto(L, msg, attachments, base, &mut refs);
+    let result = (|| {
+        let (r, count) = Reader::message(msg)?;
+        let mut dec = Decoder::new(L, r, attachments, base);
+        dec.values(count)?;
+        dec.drop_refs();
+        Ok(count as c_int)
+    })();
     if result.is_err() {
         ffi::lua_settop(L, base);
-    } else if refs != 0 {
-        ffi::lua_rotate(L, refs, -1); // drop the reference table
-        ffi::lua_settop(L, -2);
     }
     result
-}
-
-unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], attachments: &[Attachment], base: c_int, refs: &mut c_int) -> Result<c_int, Error> {
-    let (r, count) = Reader::message(msg)?;
-    let mut dec = Decoder::new(L, r, attachments, base);
-    let result = dec.values(count);
-    *refs = dec.refs;
-    result?;
-    Ok(count as c_int)
 }
 
 /// Decodes `leading`, the encoded leading values of a message (without its
@@ -274,29 +267,27 @@ unsafe fn decode_onto(L: *mut ffi::lua_State, msg: &[u8], attachments: &[Attachm
 /// ~360 bytes less, and finds them without a lookup.
 pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Result<(), Error> {
     let base = ffi::lua_gettop(L);
-    // Without a reference table first: it would stay in every copy's
-    // memory, and values that refer to their own objects are rare.
-    let mut dec = Decoder::new(L, Reader::fields(leading), &[], base);
-    (dec.outside, dec.first_ref) = (true, i64::MAX);
-    if let Err(e) = dec.fields() {
-        ffi::lua_settop(L, base);
-        if !dec.needs_leading {
-            return Err(e);
-        }
-        dec = Decoder::new(L, Reader::fields(leading), &[], base);
-        dec.outside = true;
-        if let Err(e) = dec.fields() {
-            ffi::lua_settop(L, base);
-            return Err(e);
+    // First without a reference table (no id held): it would stay in every
+    // copy's memory, and values that refer to their own objects are rare.
+    for first_ref in [i64::MAX, 0] {
+        let mut dec = Decoder::new(L, Reader::fields(leading), &[], base);
+        (dec.outside, dec.first_ref) = (true, first_ref);
+        match dec.fields() {
+            Ok(()) => {
+                dec.drop_refs();
+                ffi::lua_pushinteger(L, leading.len() as i64);
+                ffi::lua_pushinteger(L, dec.next_ref);
+                return Ok(());
+            }
+            Err(e) => {
+                ffi::lua_settop(L, base);
+                if !dec.needs_leading {
+                    return Err(e);
+                }
+            }
         }
     }
-    if dec.refs != 0 {
-        ffi::lua_rotate(L, dec.refs, -1);
-        ffi::lua_settop(L, -2);
-    }
-    ffi::lua_pushinteger(L, leading.len() as i64);
-    ffi::lua_pushinteger(L, dec.next_ref);
-    Ok(())
+    Err(junk("leading values refer to objects they do not hold"))
 }
 
 /// Calls `f` with the first argument (the second leading value) that
@@ -327,38 +318,25 @@ pub(crate) unsafe fn decode_after_prefix(L: *mut ffi::lua_State, msg: &Message) 
     let skip = ffi::lua_tointegerx(L, top - 1, std::ptr::null_mut()) as usize;
     let numbered = ffi::lua_tointegerx(L, top, std::ptr::null_mut());
     ffi::lua_settop(L, n);
-    let (r, count) = match Reader::message(msg) {
-        Ok(m) => m,
-        Err(e) => {
-            ffi::lua_settop(L, 0);
-            return Err(e.into());
-        }
-    };
-    let Some(rest) = msg.get(r.position() + skip..) else {
+    let mut needs_leading = false;
+    let result = (|| {
+        let (r, count) = Reader::message(msg)?;
+        let rest = msg.get(r.position() + skip..).ok_or_else(|| junk("message shorter than its leading values"))?;
+        let mut dec = Decoder::new(L, Reader::fields(rest), msg.attachments(), 0);
+        (dec.first_ref, dec.next_ref) = (numbered, numbered);
+        let result = dec.values(count.saturating_sub(n as usize));
+        needs_leading = dec.needs_leading;
+        result?;
+        dec.drop_refs();
+        Ok(count as c_int)
+    })();
+    if result.is_err() {
         ffi::lua_settop(L, 0);
-        return Err(junk("message shorter than its leading values"));
-    };
-    let mut dec = Decoder::new(L, Reader::fields(rest), msg.attachments(), 0);
-    (dec.first_ref, dec.next_ref) = (numbered, numbered);
-    let result = dec.values(count.saturating_sub(n as usize));
-    let refs = dec.refs;
-    let needs_leading = dec.needs_leading;
-    match result {
-        Ok(()) => {
-            if refs != 0 {
-                ffi::lua_rotate(L, refs, -1); // drop the reference table
-                ffi::lua_settop(L, -2);
-            }
-            Ok(count as c_int)
-        }
-        Err(e) => {
-            ffi::lua_settop(L, 0);
-            if needs_leading {
-                return decode(L, msg);
-            }
-            Err(e)
+        if needs_leading {
+            return decode(L, msg);
         }
     }
+    result
 }
 
 /// One step of the path to an unsendable value.
@@ -729,6 +707,15 @@ impl<'a> Decoder<'a> {
             self.value()?;
         }
         Ok(self.r.finish()?)
+    }
+
+    /// Removes the reference table, if one was made: the values alone stay.
+    unsafe fn drop_refs(&mut self) {
+        if self.refs != 0 {
+            ffi::lua_rotate(self.L, self.refs, -1);
+            ffi::lua_settop(self.L, -2);
+            self.refs = 0;
+        }
     }
 
     /// Pushes the values of a reader of bare fields, to its end.

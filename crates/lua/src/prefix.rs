@@ -15,9 +15,10 @@
 //! Only a first argument that is a table gets a template: decoding one
 //! (with functions in it, as an entity's code) is what costs, and what a
 //! template holds beyond a plain process's state (the kept values) then
-//! stays within the memory the decoding would have taken. With a scalar first argument (a ring's
-//! `s.spawn(member, main, ...)`) the copy's first chunk would grow from
-//! 4 to 5 KB, and every message a ring passes got ~10% slower.
+//! stays within the memory the decoding would have taken. With a scalar
+//! first argument (a ring's `s.spawn(member, main, ...)`) the copy's first
+//! chunk would grow from 4 to 5 KB, and every message a ring passes got
+//! ~10% slower.
 //!
 //! Leading values that share (hold a buffer, a tuple space or a future:
 //! attachments, not bytes) or name a module that only a process may load
