@@ -41,7 +41,7 @@ fn setup(name: &str) -> (PathBuf, PathBuf, PathBuf) {
 
 fn need(program: &str, package: &str) -> String {
     let found = ["/usr/sbin", "/usr/bin", "/usr/local/bin"].iter().map(|d| Path::new(d).join(program)).find(|p| p.exists());
-    found.unwrap_or_else(|| panic!("{program} is missing: install the Debian package {package} (.ci/run does)")).to_string_lossy().into_owned()
+    found.unwrap_or_else(|| panic!("{program} is missing: install the Debian package {package} (scripts/test does)")).to_string_lossy().into_owned()
 }
 
 /// An OpenSSH server on 127.0.0.1 that accepts one key of the test's own.
