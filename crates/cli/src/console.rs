@@ -1,18 +1,21 @@
 //! `synodic console ADDR`: attaches to a running program's console endpoint
-//! (see `synodic_net::console` for the protocol). On a terminal it gives a
+//! (see `synodic_net::console` for the protocol: the handshake proves the
+//! cookie without sending it, and every line is encrypted). On a terminal it gives a
 //! prompt with line editing and history (Ctrl-C drops the line being typed,
 //! Ctrl-D leaves); otherwise it reads lines from standard input, so it can be
 //! scripted. Output of the console's events, and replies that arrive later,
 //! are printed as they come. When the program ends, the console says so and
 //! ends too.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::sync::mpsc;
 
 use anyhow::{bail, Context, Result};
-use synodic_net::console::{unescape, HELLO};
+use synodic_net::console::{unescape, Lines};
+use synodic_net::handshake::{self, Handshake, Purpose, Session};
+use synodic_net::record::Sealer;
 
 #[derive(clap::Args)]
 pub struct ConsoleArgs {
@@ -38,14 +41,16 @@ pub fn run(args: ConsoleArgs) -> Result<i32> {
         eprintln!("synodic: warning: {w}");
     }
     let mut stream = TcpStream::connect(&args.address).with_context(|| format!("cannot connect to {}", args.address))?;
-    writeln!(stream, "{HELLO} {cookie}")?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut greeting = String::new();
-    reader.read_line(&mut greeting)?;
-    let greeting = greeting.trim_end();
+    let config = handshake::Config { cookie: cookie.into_bytes(), purpose: Purpose::Console, node: synodic_core::NodeId::fresh("console"), listen: String::new(), plain: false };
+    let (_, Session { sealer, opener }) = handshake::blocking(&mut stream, Handshake::dialer(config)?, None).with_context(|| format!("console {}", args.address))?;
+    let mut lines = Lines::new(opener, usize::MAX);
+    let mut reader = stream.try_clone()?;
+    let greeting = String::from_utf8_lossy(&next_line(&mut reader, &mut lines).unwrap_or_default()).into_owned();
     let Some(agent) = greeting.strip_prefix("ok ") else {
-        bail!("console {}: {}", args.address, if greeting.is_empty() { "connection closed" } else { greeting });
+        bail!("console {}: {}", args.address, if greeting.is_empty() { "connection closed" } else { &greeting });
     };
+    let agent = agent.to_string();
+    let mut writer = Writer { stream, sealer };
 
     let interactive = unsafe { libc::isatty(0) == 1 };
     // The terminal as it is before line editing changes it, to put back if
@@ -59,9 +64,9 @@ pub fn run(args: ConsoleArgs) -> Result<i32> {
     let (events, done) = mpsc::channel();
     let address = args.address.clone();
     std::thread::spawn(move || {
-        for line in reader.lines() {
-            let Ok(line) = line else { break };
-            let (kind, text) = line.split_once(' ').unwrap_or((line.as_str(), ""));
+        while let Some(line) = next_line(&mut reader, &mut lines) {
+            let line = String::from_utf8_lossy(&line);
+            let (kind, text) = line.split_once(' ').unwrap_or((&line, ""));
             match kind {
                 "o" => println!("{}", unescape(text)),
                 "e" => println!("error: {}", unescape(text)),
@@ -91,7 +96,7 @@ pub fn run(args: ConsoleArgs) -> Result<i32> {
                 Ok(line) if line.trim().is_empty() => continue,
                 Ok(line) => {
                     let _ = editor.add_history_entry(line.as_str());
-                    if !send_line(&mut stream, &line, &done)? {
+                    if !send_line(&mut writer, &line, &done)? {
                         return Ok(1);
                     }
                 }
@@ -103,7 +108,7 @@ pub fn run(args: ConsoleArgs) -> Result<i32> {
     } else {
         for line in std::io::stdin().lock().lines() {
             let line = line?;
-            if !line.trim().is_empty() && !send_line(&mut stream, &line, &done)? {
+            if !line.trim().is_empty() && !send_line(&mut writer, &line, &done)? {
                 return Ok(1);
             }
         }
@@ -111,10 +116,47 @@ pub fn run(args: ConsoleArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// The next line from the program; `None` once the connection has closed
+/// (or carried a record that fails its check).
+fn next_line(stream: &mut TcpStream, lines: &mut Lines) -> Option<Vec<u8>> {
+    loop {
+        match lines.next_line() {
+            Ok(Some(line)) => return Some(line),
+            Ok(None) => {}
+            Err(e) => {
+                eprintln!("synodic: console connection: {e}");
+                return None;
+            }
+        }
+        let space = lines.space();
+        let start = space.len();
+        space.resize(start + (64 << 10), 0);
+        let n = stream.read(&mut space[start..]).unwrap_or(0);
+        space.truncate(start + n);
+        if n == 0 {
+            return None;
+        }
+    }
+}
+
+/// The console's side of the connection that it writes: lines, sealed.
+struct Writer {
+    stream: TcpStream,
+    sealer: Sealer,
+}
+
+impl Writer {
+    fn line(&mut self, line: &str) -> std::io::Result<()> {
+        let mut sealed = Vec::new();
+        self.sealer.seal(format!("{line}\n").as_bytes(), &mut sealed).map_err(std::io::Error::other)?;
+        self.stream.write_all(&sealed)
+    }
+}
+
 /// Sends one line and waits until the program has run it; false when the
 /// program went away.
-fn send_line(stream: &mut TcpStream, line: &str, done: &mpsc::Receiver<Event>) -> Result<bool> {
-    if writeln!(stream, "{line}").is_err() {
+fn send_line(writer: &mut Writer, line: &str, done: &mpsc::Receiver<Event>) -> Result<bool> {
+    if writer.line(line).is_err() {
         // The reader sees the same closed connection: let it say so before
         // the console exits, so the user always learns why.
         while let Ok(Event::Done) = done.recv() {}

@@ -160,6 +160,9 @@ fn over_ssh(file: PathBuf, args: LaunchArgs) -> Result<i32> {
             if workers > 0 {
                 remote.extend(["--workers".into(), workers.to_string()]);
             }
+            if run.cluster.no_encryption {
+                remote.push("--no-encryption".into());
+            }
             let line = remote.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
             // The cookie goes over the ssh connection, never on a command
             // line; written into the pipe before ssh starts, so a failing

@@ -136,6 +136,12 @@ struct ClusterArgs {
     /// on first use); `-` reads it from the first line of standard input.
     #[arg(long, value_name = "FILE")]
     cookie_file: Option<PathBuf>,
+    /// Links to nodes started with this flag too are authenticated (every
+    /// frame, as always) but not encrypted: for a network you trust, where
+    /// encryption is a cost you do not want. Links to other nodes stay
+    /// encrypted.
+    #[arg(long)]
+    no_encryption: bool,
     /// How long to keep trying to join while the seed is not up yet (nodes
     /// of one job start in any order).
     #[arg(skip)]
@@ -334,7 +340,8 @@ fn open_cluster(rt: &Runtime, args: &ClusterArgs, say: bool) -> anyhow::Result<O
     let io = synodic_net::Io::start()?;
     let spawner_rt = rt.clone();
     let spawner: synodic_net::cluster::Spawner = std::sync::Arc::new(move |msg| LuaProcess::spawn(&spawner_rt, msg, None).map_err(|e| e.to_string()));
-    let cluster = synodic_net::cluster::Cluster::start(&io, rt.clone(), args.listen.as_deref().unwrap_or("127.0.0.1:0"), args.advertise.as_deref(), cookie.into_bytes(), spawner)?;
+    let settings = synodic_net::cluster::Settings { listen: args.listen.clone().unwrap_or_else(|| "127.0.0.1:0".into()), advertise: args.advertise.clone(), cookie: cookie.into_bytes(), plain: args.no_encryption };
+    let cluster = synodic_net::cluster::Cluster::start(&io, rt.clone(), settings, spawner)?;
     if say {
         eprintln!("synodic: node {} listening on {}", rt.node_name(), cluster.addr());
     }
@@ -344,7 +351,7 @@ fn open_cluster(rt: &Runtime, args: &ClusterArgs, say: bool) -> anyhow::Result<O
         let since = std::time::Instant::now();
         loop {
             match cluster.join(&io, seed) {
-                Err(synodic_net::Error::Join { .. }) if since.elapsed() < args.join_patience => std::thread::sleep(std::time::Duration::from_millis(100)),
+                Err(synodic_net::Error::Unreachable { .. }) if since.elapsed() < args.join_patience => std::thread::sleep(std::time::Duration::from_millis(100)),
                 joined => break joined?,
             }
         }
@@ -380,6 +387,9 @@ fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow:
             .stdin(std::process::Stdio::null());
         if args.workers > 0 {
             cmd.arg("--workers").arg(args.workers.to_string());
+        }
+        if args.cluster.no_encryption {
+            cmd.arg("--no-encryption");
         }
         ends_with_this_process(&mut cmd);
         cmd.spawn().with_context(|| format!("cannot start node {i} of {}", args.nodes))?;

@@ -154,51 +154,50 @@ fn the_worker_pool_survives_losing_a_node() {
     assert!(stdout.starts_with("60 jobs on 3 node(s), 4 workers left; 73888 primes in all\nlost "), "{stdout}");
 }
 
-/// A peer written by hand: connects to `addr` and, with a cookie, passes
-/// the handshake as node `name`; then whatever the test writes.
-fn fake_peer(addr: &str, name: &str, cookie: Option<&str>) -> std::net::TcpStream {
-    fake_peer_with_nonce(addr, name, cookie, [3; 32])
+/// A peer written by hand: connected to a node, and, with a cookie, past
+/// the handshake as node `name`; then whatever the test writes, sealed in
+/// records as a node's would be (`send`) or not (`send_raw`).
+struct FakePeer {
+    tcp: std::net::TcpStream,
+    sealer: Option<synodic_net::record::Sealer>,
 }
 
-/// [`fake_peer`], with the nonce its hello carries.
-fn fake_peer_with_nonce(addr: &str, name: &str, cookie: Option<&str>, nonce: [u8; 32]) -> std::net::TcpStream {
-    use std::io::{Read, Write};
-    use synodic_net::frame::{Decoder, Hello};
-    use synodic_net::handshake::{Handshake, Role, Step};
-    let mut tcp = std::net::TcpStream::connect(addr).unwrap();
-    let Some(cookie) = cookie else { return tcp };
-    let node = synodic_core::NodeId { name: name.into(), incarnation: 1 };
-    let (mut hs, hello) = Handshake::start(Role::Dialer, cookie.as_bytes(), Hello { node, listen: String::new(), nonce });
-    let mut out = Vec::new();
-    hello.encode(&mut out);
-    tcp.write_all(&out).unwrap();
-    let mut decoder = Decoder::new();
-    loop {
-        while let Some(frame) = decoder.next_frame().unwrap() {
-            match hs.receive(frame).unwrap() {
-                Step::Send(frame) => {
-                    out.clear();
-                    frame.encode(&mut out);
-                    tcp.write_all(&out).unwrap();
-                }
-                Step::Done(_) => return tcp,
-            }
+impl FakePeer {
+    fn connect(addr: &str, name: &str, cookie: Option<&str>) -> FakePeer {
+        FakePeer::with_nonce(addr, name, cookie, [3; 32])
+    }
+
+    /// [`FakePeer::connect`], with the nonce its hello carries.
+    fn with_nonce(addr: &str, name: &str, cookie: Option<&str>, nonce: [u8; 32]) -> FakePeer {
+        use synodic_net::handshake::{self, Handshake, Purpose};
+        let mut tcp = std::net::TcpStream::connect(addr).unwrap();
+        let Some(cookie) = cookie else { return FakePeer { tcp, sealer: None } };
+        let node = synodic_core::NodeId { name: name.into(), incarnation: 1 };
+        let config = handshake::Config { cookie: cookie.as_bytes().to_vec(), purpose: Purpose::Node, node, listen: String::new(), plain: false };
+        let (_, session) = handshake::blocking(&mut tcp, Handshake::dialer(config).unwrap().with_nonce(nonce), None).expect("the fake peer passes the handshake");
+        FakePeer { tcp, sealer: Some(session.sealer) }
+    }
+
+    /// Writes `frames` as a node would: sealed, once past the handshake.
+    fn send(&mut self, frames: &[u8]) {
+        use std::io::Write;
+        let mut bytes = Vec::new();
+        match &mut self.sealer {
+            Some(sealer) => sealer.seal(frames, &mut bytes).unwrap(),
+            None => bytes.extend_from_slice(frames),
         }
-        let mut buf = [0; 1024];
-        let n = tcp.read(&mut buf).unwrap();
-        assert!(n > 0, "the node closed the handshake");
-        decoder.space(n).extend_from_slice(&buf[..n]);
+        self.tcp.write_all(&bytes).unwrap();
     }
 }
 
-/// Writes `bytes` and closes the connection cleanly: the write side first,
-/// then reading what the node sent until it closes too (closing with
-/// unread bytes would reset the connection instead).
-fn send_and_close(mut tcp: std::net::TcpStream, bytes: &[u8]) {
-    use std::io::Write;
-    tcp.write_all(bytes).unwrap();
-    tcp.shutdown(std::net::Shutdown::Write).unwrap();
-    closed_within(&mut tcp, LIMIT);
+/// Writes `frames` (sealed once past the handshake) and closes the
+/// connection cleanly: the write side first, then reading what the node
+/// sent until it closes too (closing with unread bytes would reset the
+/// connection instead).
+fn send_and_close(mut peer: FakePeer, frames: &[u8]) {
+    peer.send(frames);
+    peer.tcp.shutdown(std::net::Shutdown::Write).unwrap();
+    closed_within(&mut peer.tcp, LIMIT);
 }
 
 #[test]
@@ -209,26 +208,33 @@ fn junk_and_cut_frames_on_the_node_port_are_one_line_each_and_the_node_goes_on()
     let a = Node::start("a", &cookie);
     let next_line = || a.stderr.recv_timeout(LIMIT).expect("the node logs one line");
     // Before the handshake: junk, then a frame cut short.
-    send_and_close(fake_peer(&a.addr, "", None), b"GET / HTTP/1.1\r\n\r\n");
+    send_and_close(FakePeer::connect(&a.addr, "", None), b"GET / HTTP/1.1\r\n\r\n");
     let line = next_line();
     assert!(line.contains("node connection from 127.0.0.1:") && line.contains("frame of") && line.contains("at most 1024"), "{line}");
-    send_and_close(fake_peer(&a.addr, "", None), &[40, 0, 0, 0, 1, b'S']);
+    send_and_close(FakePeer::connect(&a.addr, "", None), &[40, 0, 0, 0, 1, b'S']);
     let line = next_line();
     assert!(line.contains("closed the connection during the handshake"), "{line}");
     // After it: a frame of an unknown kind, one too long, one cut short, and
     // a parcel that says more than it carries.
-    send_and_close(fake_peer(&a.addr, "junk1@host", Some(secret)), &[1, 0, 0, 0, 99]);
+    send_and_close(FakePeer::connect(&a.addr, "junk1@host", Some(secret)), &[1, 0, 0, 0, 99]);
     let line = next_line();
     assert!(line.contains("link to node junk1@host closed: unknown frame kind 99"), "{line}");
-    send_and_close(fake_peer(&a.addr, "junk2@host", Some(secret)), &[0xff, 0xff, 0xff, 0x7f, 4]);
+    send_and_close(FakePeer::connect(&a.addr, "junk2@host", Some(secret)), &[0xff, 0xff, 0xff, 0x7f, 4]);
     let line = next_line();
     assert!(line.contains("link to node junk2@host closed: frame of") && line.contains("at most 1048576"), "{line}");
-    send_and_close(fake_peer(&a.addr, "junk3@host", Some(secret)), &[20, 0, 0, 0, 4, 1, 2]);
+    send_and_close(FakePeer::connect(&a.addr, "junk3@host", Some(secret)), &[20, 0, 0, 0, 4, 1, 2]);
     let line = next_line();
     assert!(line.contains("link to node junk3@host closed: the peer closed the connection in the middle of a frame"), "{line}");
-    send_and_close(fake_peer(&a.addr, "junk4@host", Some(secret)), &[6, 0, 0, 0, 5, 1, 10, 1, 4, 4]);
+    send_and_close(FakePeer::connect(&a.addr, "junk4@host", Some(secret)), &[6, 0, 0, 0, 5, 1, 10, 1, 4, 4]);
     let line = next_line();
     assert!(line.contains("link to node junk4@host closed: parcel 1: its pieces do not add up"), "{line}");
+    // Past the handshake, bytes that are not sealed records (a frame as a
+    // relay would inject it) close the link before anything is read.
+    let mut unsealed = FakePeer::connect(&a.addr, "junk5@host", Some(secret));
+    unsealed.sealer = None;
+    send_and_close(unsealed, &[3, 0, 0, 0, 8, 1, 1].repeat(4));
+    let line = next_line();
+    assert!(line.contains("link to node junk5@host closed: a record failed its authentication check"), "{line}");
     // Nothing else was logged, and the node still takes a program.
     assert!(a.stderr.try_recv().is_err());
     let out = join_and_run(&dir, "b", &a.addr, &cookie, "local s = require 'synodic' assert(#s.nodes() == 2, #s.nodes()) print('still ok')");
@@ -328,6 +334,64 @@ fn a_stalled_link_loses_nothing_and_a_cut_one_is_noconnection() {
     assert!(text(&out.stdout).contains("stall and cut ok"), "{}\n{}", text(&out.stdout), text(&out.stderr));
 }
 
+/// A relay between a program and a node (what `--advertise` invites) sees
+/// the handshake pass, then tampers with the link: a record it saw,
+/// replayed, and a frame of its own, written in clear. Either closes the
+/// link with one line on the node's stderr and reaches no process; the
+/// program hears of the loss as of any other.
+#[test]
+fn a_relay_can_neither_replay_nor_inject() {
+    let dir = scratch_dir("cluster-relay");
+    let cookie = cookie_in(&dir, "cookie", "a cookie of more than sixteen bytes");
+    let z = Node::start("z", &cookie);
+    for attack in ["replay", "inject"] {
+        let relay = common::proxy::Proxy::start(&z.addr);
+        let prog = dir.join(format!("{attack}.lua"));
+        std::fs::write(
+            &prog,
+            r#"local s = require "synodic"
+               local z = s.nodes()[2]
+               local echo = s.spawn_on(z, function()
+                 local s = require "synodic"
+                 while true do local from, i = s.receive() s.send(from, i) end
+               end)
+               s.monitor_node(z)
+               s.send(echo, s.self(), 1)
+               assert(s.receive(10) == 1)
+               print("linked") io.stdout:flush()
+               assert(s.receive_match("nodedown", 20) == "nodedown")
+               print("lost")"#,
+        )
+        .unwrap();
+        let mut child = synodic_command().args(["run", "--join", &relay.addr, "--name", attack, "--cookie-file"]).arg(&cookie).arg(&prog).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let program = KillOnDrop(child);
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line, "linked\n");
+        match attack {
+            "replay" => {
+                // The dialer's hello, then its first record: sent again.
+                let seen = relay.upstream();
+                let hello = 4 + u32::from_le_bytes(seen[..4].try_into().unwrap()) as usize;
+                let record = 4 + u32::from_le_bytes(seen[hello..hello + 4].try_into().unwrap()) as usize + 16;
+                relay.inject(&seen[hello..hello + record]);
+            }
+            _ => {
+                let mut frame = Vec::new();
+                synodic_net::frame::Frame::Load { load: 0, nodes: 1 }.encode(&mut frame);
+                relay.inject(&frame.repeat(8));
+            }
+        }
+        line.clear();
+        stdout.read_line(&mut line).unwrap();
+        assert_eq!(line, "lost\n", "the program hears of the loss ({attack})");
+        let logged = z.stderr.recv_timeout(LIMIT).expect("the node says why it closed the link");
+        assert!(logged.contains(&format!("link to node {attack}@")) && logged.contains("a record failed its authentication check"), "{attack}: {logged}");
+        drop(program);
+    }
+}
+
 /// A console attached to a node that runs no program reaches the agents of
 /// a program on another node, reads and changes their variables, and sees
 /// an agent placed on its own node, and shows the program's tuple space
@@ -413,11 +477,11 @@ fn of_two_links_to_one_peer_both_sides_keep_the_same() {
     let cookie = cookie_in(&dir, "cookie", secret);
     let z = Node::start("z", &cookie);
     // "a" sorts before "z": every link here is one the smaller name dialed.
-    let mut first = fake_peer_with_nonce(&z.addr, "a", Some(secret), [3; 32]);
-    let mut lower = fake_peer_with_nonce(&z.addr, "a", Some(secret), [2; 32]);
+    let mut first = FakePeer::with_nonce(&z.addr, "a", Some(secret), [3; 32]).tcp;
+    let mut lower = FakePeer::with_nonce(&z.addr, "a", Some(secret), [2; 32]).tcp;
     assert!(closed_within(&mut lower, Duration::from_secs(20)), "the link with the lower nonce gives way");
     assert!(!closed_within(&mut first, Duration::from_millis(300)), "the first link is kept");
-    let _higher = fake_peer_with_nonce(&z.addr, "a", Some(secret), [9; 32]);
+    let _higher = FakePeer::with_nonce(&z.addr, "a", Some(secret), [9; 32]);
     assert!(closed_within(&mut first, Duration::from_secs(20)), "a link with a higher nonce replaces it");
     assert!(z.stderr.try_recv().is_err(), "links given way to are not failures: {:?}", z.stderr.try_recv());
 }

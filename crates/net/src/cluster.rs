@@ -7,8 +7,10 @@
 //!
 //! A link, step by step:
 //!
-//! 1. The dialer connects; both sides run the handshake (`handshake`) with a
-//!    5 s limit. A failure is one line on stderr naming the address.
+//! 1. The dialer connects; both sides run the handshake (`handshake`)
+//!    within 3 s, the accepting side holding one of a few places for
+//!    connections not yet proven (`gate`). A failure is one line on stderr
+//!    naming the address. From then on every byte is in sealed records.
 //! 2. The link is entered under the peer's node alias and its socket given
 //!    to the poller: from then on the scheduler's threads read it (see
 //!    `synodic_core::netpoll`) and hand its frames to `Cluster::receive`,
@@ -46,19 +48,34 @@ use synodic_core::future::FutureId;
 use synodic_core::remote::{self, Carried, Remote};
 use synodic_core::waiting::{Completion, Waiter};
 use synodic_core::{linda_remote, Attachment, ExitReason, Message, NodeId, Pid, Runtime};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::Notify;
 
-use crate::frame::{completion, Decoder, Frame, Hello};
-use crate::handshake::{self, Handshake, Role, Step};
+use crate::frame::{completion, Frame};
+use crate::gate::{self, Gate};
+use crate::handshake::{self, Handshake, Peer, Purpose, Role};
 use crate::link::{self, Drained, Link};
 use crate::membership::{self, Event, Member, Membership, Output};
 use crate::poller::Poller;
 use crate::{Error, Io};
 
-const HANDSHAKE_TIME: Duration = Duration::from_secs(5);
 const LOAD_EVERY: Duration = Duration::from_millis(500);
+/// Connections to the node port that may be in their handshake at once.
+const UNPROVEN: usize = 32;
+
+/// How a node takes part in a cluster.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// Where to listen (host:port; port 0 picks one).
+    pub listen: String,
+    /// Where other nodes are told to reach this one, if not there (a proxy
+    /// or a NAT in between).
+    pub advertise: Option<String>,
+    pub cookie: Vec<u8>,
+    /// `--no-encryption`: links to peers that say the same are
+    /// authenticated but not encrypted.
+    pub plain: bool,
+}
 
 /// Starts the process a spawn message (function, then arguments) describes:
 /// what a `Spawn` frame from another node asks for. The runtime's bodies
@@ -75,6 +92,9 @@ struct Inner {
     rt: Runtime,
     io: tokio::runtime::Handle,
     cookie: Vec<u8>,
+    plain: bool,
+    /// Node-port connections not yet proven.
+    unproven: Arc<Gate>,
     me: NodeId,
     listen: SocketAddr,
     /// Where other nodes are told to reach this one.
@@ -98,11 +118,11 @@ struct Inner {
 }
 
 impl Cluster {
-    /// Listens on `addr` (TCP and UDP, the same port) and installs itself
-    /// as the runtime's [`Remote`]. Other nodes are told to reach this one
-    /// at `advertise` if given (a proxy or a NAT in between), else at the
-    /// address it listens on.
-    pub fn start(io: &Io, rt: Runtime, addr: &str, advertise: Option<&str>, cookie: Vec<u8>, spawner: Spawner) -> Result<Cluster, Error> {
+    /// Listens where `settings` say (TCP and UDP, the same port) and
+    /// installs itself as the runtime's [`Remote`].
+    pub fn start(io: &Io, rt: Runtime, settings: Settings, spawner: Spawner) -> Result<Cluster, Error> {
+        let Settings { listen: addr, advertise, cookie, plain } = settings;
+        let addr = addr.as_str();
         let addr_owned = addr.to_string();
         let (tcp, udp) = io
             .run(async move {
@@ -113,7 +133,7 @@ impl Cluster {
             })
             .map_err(|why| Error::Listen { addr: addr.to_string(), why })?;
         let listen = tcp.local_addr().map_err(|why| Error::Listen { addr: addr.to_string(), why })?;
-        let announced = match advertise {
+        let announced = match advertise.as_deref() {
             Some(a) => a.parse().map_err(|_| Error::Listen { addr: a.to_string(), why: std::io::Error::other("not an address host:port") })?,
             None => listen,
         };
@@ -124,6 +144,8 @@ impl Cluster {
             rt: rt.clone(),
             io: io.handle().clone(),
             cookie,
+            plain,
+            unproven: Gate::new(UNPROVEN),
             me: me.clone(),
             listen,
             announced,
@@ -160,7 +182,8 @@ impl Cluster {
         let addr = addr.to_string();
         io.run(async move {
             let hello = cluster.clone().dial(&addr).await?;
-            let seed = Member { name: hello.node.name.clone(), incarnation: hello.node.incarnation, addr: parse_addr(&hello.listen, &addr)?, renewal: 0 };
+            let hello = (hello.node, hello.listen);
+            let seed = Member { name: hello.0.name.clone(), incarnation: hello.0.incarnation, addr: parse_addr(&hello.1, &addr)?, renewal: 0 };
             let out = {
                 let mut m = cluster.inner.membership.lock();
                 m.announce(seed);
@@ -171,7 +194,7 @@ impl Cluster {
             // (so that, for one, leaving reaches it).
             let joined = cluster
                 .until(Duration::from_secs(10), || {
-                    cluster.inner.live.lock().contains(&hello.node.name) && cluster.inner.membership.lock().members().any(|m| m.name == hello.node.name)
+                    cluster.inner.live.lock().contains(&hello.0.name) && cluster.inner.membership.lock().members().any(|m| m.name == hello.0.name)
                 })
                 .await;
             joined.map_err(|_| Error::Join { addr: addr.clone(), why: "no answer from its membership".into() })?;
@@ -250,42 +273,50 @@ impl Cluster {
         loop {
             let Ok((stream, from)) = tcp.accept().await else { continue };
             let cluster = self.clone();
+            let place = self.inner.unproven.enter();
             tokio::spawn(async move {
-                if let Err(e) = cluster.connect(stream, Role::Acceptor).await {
+                if let Err(e) = cluster.connect(stream, Role::Acceptor, Some(place)).await {
                     eprintln!("synodic: node connection from {from} refused: {e}");
                 }
             });
         }
     }
 
-    /// Dials `addr` and runs the link; returns the peer's hello once it has
+    /// Dials `addr` and runs the link; returns the peer once it has
     /// authenticated.
-    async fn dial(self, addr: &str) -> Result<Hello, Error> {
-        let stream = TcpStream::connect(addr).await.map_err(|e| Error::Join { addr: addr.to_string(), why: e.to_string() })?;
-        self.connect(stream, Role::Dialer).await.map_err(|e| Error::Join { addr: addr.to_string(), why: e.to_string() })
+    async fn dial(self, addr: &str) -> Result<Peer, Error> {
+        let unreachable = |why: String| Error::Unreachable { addr: addr.to_string(), why };
+        let stream = tokio::time::timeout(handshake::DRIVE_LIMIT, TcpStream::connect(addr)).await.map_err(|_| unreachable("no answer".into()))?.map_err(|e| unreachable(e.to_string()))?;
+        self.connect(stream, Role::Dialer, None).await.map_err(|e| Error::Join { addr: addr.to_string(), why: e.to_string() })
     }
 
-    /// Steps 1 and 2 of a link: the handshake, then its reader and writer.
-    async fn connect(self, mut stream: TcpStream, role: Role) -> Result<Hello, Error> {
+    /// Steps 1 and 2 of a link: the handshake (the accepting side holding
+    /// `place` meanwhile), then its reader and writer.
+    async fn connect(self, mut stream: TcpStream, role: Role, place: Option<gate::Place>) -> Result<Peer, Error> {
         let _ = stream.set_nodelay(true);
-        let mine = Hello { node: self.inner.me.clone(), listen: self.inner.announced.to_string(), nonce: handshake::nonce().map_err(|e| Error::Protocol(format!("no random source: {e}")))? };
-        let mine_nonce = mine.nonce;
-        let mut decoder = Decoder::new();
-        let peer = tokio::time::timeout(HANDSHAKE_TIME, shake(&mut stream, &mut decoder, role, &self.inner.cookie, mine))
-            .await
-            .map_err(|_| Error::Protocol("no handshake within 5 s".into()))??;
+        let config = handshake::Config { cookie: self.inner.cookie.clone(), purpose: Purpose::Node, node: self.inner.me.clone(), listen: self.inner.announced.to_string(), plain: self.inner.plain };
+        let (peer, session) = match role {
+            Role::Dialer => {
+                let hs = Handshake::dialer(config)?;
+                tokio::time::timeout(handshake::DRIVE_LIMIT, handshake::over_tokio(&mut stream, hs, None)).await.map_err(|_| Error::Protocol(format!("no handshake within {} s", handshake::DRIVE_LIMIT.as_secs())))??
+            }
+            Role::Acceptor => {
+                let (hs, challenge) = Handshake::acceptor(config)?;
+                let place = place.expect("an accepted connection holds a place");
+                place.hold(handshake::over_tokio(&mut stream, hs, Some(challenge))).await?
+            }
+        };
         if peer.node.name == self.inner.me.name {
             return Err(Error::Protocol(format!("a node named {} is this node", peer.node.name)));
         }
-        decoder.authenticated();
         let alias = self.inner.rt.nodes().alias(&peer.node).ok_or_else(|| Error::Protocol("the node table is full".into()))?;
         let rank = match role {
-            Role::Dialer => (self.inner.me.name < peer.node.name, mine_nonce),
-            Role::Acceptor => (peer.node.name < self.inner.me.name, peer.nonce),
+            Role::Dialer => (self.inner.me.name < peer.node.name, peer.dialer_nonce),
+            Role::Acceptor => (peer.node.name < self.inner.me.name, peer.dialer_nonce),
         };
         let socket = stream.into_std().map_err(|e| Error::Protocol(e.to_string()))?;
         let token = self.inner.next_token.fetch_add(1, Relaxed);
-        let link = Link::start(self.inner.rt.clone(), peer.node.clone(), alias, rank, token, socket, decoder).map_err(|e| Error::Protocol(e.to_string()))?;
+        let link = Link::start(self.inner.rt.clone(), peer.node.clone(), alias, rank, token, socket, session).map_err(|e| Error::Protocol(e.to_string()))?;
         for (name, pid) in self.inner.rt.names_held_here() {
             link.push_message(self.inner.rt.nodes(), &Message::from_vec(remote::name_message(&name, pid)), None, |message| Frame::Named { message });
         }
@@ -626,7 +657,7 @@ impl Cluster {
                         self.inner.io.spawn(async move {
                             if let Err(e) = cluster.dial(&member.addr.to_string()).await {
                                 let why = match e {
-                                    Error::Join { why, .. } => why,
+                                    Error::Join { why, .. } | Error::Unreachable { why, .. } => why,
                                     e => e.to_string(),
                                 };
                                 eprintln!("synodic: cannot link to node {} at {}: {why}", member.name, member.addr);
@@ -684,31 +715,6 @@ fn settle(link: &Link, to: Pid, message: &[u8]) -> Settled {
         }
     }
     Settled::Answered
-}
-
-/// Runs the handshake on a fresh connection.
-async fn shake(stream: &mut TcpStream, decoder: &mut Decoder, role: Role, cookie: &[u8], mine: Hello) -> Result<Hello, Error> {
-    let (mut hs, hello) = Handshake::start(role, cookie, mine);
-    let mut out = Vec::new();
-    hello.encode(&mut out);
-    stream.write_all(&out).await.map_err(|e| Error::Protocol(e.to_string()))?;
-    loop {
-        while let Some(frame) = decoder.next_frame()? {
-            match hs.receive(frame)? {
-                Step::Send(frame) => {
-                    out.clear();
-                    frame.encode(&mut out);
-                    stream.write_all(&out).await.map_err(|e| Error::Protocol(e.to_string()))?;
-                }
-                Step::Done(peer) => return Ok(peer),
-            }
-        }
-        match stream.read_buf(decoder.space(1024)).await {
-            Ok(0) => return Err(Error::Protocol("the peer closed the connection during the handshake (a wrong cookie?)".into())),
-            Ok(_) => {}
-            Err(e) => return Err(Error::Protocol(e.to_string())),
-        }
-    }
 }
 
 fn parse_addr(listen: &str, dialed: &str) -> Result<SocketAddr, Error> {

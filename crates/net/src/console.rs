@@ -1,14 +1,20 @@
 //! The console endpoint that `synodic console` attaches to, and its line
-//! protocol. For every connection that proves it knows the cookie, a console
-//! agent is started (by the `attach` function the caller gives: the Lua layer
-//! starts `lualib/console.lua`); the user's lines go to it as messages, and
-//! what it writes to its port comes back over the connection.
+//! protocol. A console connects as a node does: the same handshake
+//! (`handshake`, purpose "console") proves that it holds the cookie, the
+//! connecting side first, and every line after it travels in encrypted
+//! records (`record`), so the cookie never crosses and nothing on the path
+//! can read or change what the console types. For every console that
+//! proves itself, a console agent is started (by the `attach` function the
+//! caller gives: the Lua layer starts `lualib/console.lua`); the user's
+//! lines go to it as messages, and what it writes to its port comes back.
 //!
-//! The protocol, line by line (text, `\n`-terminated):
+//! The protocol, step by step:
 //!
-//! 1. client: `synodic-console 1 <cookie>`, within [`HELLO_TIME`];
-//! 2. server: `ok <agent id>`, or `refused: <why>` and the connection closes
-//!    (the program goes on, and stderr names the address refused);
+//! 1. the handshake, within [`DRIVE_LIMIT`](handshake::DRIVE_LIMIT); a connection that fails it is
+//!    closed with one line on stderr naming its address, and the program
+//!    goes on;
+//! 2. server: `ok <agent id>`, or `refused: <why>` and the connection
+//!    closes (too many consoles attached);
 //! 3. client: one line of Lua per event (at most [`LINE_MAX`] bytes); the
 //!    agent runs it;
 //! 4. server: `o <text>` for output, `e <text>` for an error, and `d` when
@@ -17,31 +23,34 @@
 //! 5. the client closing the connection ends the console agent; the program
 //!    ending closes the connection.
 //!
-//! Everything a peer can size is bounded: the hello line, each line, the
-//! number of consoles at once ([`MAX_CONSOLES`]), the time to say hello, and
-//! the output queued for a console that does not read it.
+//! Lines are `\n`-terminated text inside the records ([`Lines`] cuts them
+//! out). Everything a peer can size is bounded: each line, the consoles
+//! attached at once ([`MAX_CONSOLES`]), the connections still in their
+//! handshake (a few places of their own, `gate`, so that silent ones never
+//! keep a real console out), and the output queued for a console that does
+//! not read it.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering::*};
 use std::sync::Arc;
-use std::time::Duration;
 
 use synodic_core::wire::Writer;
 use synodic_core::{Message, Pid, Runtime};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
+use crate::gate::Gate;
+use crate::handshake::{self, Handshake, Purpose, Session};
+use crate::record::{Opener, Sealer};
 use crate::{Error, Io};
 
-/// The greeting a client sends first, before the cookie.
-pub const HELLO: &str = "synodic-console 1";
-/// How long a new connection has to say hello.
-pub const HELLO_TIME: Duration = Duration::from_secs(5);
 /// The longest line a console may send.
 pub const LINE_MAX: usize = 1 << 20;
 /// Consoles attached at once.
 pub const MAX_CONSOLES: usize = 16;
+/// Console connections that may be in their handshake at once.
+const UNPROVEN: usize = 8;
 /// Lines of output queued for a console that does not read them; more are dropped.
 const OUTPUT_QUEUE: usize = 4096;
 
@@ -68,16 +77,34 @@ pub fn listen(io: &Io, rt: Runtime, addr: &str, cookie: String, attach: Attach) 
     let listener = io.run(async move { TcpListener::bind(owned).await }).map_err(|why| Error::Listen { addr: addr.into(), why })?;
     let bound = listener.local_addr().map_err(|why| Error::Listen { addr: addr.into(), why })?;
     let open = Arc::new(AtomicUsize::new(0));
-    let cookie: Arc<str> = cookie.into();
+    let cookie: Arc<[u8]> = cookie.into_bytes().into();
+    let unproven = Gate::new(UNPROVEN);
     io.spawn(async move {
         loop {
             let Ok((stream, peer)) = listener.accept().await else { continue };
             let (rt, cookie, attach, open) = (rt.clone(), cookie.clone(), attach.clone(), open.clone());
+            let place = unproven.enter();
             tokio::spawn(async move {
+                let config = handshake::Config { cookie: cookie.to_vec(), purpose: Purpose::Console, node: rt.nodes().me(), listen: String::new(), plain: false };
+                // Step 1, holding a place for unproven connections.
+                let proven = async {
+                    let (hs, challenge) = Handshake::acceptor(config)?;
+                    let mut stream = stream;
+                    let (_, session) = handshake::over_tokio(&mut stream, hs, Some(challenge)).await?;
+                    Ok((stream, session))
+                };
+                let proven = place.hold(proven).await;
+                drop(place);
+                let (mut stream, session) = match proven {
+                    Ok(proven) => proven,
+                    Err(e) => return eprintln!("synodic: console from {peer} refused: {e}"),
+                };
+                // Step 2: only proven consoles count.
                 if open.fetch_add(1, AcqRel) >= MAX_CONSOLES {
-                    refuse(stream, "too many consoles attached").await;
+                    let Session { mut sealer, .. } = session;
+                    let _ = write_line(&mut stream, &mut sealer, b"refused: too many consoles attached").await;
                 } else {
-                    serve(&rt, stream, peer, &cookie, &attach).await;
+                    serve(&rt, stream, peer, session, &attach).await;
                 }
                 open.fetch_sub(1, AcqRel);
             });
@@ -86,38 +113,63 @@ pub fn listen(io: &Io, rt: Runtime, addr: &str, cookie: String, attach: Attach) 
     Ok(bound)
 }
 
-async fn refuse(mut stream: TcpStream, why: &str) {
-    let _ = stream.write_all(format!("refused: {why}\n").as_bytes()).await;
+/// Seals one line and writes it.
+async fn write_line(stream: &mut (impl AsyncWriteExt + Unpin), sealer: &mut Sealer, line: &[u8]) -> Result<(), Error> {
+    let mut out = Vec::with_capacity(line.len() + 32);
+    sealer.seal(&[line, b"\n"].concat(), &mut out)?;
+    stream.write_all(&out).await.map_err(|e| Error::Protocol(e.to_string()))
 }
 
-/// Reads one line of at most `max` bytes (without its newline); `None` at
-/// the end of the stream, an error for a longer line.
-async fn read_line(reader: &mut BufReader<tokio::net::tcp::OwnedReadHalf>, max: usize) -> std::io::Result<Option<Vec<u8>>> {
-    let mut line = Vec::new();
-    let n = reader.take(max as u64 + 1).read_until(b'\n', &mut line).await?;
-    if n == 0 {
-        return Ok(None);
-    }
-    if line.last() == Some(&b'\n') {
-        line.pop();
-    } else if line.len() > max {
-        return Err(std::io::Error::other(format!("line longer than {max} bytes")));
-    }
-    Ok(Some(line))
+/// Lines carried in records: what arrives is checked, opened and cut into
+/// lines of at most a given length (the console's both ends use it).
+pub struct Lines {
+    opener: Opener,
+    plain: Vec<u8>,
+    /// Bytes of `plain` known to hold no newline.
+    scanned: usize,
+    max: usize,
 }
 
-async fn serve(rt: &Runtime, stream: TcpStream, peer: SocketAddr, cookie: &str, attach: &Attach) {
-    let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::new(read);
-    // Steps 1 and 2.
-    let hello = tokio::time::timeout(HELLO_TIME, read_line(&mut reader, HELLO.len() + 1 + 256)).await;
-    let expected = format!("{HELLO} {cookie}");
-    let known = matches!(&hello, Ok(Ok(Some(line))) if crate::cookie::same(line.trim_ascii_end(), expected.as_bytes()));
-    if !known {
-        eprintln!("synodic: console from {peer} refused: wrong or missing cookie");
-        let _ = write.write_all(b"refused: wrong or missing cookie\n").await;
-        return;
+impl Lines {
+    pub fn new(opener: Opener, max: usize) -> Lines {
+        Lines { opener, plain: Vec::new(), scanned: 0, max }
     }
+
+    /// Where bytes read from the connection go.
+    pub fn space(&mut self) -> &mut Vec<u8> {
+        self.opener.space(64 << 10)
+    }
+
+    /// The next whole line, without its newline (`None` until more arrives);
+    /// an error for a record that fails its check or a line too long.
+    pub fn next_line(&mut self) -> Result<Option<Vec<u8>>, Error> {
+        loop {
+            if let Some(at) = self.plain[self.scanned..].iter().position(|&b| b == b'\n') {
+                let mut line: Vec<u8> = self.plain.drain(..=self.scanned + at).collect();
+                line.pop();
+                self.scanned = 0;
+                return Ok(Some(line));
+            }
+            self.scanned = self.plain.len();
+            if self.plain.len() > self.max {
+                return Err(Error::Protocol(format!("line longer than {} bytes", self.max)));
+            }
+            match self.opener.next()? {
+                Some(plain) => self.plain.extend_from_slice(plain),
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// Bytes received that are not yet a whole line.
+    pub fn buffered(&self) -> usize {
+        self.opener.buffered() + self.plain.len()
+    }
+}
+
+async fn serve(rt: &Runtime, stream: TcpStream, peer: SocketAddr, session: Session, attach: &Attach) {
+    let Session { mut sealer, opener } = session;
+    let (mut read, mut write) = stream.into_split();
     let (tx, mut output) = mpsc::channel::<Vec<u8>>(OUTPUT_QUEUE);
     // What the agent writes is `kind text`: one line on the wire.
     let port = rt.ports().open(Box::new(move |bytes| {
@@ -129,34 +181,44 @@ async fn serve(rt: &Runtime, stream: TcpStream, peer: SocketAddr, cookie: &str, 
         Ok(pid) => pid,
         Err(e) => {
             rt.ports().close(port);
-            let _ = write.write_all(format!("refused: {e}\n").as_bytes()).await;
+            let _ = write_line(&mut write, &mut sealer, format!("refused: {e}").as_bytes()).await;
             return;
         }
     };
-    if write.write_all(format!("ok {}\n", agent_id(rt, port)).as_bytes()).await.is_err() {
+    if write_line(&mut write, &mut sealer, format!("ok {}", agent_id(rt, port)).as_bytes()).await.is_err() {
         rt.ports().close(port);
         rt.send(agent, tagged(CLOSED, None));
         return;
     }
     // Steps 3 and 4: lines in, output out, until either side is done.
     let writer = tokio::spawn(async move {
+        let mut sealed = Vec::new();
         while let Some(line) = output.recv().await {
-            if write.write_all(&line).await.is_err() {
+            sealed.clear();
+            if sealer.seal(&line, &mut sealed).is_err() || write.write_all(&sealed).await.is_err() {
                 break;
             }
         }
     });
-    loop {
-        match read_line(&mut reader, LINE_MAX).await {
+    let mut lines = Lines::new(opener, LINE_MAX);
+    let ended = loop {
+        match lines.next_line() {
             Ok(Some(line)) => {
                 rt.send(agent, tagged(LINE, Some(&line)));
+                continue;
             }
-            Ok(None) => break,
-            Err(e) => {
-                eprintln!("synodic: console from {peer} closed: {e}");
-                break;
-            }
+            Ok(None) => {}
+            Err(e) => break Some(e.to_string()),
         }
+        match read.read_buf(lines.space()).await {
+            Ok(0) if lines.buffered() > 0 => break Some("the connection closed in the middle of a line".into()),
+            Ok(0) => break None,
+            Ok(_) => {}
+            Err(e) => break Some(e.to_string()),
+        }
+    };
+    if let Some(e) = ended {
+        eprintln!("synodic: console from {peer} closed: {e}");
     }
     // Step 5.
     rt.ports().close(port);

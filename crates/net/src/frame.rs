@@ -12,7 +12,7 @@ use synodic_core::{NodeId, Pid};
 use crate::Error;
 
 /// Before a peer has proved it holds the cookie it may send nothing longer
-/// than a hello.
+/// than a handshake message.
 pub const HANDSHAKE_MAX: usize = 1024;
 /// The longest frame an authenticated peer may send. Messages longer than
 /// [`PART`] travel as several `Part` frames, so no frame need be longer.
@@ -22,24 +22,9 @@ pub const FRAME_MAX: usize = 1 << 20;
 pub const PART: usize = 256 << 10;
 
 const HEADER: usize = 5;
-const MAGIC: &[u8; 8] = b"SYNODIC1";
-
-/// What a node says of itself when a connection opens.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Hello {
-    pub node: NodeId,
-    /// Where the node listens for other nodes (empty: it does not).
-    pub listen: String,
-    /// Fresh random bytes the peer must fold into its proof.
-    pub nonce: [u8; 32],
-}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Frame {
-    /// Handshake, step 1: who I am and my challenge.
-    Hello(Hello),
-    /// Handshake, step 2: my answer to your challenge.
-    Proof([u8; 32]),
     /// In the pids I send, node alias `alias` means `node`.
     Node { alias: u16, node: NodeId },
     /// A whole message for the process `to` (its node alias is the
@@ -95,8 +80,7 @@ pub mod completion {
 }
 
 mod kind {
-    pub const HELLO: u8 = 1;
-    pub const PROOF: u8 = 2;
+    // 1, 2, 19 and 20 are the handshake's (`handshake::Message`).
     pub const NODE: u8 = 3;
     pub const SEND: u8 = 4;
     pub const PART: u8 = 5;
@@ -122,17 +106,6 @@ impl Frame {
         out.extend_from_slice(&[0; HEADER]);
         let mut w = Writer::fields_after(std::mem::take(out));
         let kind = match self {
-            Frame::Hello(h) => {
-                w.raw(MAGIC);
-                node_id(&mut w, &h.node);
-                w.bytes(h.listen.as_bytes());
-                w.raw(&h.nonce);
-                kind::HELLO
-            }
-            Frame::Proof(p) => {
-                w.raw(p);
-                kind::PROOF
-            }
             Frame::Node { alias, node } => {
                 w.varint(*alias as u64);
                 node_id(&mut w, node);
@@ -240,13 +213,6 @@ impl Frame {
         self.encode(&mut out);
         out.split_off(4)
     }
-
-    /// The hello's bytes as they are sent (the proofs sign them).
-    pub fn hello_body(hello: &Hello) -> Vec<u8> {
-        let mut out = Vec::new();
-        Frame::Hello(hello.clone()).encode(&mut out);
-        out.split_off(HEADER)
-    }
 }
 
 enum Parse {
@@ -262,16 +228,6 @@ impl From<WireError> for Parse {
 
 fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
     let frame = match kind {
-        kind::HELLO => {
-            if r.bytes_raw(MAGIC.len()).ok() != Some(&MAGIC[..]) {
-                return Err(Parse::Other("not a Synodic node (or another version of the node protocol)".into()));
-            }
-            let node = read_node_id(r)?;
-            let listen = String::from_utf8(r.bytes()?.to_vec()).map_err(|_| Parse::Other("listen address is not UTF-8".into()))?;
-            let nonce = r.bytes_raw(32)?.try_into().expect("32 bytes");
-            Frame::Hello(Hello { node, listen, nonce })
-        }
-        kind::PROOF => Frame::Proof(r.bytes_raw(32)?.try_into().expect("32 bytes")),
         kind::NODE => {
             let alias = u16::try_from(r.varint()?).ok().filter(|&a| a <= Pid::MAX_NODE).ok_or(Parse::Other("node alias out of range".into()))?;
             Frame::Node { alias, node: read_node_id(r)? }
@@ -319,6 +275,7 @@ fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
             let count = r.varint()?;
             Frame::Complete { to, ticket, kind, count, message: rest(r) }
         }
+        1 | 2 | 19 | 20 => return Err(Parse::Other(format!("a handshake message (kind {kind}) after the handshake"))),
         other => return Err(Parse::Other(format!("unknown frame kind {other}"))),
     };
     match r.remaining() {
@@ -371,9 +328,10 @@ impl Decoder {
         Decoder { buf: Vec::new(), start: 0, max: HANDSHAKE_MAX }
     }
 
-    /// Lets frames grow to [`FRAME_MAX`]: the peer has authenticated.
-    pub fn authenticated(&mut self) {
-        self.max = FRAME_MAX;
+    /// A decoder for the frames of an authenticated link: they may be as
+    /// long as [`FRAME_MAX`].
+    pub fn authenticated() -> Decoder {
+        Decoder { buf: Vec::new(), start: 0, max: FRAME_MAX }
     }
 
     /// Where bytes read from the connection go.
@@ -384,6 +342,25 @@ impl Decoder {
         }
         self.buf.reserve(want);
         &mut self.buf
+    }
+
+    /// The next whole frame's kind and body, undecoded (the handshake's
+    /// messages), once all of it has arrived.
+    pub fn next_raw(&mut self) -> Result<Option<(u8, &[u8])>, Error> {
+        let Some(len) = self.frame_len()? else { return Ok(None) };
+        let base = self.start;
+        if self.buf.len() - base < 4 + len {
+            return Ok(None);
+        }
+        self.start += 4 + len;
+        Ok(Some((self.buf[base + 4], &self.buf[base + HEADER..base + 4 + len])))
+    }
+
+    /// The bytes received and not yet cut into frames, taken out.
+    pub fn take_rest(&mut self) -> Vec<u8> {
+        let rest = self.buf.split_off(self.start);
+        (self.buf, self.start) = (Vec::new(), 0);
+        rest
     }
 
     /// The next whole frame, if one has arrived.
@@ -461,8 +438,6 @@ mod tests {
         let node = NodeId { name: "a@host".into(), incarnation: 77 };
         let (p, q) = (Pid::new(0, 3, 1), Pid::new(2, 9, 5));
         vec![
-            Frame::Hello(Hello { node: node.clone(), listen: "127.0.0.1:4000".into(), nonce: [7; 32] }),
-            Frame::Proof([9; 32]),
             Frame::Node { alias: 4, node },
             Frame::Send { to: p, from: q, message: vec![2, 1, 3, 4] },
             Frame::Part { stream: 12, total: 1 << 20, bytes: vec![1; 100] },
@@ -507,8 +482,8 @@ mod tests {
         let mut out = Vec::new();
         Frame::encode_part_header(&mut out, 300, 9, 9);
         out.extend_from_slice(b"abcdefghi");
-        Frame::Proof([1; 32]).encode(&mut out);
-        let cut = out.len() - 37 - 4;
+        Frame::Load { load: 1, nodes: 2 }.encode(&mut out);
+        let cut = out.len() - 7 - 4;
         let mut d = Decoder::new();
         d.space(cut).extend_from_slice(&out[..3]);
         assert_eq!(d.next().unwrap(), None);
@@ -516,7 +491,7 @@ mod tests {
         assert_eq!(d.next().unwrap(), Some(Next::Part { stream: 300, total: 9, bytes: b"abcde", more: 4 }));
         // The caller reads the last four itself; the decoder goes on after them.
         d.space(64).extend_from_slice(&out[cut + 4..]);
-        assert_eq!(d.next().unwrap(), Some(Next::Frame(Frame::Proof([1; 32]))));
+        assert_eq!(d.next().unwrap(), Some(Next::Frame(Frame::Load { load: 1, nodes: 2 })));
         // A part whose header does not parse, though whole, is an error.
         let mut d = Decoder::new();
         d.space(8).extend_from_slice(&[2, 0, 0, 0, kind::PART, 0x80]);
@@ -556,9 +531,6 @@ mod tests {
             }
         }
         assert!(Frame::decode(99, &[]).unwrap_err().to_string().contains("unknown frame kind 99"));
-        let mut hello = Vec::new();
-        samples()[0].encode(&mut hello);
-        hello[HEADER] = b'X';
-        assert!(Frame::decode(hello[4], &hello[HEADER..]).unwrap_err().to_string().contains("not a Synodic node"));
+        assert!(Frame::decode(1, &[]).unwrap_err().to_string().contains("a handshake message (kind 1) after the handshake"));
     }
 }

@@ -18,7 +18,9 @@
 //! | [`parcel`] | long messages and messages with buffers cut into parts and put back together: `Parcel`, `Assembler` |
 //! | [`membership`] | SWIM membership and failure detection (foca), sans-IO: `Membership`, `Member`, `Event`; `seal`/`open` for its datagrams |
 //! | [`launch`] | hostfiles (`parse_hostfile`, `place`) and the `Job` mpirun or srun describe in the environment |
-//! | [`handshake`] | mutual challenge–response on the cookie (HMAC-SHA256): `Handshake`, `Role`, `Step` |
+//! | [`handshake`] | the cookie proven both ways, the connecting side first, and the session keys (X25519, HKDF, HMAC): `Handshake`, `Config`, `Peer`, `Session`; `blocking` runs one over a std socket |
+//! | [`record`] | every byte after the handshake in sealed records (AES-256-GCM, or authenticated only): `Sealer`, `Opener` |
+//! | `gate` | the few places for connections that have not proved themselves yet |
 //! | [`Error`] | what can go wrong |
 
 pub mod cluster;
@@ -26,12 +28,14 @@ pub mod console;
 pub mod cookie;
 mod error;
 pub mod frame;
+mod gate;
 pub mod handshake;
 pub mod launch;
 mod link;
 pub mod membership;
 pub mod parcel;
 mod poller;
+pub mod record;
 
 pub use error::Error;
 

@@ -13,16 +13,20 @@
 //!    or at once when a run has queued [`FLUSH_AT`] bytes. Anywhere else
 //!    (the I/O thread) the link's writer task is woken to write it.
 //! 3. One writer at a time (`Outbox::writing`) takes from the outbox what
-//!    is queued: the frames' bytes, then one part of the parcel in front,
-//!    whose payload goes to the socket from the buffer itself (no copy).
-//!    Small frames queued meanwhile go out before the parcel's next part.
+//!    is queued: the frames' bytes, then one part of the parcel in front
+//!    (its payload borrowed from the buffer itself), and seals them into
+//!    records (`record`): the only copy of a long message's bytes on this
+//!    side is the one the cipher makes. Small frames queued meanwhile go
+//!    out before the parcel's next part.
 //! 4. A writer that finds the socket full (or has written its budget)
 //!    leaves the rest to the writer task, which waits on the I/O thread
 //!    until the socket has room.
 //!
 //! Reading (`Link::drain`) is done by whichever scheduler thread the
-//! poller (`poller`) reports the link to: frames are cut out of what
-//! arrives, and the rest of a long part is read straight into its parcel.
+//! poller (`poller`) reports the link to: records are checked and opened
+//! as they arrive, frames are cut out of their plaintext, and the rest of a
+//! long part goes straight into its parcel. A record that fails its check
+//! ends the link: nothing in it, or after it, reaches a process.
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
@@ -41,7 +45,9 @@ use tokio::io::Interest;
 use tokio::sync::Notify;
 
 use crate::frame::{Decoder, Frame, Next, PART};
+use crate::handshake::Session;
 use crate::parcel::{Assembler, Parcel, Slice};
+use crate::record::{Opener, Sealer, RECORD_MAX};
 use crate::Error;
 
 /// Above this many queued bytes a link is full: senders are slowed in
@@ -55,8 +61,9 @@ const FLUSH_AT: usize = 64 << 10;
 const FLUSH_BUDGET: usize = 1 << 20;
 /// What one reader reads from a link before the other links get their turn.
 const READ_BUDGET: usize = 4 << 20;
-/// The most slices one write hands the kernel.
-const IOV_MAX: usize = 64;
+/// What a writer seals before it writes (a few records: the copy stays in
+/// the cache on its way to the socket).
+const SEAL_STEP: usize = 4 * RECORD_MAX;
 
 /// Which of two connections between the same nodes both keep (they may
 /// have dialed each other at once): the one the node with the smaller name
@@ -130,9 +137,14 @@ pub(crate) struct Outbox {
     /// The bytes of `long` not yet cut.
     long_bytes: u64,
     next_stream: u64,
-    /// What the writer has taken and not yet written, in order.
+    /// What the writer has taken and not yet sealed, in order.
     pending: VecDeque<Chunk>,
     pending_bytes: usize,
+    /// Records sealed and not yet written (from `wire_at` on), and the
+    /// key that seals them: the writer's, like `pending`.
+    wire: Vec<u8>,
+    wire_at: usize,
+    sealer: Option<Sealer>,
     /// Processes of this node slowed in `send` until the outbox drains.
     slowed: Vec<Pid>,
     /// Aliases of ours the peer has been told about.
@@ -189,7 +201,7 @@ impl Chunk {
 
 impl Outbox {
     pub(crate) fn queued(&self) -> usize {
-        self.bytes.len() + self.long_bytes as usize + self.pending_bytes
+        self.bytes.len() + self.long_bytes as usize + self.pending_bytes + (self.wire.len() - self.wire_at)
     }
 
     fn holds_for(&self, to: Pid) -> bool {
@@ -280,6 +292,7 @@ enum Wrote {
 
 /// What has arrived on a link and is not yet a whole frame.
 struct Inbound {
+    opener: Opener,
     decoder: Decoder,
     parcels: Assembler,
     /// Bytes of the part being read that go straight into its parcel.
@@ -311,10 +324,10 @@ pub(crate) fn flush_dirty() {
 }
 
 impl Link {
-    /// A link over `socket`, whose handshake is done (`decoder` holds what
-    /// arrived after it), and its writer task on the I/O thread (so this
-    /// runs there).
-    pub(crate) fn start(rt: Runtime, peer: NodeId, alias: u16, rank: Rank, token: u64, socket: std::net::TcpStream, decoder: Decoder) -> io::Result<Arc<Link>> {
+    /// A link over `socket`, whose handshake is done (`session` holds its
+    /// keys, and what arrived after it), and its writer task on the I/O
+    /// thread (so this runs there).
+    pub(crate) fn start(rt: Runtime, peer: NodeId, alias: u16, rank: Rank, token: u64, socket: std::net::TcpStream, session: Session) -> io::Result<Arc<Link>> {
         // SAFETY: the descriptor is a fresh duplicate that the AsyncFd owns
         // (a std TcpStream) and closes only when it is dropped.
         let writer = unsafe { AsyncFd::register_with_interest(socket.try_clone()?, Interest::WRITABLE) }.map_err(io::Error::from)?;
@@ -325,10 +338,10 @@ impl Link {
             token,
             socket,
             rt,
-            outbox: Mutex::new(Outbox::default()),
+            outbox: Mutex::new(Outbox { sealer: Some(session.sealer), ..Outbox::default() }),
             congested: AtomicBool::new(false),
             wake: Notify::new(),
-            inbound: Mutex::new(Inbound { decoder, parcels: Assembler::default(), more: 0, over: false }),
+            inbound: Mutex::new(Inbound { opener: session.opener, decoder: Decoder::authenticated(), parcels: Assembler::default(), more: 0, over: false }),
             theirs: Mutex::new(HashMap::new()),
             awaited: Mutex::new(Awaited::default()),
             load: AtomicU32::new(u32::MAX),
@@ -452,27 +465,44 @@ impl Link {
             if out.closed {
                 break Wrote::Failed;
             }
-            out.refill();
-            if out.pending.is_empty() {
-                break Wrote::Done;
+            if out.wire_at == out.wire.len() {
+                out.refill();
+                if out.pending.is_empty() {
+                    break Wrote::Done;
+                }
             }
             if budget == 0 {
                 break Wrote::Stopped;
             }
-            // Only the writer touches `pending`: it is written without the lock.
-            let mut batch = std::mem::take(&mut out.pending);
+            // Only the writer touches `pending`, `wire` and the sealer:
+            // they are sealed and written without the lock.
+            let mut pending = std::mem::take(&mut out.pending);
+            let (mut wire, mut at) = (std::mem::take(&mut out.wire), out.wire_at);
+            let Some(mut sealer) = out.sealer.take() else { break Wrote::Failed };
             drop(out);
-            let sent = send_chunks(self.fd(), &mut batch);
-            out = self.outbox.lock();
-            out.pending = batch;
-            match sent {
-                Ok((n, all)) => {
-                    out.pending_bytes -= n;
-                    budget = budget.saturating_sub(n);
-                    if !all {
-                        break Wrote::Stopped;
-                    }
+            let mut sealed = 0;
+            let mut sent = Ok(0);
+            if at == wire.len() {
+                at = 0;
+                wire.clear();
+                match seal(&mut sealer, &mut pending, &mut wire) {
+                    Ok(n) => sealed = n,
+                    Err(_) => sent = Err(io::Error::other("sealing failed")),
                 }
+            }
+            if sent.is_ok() {
+                sent = send_bytes(self.fd(), &wire[at..]);
+            }
+            out = self.outbox.lock();
+            out.pending = pending;
+            out.sealer = Some(sealer);
+            out.pending_bytes -= sealed;
+            let written = *sent.as_ref().unwrap_or(&0);
+            (out.wire, out.wire_at) = (wire, at + written);
+            budget = budget.saturating_sub(written);
+            match sent {
+                Ok(_) if out.wire_at == out.wire.len() => {}
+                Ok(_) => break Wrote::Stopped,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Wrote::Stopped,
                 Err(_) => break Wrote::Failed,
             }
@@ -582,58 +612,23 @@ impl Link {
 
 impl Inbound {
     fn read(&mut self, fd: RawFd, deliver: &mut dyn FnMut(Frame, Vec<Carried>) -> Result<(), Error>) -> Result<Drained, Error> {
-        let Inbound { decoder, parcels, more, .. } = self;
-        let cut_short = || Error::Protocol("the peer closed the connection in the middle of a frame".into());
+        let Inbound { opener, decoder, parcels, more, .. } = self;
         let mut read = 0;
         // A read that got less than it asked for emptied the socket: the
         // poller reports it again when more comes, so no read to learn that.
         let mut emptied = false;
         loop {
-            if *more > 0 {
-                let Some((piece, room)) = parcels.room() else {
-                    return Err(Error::Protocol("a part longer than its parcel".into()));
-                };
-                let want = room.min(*more);
-                let n = match recv_into(fd, piece, want) {
-                    Ok(0) => return Err(cut_short()),
-                    Ok(n) => n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Drained::Open),
-                    Err(e) => return Err(Error::Protocol(e.to_string())),
-                };
-                parcels.filled();
-                (*more, read) = (*more - n, read + n);
-                if *more == 0 {
-                    if let Some((frame, shared)) = parcels.finish()? {
-                        deliver(frame, shared)?;
-                    }
-                } else if n < want || read >= READ_BUDGET {
-                    return Ok(Drained::Open);
-                }
-                continue;
-            }
-            match decoder.next()? {
-                Some(Next::Frame(frame)) => {
-                    deliver(frame, Vec::new())?;
-                    continue;
-                }
-                Some(Next::Part { stream, total, bytes, more: rest }) => {
-                    parcels.begin(stream, total, bytes)?;
-                    *more = rest;
-                    if rest == 0 {
-                        if let Some((frame, shared)) = parcels.finish()? {
-                            deliver(frame, shared)?;
-                        }
-                    }
-                    continue;
-                }
-                None => {}
+            while let Some(plain) = opener.next()? {
+                consume(plain, decoder, parcels, more, deliver)?;
             }
             if emptied || read >= READ_BUDGET {
                 return Ok(Drained::Open);
             }
-            let want = 64 << 10;
-            match recv_into(fd, decoder.space(want), want) {
-                Ok(0) if decoder.buffered() > 0 => return Err(cut_short()),
+            let want = 256 << 10;
+            match recv_into(fd, opener.space(want), want) {
+                Ok(0) if opener.buffered() > 0 || decoder.buffered() > 0 || *more > 0 => {
+                    return Err(Error::Protocol("the peer closed the connection in the middle of a frame".into()));
+                }
                 Ok(0) => return Ok(Drained::Closed),
                 Ok(n) => (read, emptied) = (read + n, n < want),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Drained::Open),
@@ -641,6 +636,68 @@ impl Inbound {
             }
         }
     }
+}
+
+/// Takes the plaintext of one record: the rest of a long part goes
+/// straight into its parcel, the rest is cut into frames.
+fn consume(mut plain: &[u8], decoder: &mut Decoder, parcels: &mut Assembler, more: &mut usize, deliver: &mut dyn FnMut(Frame, Vec<Carried>) -> Result<(), Error>) -> Result<(), Error> {
+    loop {
+        if *more > 0 {
+            if plain.is_empty() {
+                return Ok(());
+            }
+            let Some((piece, room)) = parcels.room() else {
+                return Err(Error::Protocol("a part longer than its parcel".into()));
+            };
+            let take = room.min(*more).min(plain.len());
+            piece.extend_from_slice(&plain[..take]);
+            parcels.filled();
+            (*more, plain) = (*more - take, &plain[take..]);
+            if *more == 0 {
+                if let Some((frame, shared)) = parcels.finish()? {
+                    deliver(frame, shared)?;
+                }
+            }
+            continue;
+        }
+        if !plain.is_empty() {
+            decoder.space(plain.len()).extend_from_slice(plain);
+            plain = &[];
+        }
+        match decoder.next()? {
+            Some(Next::Frame(frame)) => deliver(frame, Vec::new())?,
+            Some(Next::Part { stream, total, bytes, more: rest }) => {
+                parcels.begin(stream, total, bytes)?;
+                *more = rest;
+                if rest == 0 {
+                    if let Some((frame, shared)) = parcels.finish()? {
+                        deliver(frame, shared)?;
+                    }
+                }
+            }
+            None => return Ok(()),
+        }
+    }
+}
+
+/// Seals what the writer has taken, up to [`SEAL_STEP`] of it, into
+/// records on `wire`; returns how many bytes of `pending` it took.
+fn seal(sealer: &mut Sealer, pending: &mut VecDeque<Chunk>, wire: &mut Vec<u8>) -> Result<usize, Error> {
+    let mut sealed = 0;
+    while !pending.is_empty() && sealed < SEAL_STEP {
+        let mut took = sealer.seal_gathered(&mut pending.iter().map(Chunk::rest), wire)?;
+        sealed += took;
+        while let Some(front) = pending.front_mut() {
+            let len = front.rest().len();
+            if took < len {
+                front.advance(took);
+                break;
+            }
+            took -= len;
+            pending.pop_front();
+        }
+    }
+    Ok(sealed)
 }
 
 /// Reads up to `want` bytes from the socket onto the end of `buf`.
@@ -658,33 +715,15 @@ fn recv_into(fd: RawFd, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
     Ok(n as usize)
 }
 
-/// Writes the front of `chunks` without waiting, dropping what was written
-/// whole; returns how many bytes went and whether all the slices handed
-/// to the kernel did (if not, the socket is full).
-fn send_chunks(fd: RawFd, chunks: &mut VecDeque<Chunk>) -> io::Result<(usize, bool)> {
-    let iov: Vec<libc::iovec> = chunks.iter().take(IOV_MAX).map(|c| libc::iovec { iov_base: c.rest().as_ptr() as *mut _, iov_len: c.rest().len() }).collect();
-    let offered: usize = iov.iter().map(|v| v.iov_len).sum();
-    // SAFETY: a zeroed msghdr is a valid empty one; its slices point into
-    // `chunks`, which outlive the call.
-    let sent = unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = iov.as_ptr() as *mut _;
-        msg.msg_iovlen = iov.len() as _;
-        libc::sendmsg(fd, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-    };
+/// Writes what the socket takes of `bytes` now, without waiting.
+fn send_bytes(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
+    if bytes.is_empty() {
+        return Ok(0);
+    }
+    // SAFETY: the slice is valid for its length for the whole call.
+    let sent = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
     if sent < 0 {
         return Err(io::Error::last_os_error());
     }
-    let mut left = sent as usize;
-    while let Some(front) = chunks.front_mut() {
-        let len = front.rest().len();
-        if left < len {
-            front.advance(left);
-            break;
-        }
-        left -= len;
-        chunks.pop_front();
-    }
-    Ok((sent as usize, sent as usize == offered))
+    Ok(sent as usize)
 }
-

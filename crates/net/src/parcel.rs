@@ -188,7 +188,7 @@ impl Assembler {
             return Err(Error::Protocol(format!("parcel {stream} carries no frame")));
         };
         let frame = Frame::decode(kind, body)?;
-        if matches!(frame, Frame::Part { .. } | Frame::Hello(_) | Frame::Proof(_)) {
+        if matches!(frame, Frame::Part { .. }) {
             return Err(Error::Protocol(format!("parcel {stream} carries a frame of kind {kind}")));
         }
         let attached = pieces.map(|(p, kind)| match kind {
@@ -278,8 +278,7 @@ mod tests {
 
     fn carry(parcel: &mut Parcel) -> Result<Option<(Frame, Vec<Carried>)>, Error> {
         let bytes = parts(parcel);
-        let mut decoder = Decoder::new();
-        decoder.authenticated();
+        let mut decoder = Decoder::authenticated();
         decoder.space(bytes.len()).extend_from_slice(&bytes);
         let mut assembler = Assembler::default();
         let mut got = None;

@@ -5,6 +5,8 @@
 
 #![allow(dead_code)] // each test file uses its own part of this module
 
+pub mod proxy;
+
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
