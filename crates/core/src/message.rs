@@ -73,6 +73,16 @@ impl Message {
         Message(Repr::Inline { len: len as u8, bytes })
     }
 
+    /// The message's bytes, taken over (copied only when inline); its
+    /// attachments are dropped.
+    pub fn into_vec(self) -> Vec<u8> {
+        match self.0 {
+            Repr::Inline { len, bytes } => bytes[..len as usize].to_vec(),
+            Repr::Heap(b) => b.into_vec(),
+            Repr::Attached(a) => a.0.into_vec(),
+        }
+    }
+
     pub fn from_slice(bytes: &[u8]) -> Message {
         if bytes.len() <= INLINE {
             let mut inline = [0; INLINE];

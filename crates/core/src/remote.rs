@@ -105,8 +105,10 @@ pub fn crossing(msg: &Message) -> Result<(), String> {
     if msg.attachments().len() > ATTACHMENTS_MAX {
         return Err(format!("a message to another node carries at most {ATTACHMENTS_MAX} buffers"));
     }
-    if msg.size() as u64 > MESSAGE_MAX {
-        return Err(format!("a message of {} bytes is too long for another node (at most {MESSAGE_MAX})", msg.size()));
+    // Room for the envelope and the frame around the message (`parcel`).
+    let most = MESSAGE_MAX - (64 << 10);
+    if msg.size() as u64 > most {
+        return Err(format!("message too large: {} bytes, at most {most} to another node", msg.size()));
     }
     Ok(())
 }

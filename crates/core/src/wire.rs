@@ -451,6 +451,15 @@ pub fn map_pids(buf: &mut [u8], mut map: impl FnMut(Pid, usize) -> Result<Pid, W
     Ok(())
 }
 
+/// Calls `found` with every pid in the message `buf` (a walk that changes nothing).
+pub fn each_pid(buf: &[u8], mut found: impl FnMut(Pid)) -> Result<(), WireError> {
+    for at in walk(buf)?.0.pids {
+        let raw = u64::from_le_bytes(buf[at..at + 8].try_into().expect("eight bytes"));
+        found(Pid::from_raw(raw).ok_or(WireError::BadPid(at))?);
+    }
+    Ok(())
+}
+
 /// Walks every value of the message `buf`, which must be well formed: what
 /// the walk found, and the values' shapes.
 fn walk(buf: &[u8]) -> Result<(Walk<'static>, Vec<Shape<'_>>), WireError> {

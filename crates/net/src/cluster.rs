@@ -318,7 +318,7 @@ impl Cluster {
         let token = self.inner.next_token.fetch_add(1, Relaxed);
         let link = Link::start(self.inner.rt.clone(), peer.node.clone(), alias, rank, token, socket, session).map_err(|e| Error::Protocol(e.to_string()))?;
         for (name, pid) in self.inner.rt.names_held_here() {
-            link.push_message(self.inner.rt.nodes(), &Message::from_vec(remote::name_message(&name, pid)), None, |message| Frame::Named { message });
+            link.push_message(self.inner.rt.nodes(), Message::from_vec(remote::name_message(&name, pid)), None, |message| Frame::Named { message });
         }
         // Step 2: of two links to one peer, both nodes keep the same one;
         // the other carries what it already holds, then closes.
@@ -573,7 +573,7 @@ impl Cluster {
     fn broadcast(&self, message: impl Fn() -> Vec<u8>, frame: impl Fn(Vec<u8>) -> Frame) {
         let links: Vec<_> = self.inner.links.lock().values().cloned().collect();
         for link in links {
-            link.push_message(self.inner.rt.nodes(), &Message::from_vec(message()), None, &frame);
+            link.push_message(self.inner.rt.nodes(), Message::from_vec(message()), None, &frame);
         }
     }
 
@@ -749,7 +749,7 @@ impl Netpoll for Cluster {
 impl Remote for Cluster {
     fn send(&self, from: Pid, to: Pid, msg: Message) -> bool {
         let Some(link) = self.inner.links.lock().get(&to.node()).cloned() else { return false };
-        link.push_message(self.inner.rt.nodes(), &msg, Some((from, to)), |message| Frame::Send { to, from, message })
+        link.push_message(self.inner.rt.nodes(), msg, Some((from, to)), |message| Frame::Send { to, from, message })
     }
 
     fn monitor(&self, watcher: Pid, target: Pid) -> bool {
@@ -786,7 +786,7 @@ impl Remote for Cluster {
     fn spawn(&self, caller: Pid, tag: u64, node: &str, body: Message) -> Result<(), String> {
         let link = self.link_to(node).ok_or_else(|| format!("no such node: {node}"))?;
         link.awaited.lock().replies.insert(tag, caller);
-        if !link.push_message(self.inner.rt.nodes(), &body, None, |message| Frame::Spawn { caller, tag, message }) {
+        if !link.push_message(self.inner.rt.nodes(), body, None, |message| Frame::Spawn { caller, tag, message }) {
             link.awaited.lock().replies.remove(&tag);
             return Err(format!("node lost: {node}"));
         }
@@ -812,7 +812,7 @@ impl Remote for Cluster {
             awaited.replies.insert(tag, caller);
             awaited.claims.insert(tag, (name.into(), pid));
         }
-        if !link.push_message(self.inner.rt.nodes(), &Message::from_vec(remote::name_message(name, pid)), None, |message| Frame::Claim { caller, tag, message }) {
+        if !link.push_message(self.inner.rt.nodes(), Message::from_vec(remote::name_message(name, pid)), None, |message| Frame::Claim { caller, tag, message }) {
             let mut awaited = link.awaited.lock();
             awaited.replies.remove(&tag);
             awaited.claims.remove(&tag);
@@ -853,7 +853,7 @@ impl Remote for Cluster {
 
     fn submit(&self, node: &str, task: Message) -> Result<(), String> {
         let link = self.link_to(node).ok_or_else(|| format!("no such node: {node}"))?;
-        match link.push_message(self.inner.rt.nodes(), &task, None, |message| Frame::Task { message }) {
+        match link.push_message(self.inner.rt.nodes(), task, None, |message| Frame::Task { message }) {
             true => Ok(()),
             false => Err(format!("node lost: {node}")),
         }
@@ -870,7 +870,7 @@ impl Remote for Cluster {
 
     fn fetched(&self, to: u16, id: FutureId, value: Message) {
         if let Some(link) = self.inner.links.lock().get(&to).cloned() {
-            link.push_message(self.inner.rt.nodes(), &value, None, |message| Frame::Fetched { origin: id.origin, seq: id.seq, message });
+            link.push_message(self.inner.rt.nodes(), value, None, |message| Frame::Fetched { origin: id.origin, seq: id.seq, message });
         }
     }
 
@@ -887,7 +887,7 @@ impl Remote for Cluster {
             link.awaited.lock().waits.insert(key);
         }
         // Held behind the caller's earlier requests to that node's spaces (an `out` of a long tuple).
-        let sent = link.push_message(self.inner.rt.nodes(), &request, Some((caller.pid, spaces_there())), |message| Frame::Linda { caller: caller.pid, ticket: caller.ticket, message });
+        let sent = link.push_message(self.inner.rt.nodes(), request, Some((caller.pid, spaces_there())), |message| Frame::Linda { caller: caller.pid, ticket: caller.ticket, message });
         if !sent && answered {
             link.awaited.lock().waits.remove(&key);
         }
@@ -906,9 +906,9 @@ impl Remote for Cluster {
         };
         let frame = |kind: u8| move |message| Frame::Complete { to: waiter.pid, ticket: waiter.ticket, kind, count, message };
         let between = Some((waiter.pid, waiter.pid));
-        if !link.push_message(self.inner.rt.nodes(), &message, between, frame(kind)) {
+        if !link.push_message(self.inner.rt.nodes(), message, between, frame(kind)) {
             // Values that cannot cross: the waiter is told rather than left waiting.
-            link.push_message(self.inner.rt.nodes(), &no_values(), between, frame(completion::DELETED));
+            link.push_message(self.inner.rt.nodes(), no_values(), between, frame(completion::DELETED));
         }
     }
 }

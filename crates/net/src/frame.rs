@@ -213,6 +213,25 @@ impl Frame {
         self.encode(&mut out);
         out.split_off(4)
     }
+
+    /// [`Frame::encode_bare`] cut in two without copying the message: the
+    /// kind and the fields before the message, and the message (the rest
+    /// of the body; empty for a frame without one).
+    pub fn into_bare_and_message(mut self) -> (Vec<u8>, Vec<u8>) {
+        let message = match &mut self {
+            Frame::Send { message, .. }
+            | Frame::Spawn { message, .. }
+            | Frame::Claim { message, .. }
+            | Frame::Named { message }
+            | Frame::Unnamed { message }
+            | Frame::Task { message }
+            | Frame::Fetched { message, .. }
+            | Frame::Linda { message, .. }
+            | Frame::Complete { message, .. } => std::mem::take(message),
+            _ => Vec::new(),
+        };
+        (self.encode_bare(), message)
+    }
 }
 
 enum Parse {

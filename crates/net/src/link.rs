@@ -158,6 +158,14 @@ pub(crate) struct Outbox {
     writing: bool,
 }
 
+/// A message-carrying frame on its way into an outbox: whole, or already
+/// made a parcel (outside the outbox's lock: a long message is not copied
+/// while others wait to queue theirs).
+enum Outgoing {
+    Frame(Frame),
+    Parcel(Parcel),
+}
+
 /// What waits in an outbox's `long` queue.
 enum Long {
     /// `to` and `from`: the processes a message goes between, if it is one.
@@ -208,13 +216,12 @@ impl Outbox {
         self.long.iter().any(|l| l.to() == Some(to))
     }
 
-    /// Queues `frame`, between the processes `between` (from, to) if it is
-    /// a message; a frame too long for one, or one with buffers, becomes a
-    /// parcel.
-    fn enqueue(&mut self, frame: Frame, len: usize, between: Option<(Pid, Pid)>, shared: Vec<Carried>) -> Result<(), String> {
+    /// Queues a frame or a parcel, between the processes `between` (from,
+    /// to) if it is a message.
+    fn enqueue(&mut self, item: Outgoing, between: Option<(Pid, Pid)>) {
         let (from, to) = (between.map(|b| b.0), between.map(|b| b.1));
-        if shared.is_empty() && len <= PART {
-            match to.filter(|&to| self.holds_for(to)) {
+        match item {
+            Outgoing::Frame(frame) => match to.filter(|&to| self.holds_for(to)) {
                 None => frame.encode(&mut self.bytes),
                 Some(to) => {
                     let mut encoded = Vec::new();
@@ -222,14 +229,14 @@ impl Outbox {
                     self.long_bytes += encoded.len() as u64;
                     self.long.push_back(Long::Held { to, frame: encoded });
                 }
+            },
+            Outgoing::Parcel(mut parcel) => {
+                self.next_stream += 1;
+                parcel.stream = self.next_stream;
+                self.long_bytes += parcel.left();
+                self.long.push_back(Long::Parcel { to, from, parcel });
             }
-            return Ok(());
         }
-        self.next_stream += 1;
-        let parcel = Parcel::new(self.next_stream, &frame, shared)?;
-        self.long_bytes += parcel.left();
-        self.long.push_back(Long::Parcel { to, from, parcel });
-        Ok(())
     }
 
     /// Step 3 of writing: once what was taken has been written, takes the
@@ -387,21 +394,27 @@ impl Link {
     /// `between`, from and to, if it is a process's), announcing first the
     /// nodes its pids name; false when the link has closed or the message
     /// cannot cross (a shared value other than a buffer, or too long).
-    pub(crate) fn push_message(self: &Arc<Self>, nodes: &synodic_core::node::Nodes, msg: &Message, between: Option<(Pid, Pid)>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
+    pub(crate) fn push_message(self: &Arc<Self>, nodes: &synodic_core::node::Nodes, msg: Message, between: Option<(Pid, Pid)>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
         let Some(shared) = msg.attachments().iter().map(|a| remote::carry(a, &self.rt)).collect::<Option<Vec<Carried>>>() else { return false };
-        let mut bytes = msg.to_vec();
         let mut named = BTreeSet::new();
-        let walked = wire::map_pids(&mut bytes, |p, _| {
+        if wire::each_pid(&msg, |p| {
             named.insert(p.node());
-            Ok(p)
-        });
-        if walked.is_err() {
+        })
+        .is_err()
+        {
             return false;
         }
         named.remove(&0);
-        let len = bytes.len();
-        let mut fits = true;
-        let open = self.push(|out| {
+        let len = msg.len();
+        let frame = frame(msg.into_vec());
+        let item = match shared.is_empty() && len <= PART {
+            true => Outgoing::Frame(frame),
+            false => match Parcel::new(frame, shared) {
+                Ok(parcel) => Outgoing::Parcel(parcel),
+                Err(_) => return false,
+            },
+        };
+        self.push(|out| {
             for alias in named {
                 if out.announced.insert(alias) {
                     if let Some(node) = nodes.id(alias) {
@@ -409,9 +422,8 @@ impl Link {
                     }
                 }
             }
-            fits = out.enqueue(frame(bytes), len, between, shared).is_ok();
-        });
-        open && fits
+            out.enqueue(item, between);
+        })
     }
 
     /// Step 1 of writing: queues a frame; false when the link has closed.

@@ -37,7 +37,8 @@ pub type Bytes = Arc<synodic_core::payload::Payload>;
 /// A parcel on its way out.
 pub struct Parcel {
     pub stream: u64,
-    /// Piece 0 is the envelope followed by the frame.
+    /// What goes out, in order: the envelope and the frame's header, the
+    /// frame's message, then its attachments' bytes.
     pieces: Vec<Bytes>,
     piece: usize,
     offset: usize,
@@ -47,8 +48,10 @@ pub struct Parcel {
 
 impl Parcel {
     /// `frame` (a message-carrying frame) with the attachments its message
-    /// refers to; an error when it is too large to cross.
-    pub fn new(stream: u64, frame: &Frame, attachments: Vec<Carried>) -> Result<Parcel, String> {
+    /// refers to; an error when it is too large to cross. Its message's
+    /// bytes are taken over, not copied. The link numbers it (`stream`)
+    /// when it queues it.
+    pub fn new(frame: Frame, attachments: Vec<Carried>) -> Result<Parcel, String> {
         if attachments.len() > ATTACHMENTS_MAX {
             return Err(format!("a message to another node carries at most {ATTACHMENTS_MAX} buffers (this one {})", attachments.len()));
         }
@@ -60,22 +63,24 @@ impl Parcel {
                 Carried::Space(encoded) => (2, Arc::new(encoded.into())),
             })
             .collect();
-        let bare = frame.encode_bare();
+        let (bare, message) = frame.into_bare_and_message();
         let mut w = Writer::fields_after(Vec::new());
         w.varint(1 + attachments.len() as u64);
-        w.varint((bare.len() as u64) << 2);
+        w.varint(((bare.len() + message.len()) as u64) << 2);
         for (kind, a) in &attachments {
             w.varint((a.len() as u64) << 2 | kind);
         }
         let mut head = w.finish_small();
         head.extend_from_slice(&bare);
-        let total = head.len() as u64 + attachments.iter().map(|(_, a)| a.len() as u64).sum::<u64>();
+        let total = (head.len() + message.len()) as u64 + attachments.iter().map(|(_, a)| a.len() as u64).sum::<u64>();
         if total > MESSAGE_MAX {
-            return Err(format!("a message of {total} bytes is too long to cross to another node (at most {MESSAGE_MAX})"));
+            return Err(format!("message too large: {total} bytes, at most {MESSAGE_MAX} to another node"));
         }
-        let mut pieces = vec![Arc::new(head.into())];
+        // Piece 0 goes out as the envelope and frame header, then the
+        // message's own bytes.
+        let mut pieces = vec![Arc::new(head.into()), Arc::new(message.into())];
         pieces.extend(attachments.into_iter().map(|(_, a)| a));
-        Ok(Parcel { stream, pieces, piece: 0, offset: 0, total, left: total })
+        Ok(Parcel { stream: 0, pieces, piece: 0, offset: 0, total, left: total })
     }
 
     /// Bytes not yet cut into parts.
@@ -296,7 +301,7 @@ mod tests {
         let mut buffers: Vec<Carried> = [(0..300_000u32).map(|i| i as u8).collect(), Vec::new(), vec![1; 10]].into_iter().map(|v: Vec<u8>| Carried::Bytes(Arc::new(v.into()))).collect();
         buffers.insert(1, Carried::Future(vec![4, 5, 6]));
         buffers.push(Carried::Space(vec![0, 1, b'x']));
-        let mut parcel = Parcel::new(1, &frame, buffers.clone()).unwrap();
+        let mut parcel = Parcel::new(frame.clone(), buffers.clone()).unwrap();
         let (got, attachments) = carry(&mut parcel).unwrap().expect("whole");
         assert_eq!(got, frame);
         assert_eq!(attachments, buffers);
@@ -321,7 +326,8 @@ mod tests {
         assert!(part(&mut a, 2, 4, &[1, 8, 99, 0, 0]).unwrap_err().to_string().contains("longer"));
         // Every cut of a good parcel's first part fails cleanly or waits.
         let frame = Frame::Named { message: vec![2, 0] };
-        let mut parcel = Parcel::new(4, &frame, vec![Carried::Bytes(Arc::new(vec![5; 3].into()))]).unwrap();
+        let mut parcel = Parcel::new(frame, vec![Carried::Bytes(Arc::new(vec![5; 3].into()))]).unwrap();
+        parcel.stream = 4;
         let bytes = parts(&mut parcel);
         for cut in 0..bytes.len() {
             let _ = part(&mut Assembler::default(), 4, 99, &bytes[..cut]);
@@ -332,6 +338,6 @@ mod tests {
     fn too_many_buffers_is_an_error_at_the_sender() {
         let frame = Frame::Named { message: vec![2, 0] };
         let many = vec![Carried::Future(Vec::new()); ATTACHMENTS_MAX + 1];
-        assert!(Parcel::new(1, &frame, many).err().unwrap().contains("at most 4096 buffers"));
+        assert!(Parcel::new(frame, many).err().unwrap().contains("at most 4096 buffers"));
     }
 }
