@@ -25,6 +25,9 @@ s.monitor(server)
 s.send("server", me, "stop")
 assert(s.receive() == "DOWN")
 assert(s.whereis("server") == nil)
+-- A message to a name that nobody holds is an error, not a silent loss.
+local ok3, err3 = pcall(s.send, "server", me, 1)
+assert(not ok3 and err3:find("no such name: server"), err3)
 assert(s.register("server", other) == true, "the name is free again")
 
 local ok2, err2 = pcall(s.register, "x", 12)

@@ -39,6 +39,7 @@ assert(not ok and err:find("at least one value"), err)
 local ok2, err2 = pcall(s.send, 42, "x")
 assert(not ok2 and err2:find("pid or name expected"), err2)
 
--- A message to a name that is not registered is dropped.
-s.send("nobody-by-this-name", 1)
+-- A message to a name that nobody holds is an error (SPEC §2), not a loss.
+local ok3, err3 = pcall(s.send, "nobody-by-this-name", 1)
+assert(not ok3 and err3:find("no such name: nobody%-by%-this%-name"), err3)
 print("send_receive ok")

@@ -279,6 +279,11 @@ fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &Ru
     let script = args.script.to_string_lossy().into_owned();
     match rt.run_main(LuaProcess::main_script(script, args.args)) {
         RunEnd::Exited(ExitReason::Normal) => 0,
+        RunEnd::Exited(ExitReason::Error(e)) if e == synodic_core::MEMORY_LIMIT => {
+            let limit = rt.max_process_memory().map_or_else(String::new, |b| format!(" of {b} bytes"));
+            eprintln!("synodic: the main process went over its memory limit{limit} and was ended");
+            1
+        }
         RunEnd::Exited(ExitReason::Error(_) | ExitReason::Value(_)) => 1,
         RunEnd::Halted(status) => status,
     }

@@ -652,6 +652,10 @@ fn a_node_wide_memory_limit() {
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "memory limit\n100000\n", "{}", text(&out.stderr));
+    // The main process over the limit: the run says so, in one line.
+    let out = run_source_with("main_limit", "local t = {} for i = 1, 1e7 do t[i] = {i} end", &["--max-process-memory", "4M"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr), "synodic: the main process went over its memory limit of 4194304 bytes and was ended\n");
     let out = synodic(&["run", "--max-process-memory", "lots", "x.lua"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("'lots' is not a size"), "{}", text(&out.stderr));

@@ -31,6 +31,8 @@ script_tests!(run_cluster_script, cluster_scripts_dir, "cluster.rs"; remote_spaw
 /// the lines it writes on stderr.
 struct Node {
     _process: KillOnDrop,
+    /// Its full name (NAME@HOST).
+    name: String,
     addr: String,
     stderr: mpsc::Receiver<String>,
 }
@@ -53,7 +55,8 @@ impl Node {
         let first = stderr.recv_timeout(LIMIT).expect("the node says where it listens");
         let addr = first.rsplit(' ').next().unwrap().to_string();
         assert!(first.contains(&format!("node {name}@")) && addr.starts_with("127.0.0.1:"), "{first}");
-        Node { _process: KillOnDrop(child), addr, stderr }
+        let full = first.split(' ').nth(2).unwrap().to_string();
+        Node { _process: KillOnDrop(child), name: full, addr, stderr }
     }
 }
 
@@ -112,9 +115,36 @@ fn a_wrong_cookie_is_one_line_on_each_side() {
     assert!(last.contains(&format!("cannot join the cluster through {}: wrong cookie", a.addr)), "{stderr}");
     let logged = a.stderr.recv_timeout(LIMIT).expect("the node logs the refused connection");
     assert!(logged.contains("node connection from 127.0.0.1:") && logged.contains("wrong cookie"), "{logged}");
+    // A node daemon with the wrong cookie ends too, at once, with one line.
+    let mut node = synodic_command();
+    node.args(["node", "--listen", "127.0.0.1:0", "--name", "stranger", "--join", &a.addr, "--cookie-file"]).arg(&wrong);
+    let out = output_within(node, Duration::from_secs(20), "a node joining with the wrong cookie");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let last = text(&out.stderr).lines().last().unwrap_or_default().to_string();
+    assert!(last.contains(&format!("cannot join the cluster through {}: wrong cookie", a.addr)), "{}", text(&out.stderr));
+    let logged = a.stderr.recv_timeout(LIMIT).expect("the node logs the refused connection");
+    assert!(logged.contains("wrong cookie"), "{logged}");
     // The node goes on: a program with the right cookie still joins.
     let out = join_and_run(&dir, "friend", &a.addr, &cookie, "assert(#require('synodic').nodes() == 2) print('friend ok')");
     assert!(text(&out.stdout).contains("friend ok"), "{}", text(&out.stderr));
+}
+
+/// A node that cannot be linked once it has proved itself (here: it has
+/// the seed's own name; a full node table is refused the same way) hears
+/// why and ends non-zero with one line, never running alone.
+#[test]
+fn a_refused_join_says_why_and_exits_non_zero() {
+    let dir = scratch_dir("cluster-refused");
+    let cookie = cookie_in(&dir, "cookie", "a cookie of more than sixteen bytes");
+    let a = Node::start("twin", &cookie);
+    let name = a.name.clone();
+    let out = join_and_run(&dir, &name, &a.addr, &cookie, "print('never runs')");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(!text(&out.stdout).contains("never runs"));
+    let stderr = text(&out.stderr);
+    assert!(stderr.trim_end().ends_with(&format!("a node named {name} is this node")) && stderr.lines().count() == 1, "{stderr}");
+    let logged = a.stderr.recv_timeout(LIMIT).expect("the node logs the refused connection");
+    assert!(logged.contains(&format!("a node named {name} is this node")), "{logged}");
 }
 
 /// Runs `examples/NAME` on a cluster of `nodes` nodes; its output, once it

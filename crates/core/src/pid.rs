@@ -3,7 +3,11 @@
 //! of the process's slot in that node's process table, and the slot's
 //! generation (bumped each time the slot is reused, and a slot is retired
 //! before its generations run out, so a pid never names a later process),
-//! plus a fixed tag in the low bits. The tag lets the Lua layer carry pids as light userdata
+//! plus a fixed tag in the low bits. A node's own generations use the low
+//! [`Pid::LOCAL_GEN_BITS`] bits of the field; in a pid of another node, the
+//! bits above are the *epoch* of its alias: how many times this node has
+//! given that alias to a new node (`node::Nodes`), so a pid kept from a node
+//! long gone never reaches the node its alias was given to later. The tag lets the Lua layer carry pids as light userdata
 //! (which compare by value and work as table keys) and still tell them apart
 //! from the aligned pointers other C libraries use as light userdata.
 
@@ -28,6 +32,11 @@ impl Pid {
     pub const MAX_INDEX: u32 = (1 << INDEX_BITS) - 1;
     pub const MAX_NODE: u16 = (1 << NODE_BITS) - 1;
     pub const GEN_MASK: u32 = (1 << GEN_BITS) - 1;
+    /// The bits of the generation field a node's own slots use.
+    pub const LOCAL_GEN_BITS: u32 = 20;
+    pub const LOCAL_GEN_MASK: u32 = (1 << Self::LOCAL_GEN_BITS) - 1;
+    /// Epochs an alias goes through before its numbers come round again.
+    pub const EPOCHS: u8 = 1 << (GEN_BITS - Self::LOCAL_GEN_BITS);
 
     pub fn new(node: u16, index: u32, generation: u32) -> Pid {
         debug_assert!(node <= Self::MAX_NODE && index <= Self::MAX_INDEX);
@@ -57,6 +66,21 @@ impl Pid {
 
     pub fn generation(self) -> u32 {
         (self.raw() >> GEN_SHIFT) as u32
+    }
+
+    /// The generation its own node gave it, without an alias's epoch.
+    pub fn local_generation(self) -> u32 {
+        self.generation() & Self::LOCAL_GEN_MASK
+    }
+
+    /// The epoch of its node's alias (0 for this node's own pids).
+    pub fn epoch(self) -> u8 {
+        (self.generation() >> Self::LOCAL_GEN_BITS) as u8
+    }
+
+    /// The same process, named under alias `node` of epoch `epoch`.
+    pub fn aliased(self, node: u16, epoch: u8) -> Pid {
+        Pid::new(node, self.index(), self.local_generation() | (epoch as u32 % Self::EPOCHS as u32) << Self::LOCAL_GEN_BITS)
     }
 }
 

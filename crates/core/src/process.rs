@@ -214,13 +214,15 @@ impl Process {
     /// freed. Returns whether the slot may take a new tenant: a slot whose
     /// generations are used up is retired for good, since its next pid would
     /// equal its first (SPEC §2: a pid never names a later process). That
-    /// costs one slot per 2^24 processes that lived in it.
+    /// costs one slot per 2^20 processes that lived in it.
     pub(crate) fn vacate(&self) -> bool {
         self.state.store(DEAD, Release);
         let mut reusable = true;
         self.mailbox.clear_with(|| {
             let generation = self.generation.load(Acquire);
-            reusable = generation < Pid::GEN_MASK;
+            // The last generation, all ones, is never given: no pid with it
+            // names a process (`nowhere` pids use it).
+            reusable = generation + 1 < Pid::LOCAL_GEN_MASK;
             if reusable {
                 self.generation.store(generation + 1, Release);
             }
@@ -536,12 +538,12 @@ mod tests {
     #[test]
     fn a_slot_whose_generations_are_used_up_is_retired() {
         let p = Process::vacant(0, 7);
-        p.age_to(Pid::GEN_MASK - 1);
+        p.age_to(Pid::LOCAL_GEN_MASK - 2);
         let older = p.occupy(Box::new(Idle), None);
         assert!(p.vacate(), "one generation left");
         let last = p.occupy(Box::new(Idle), None);
         assert_ne!(older, last);
-        assert_eq!(last.generation(), Pid::GEN_MASK);
+        assert_eq!(last.generation(), Pid::LOCAL_GEN_MASK - 1);
         assert!(!p.vacate(), "no generation left: the slot must not be reused");
         assert!(!p.is(last) && !p.is(older), "and no pid of it names anything");
         assert!(p.deliver(last, Message::from_slice(&[1])).is_err(), "nor takes a message");

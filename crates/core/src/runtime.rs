@@ -329,7 +329,8 @@ impl Runtime {
     fn route(&self, pid: Pid) -> Route {
         match self.shared.table.lookup(pid) {
             Some(slot) => Route::Here(slot),
-            None if pid.node() != 0 => Route::Elsewhere(pid.node()),
+            // A pid of a node whose alias went to another since names nothing.
+            None if pid.node() != 0 && self.shared.nodes.is_current(pid) => Route::Elsewhere(pid.node()),
             None => Route::Nowhere,
         }
     }

@@ -181,7 +181,9 @@ unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<Option<Pid>, String> {
         return Err("send: nothing to send (give at least one value)".into());
     }
     let msg = codec::encode(L, 2, top).map_err(|e| format!("send: {e}"))?;
-    let Some(pid) = dest else { return Ok(None) };
+    let Some(pid) = dest else {
+        return Err(format!("no such name: {}", String::from_utf8_lossy(to_bytes(L, 1).unwrap_or_default())));
+    };
     let remote = pid.node() != 0;
     if remote {
         synodic_core::remote::crossing(&msg).map_err(|e| format!("send: {e}"))?;

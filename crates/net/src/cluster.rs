@@ -295,21 +295,26 @@ impl Cluster {
     async fn connect(self, mut stream: TcpStream, role: Role, place: Option<gate::Place>) -> Result<Peer, Error> {
         let _ = stream.set_nodelay(true);
         let config = handshake::Config { cookie: self.inner.cookie.clone(), purpose: Purpose::Node, node: self.inner.me.clone(), listen: self.inner.announced.to_string(), plain: self.inner.plain };
+        // A proven peer is refused, with the reason, if it cannot be linked.
+        let mut alias = 0;
+        let mut vet = |peer: &Peer| {
+            if peer.node.name == self.inner.me.name {
+                return Err(Error::Refused(format!("a node named {} is this node", peer.node.name)));
+            }
+            alias = self.inner.rt.nodes().alias(&peer.node).ok_or_else(|| Error::Refused(format!("the node table of {} is full", self.inner.me.name)))?;
+            Ok(())
+        };
         let (peer, session) = match role {
             Role::Dialer => {
                 let hs = Handshake::dialer(config)?;
-                tokio::time::timeout(handshake::DRIVE_LIMIT, handshake::over_tokio(&mut stream, hs, None)).await.map_err(|_| Error::Protocol(format!("no handshake within {} s", handshake::DRIVE_LIMIT.as_secs())))??
+                tokio::time::timeout(handshake::DRIVE_LIMIT, handshake::over_tokio(&mut stream, hs, None, &mut vet)).await.map_err(|_| Error::Protocol(format!("no handshake within {} s", handshake::DRIVE_LIMIT.as_secs())))??
             }
             Role::Acceptor => {
                 let (hs, challenge) = Handshake::acceptor(config)?;
                 let place = place.expect("an accepted connection holds a place");
-                place.hold(handshake::over_tokio(&mut stream, hs, Some(challenge))).await?
+                place.hold(handshake::over_tokio(&mut stream, hs, Some(challenge), &mut vet)).await?
             }
         };
-        if peer.node.name == self.inner.me.name {
-            return Err(Error::Protocol(format!("a node named {} is this node", peer.node.name)));
-        }
-        let alias = self.inner.rt.nodes().alias(&peer.node).ok_or_else(|| Error::Protocol("the node table is full".into()))?;
         let rank = match role {
             Role::Dialer => (self.inner.me.name < peer.node.name, peer.dialer_nonce),
             Role::Acceptor => (peer.node.name < self.inner.me.name, peer.dialer_nonce),
@@ -670,6 +675,9 @@ impl Cluster {
                     for link in gone {
                         self.end(&link);
                     }
+                    // Gone for good, as far as this node knows: its alias may
+                    // go to a new node one day (it keeps it if it comes back first).
+                    self.inner.rt.nodes().retire(&NodeId { name: member.name.clone(), incarnation: member.incarnation });
                 }
             }
         }
@@ -686,7 +694,7 @@ impl Cluster {
 
 /// A pid of this node, from a frame that names it with the sender's alias for us.
 fn here(pid: Pid) -> Pid {
-    Pid::new(0, pid.index(), pid.generation())
+    pid.aliased(0, 0)
 }
 
 /// What a runtime notice that arrived over a link did.

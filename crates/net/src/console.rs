@@ -90,7 +90,7 @@ pub fn listen(io: &Io, rt: Runtime, addr: &str, cookie: String, attach: Attach) 
                 let proven = async {
                     let (hs, challenge) = Handshake::acceptor(config)?;
                     let mut stream = stream;
-                    let (_, session) = handshake::over_tokio(&mut stream, hs, Some(challenge)).await?;
+                    let (_, session) = handshake::over_tokio(&mut stream, hs, Some(challenge), &mut |_| Ok(())).await?;
                     Ok((stream, session))
                 };
                 let proven = place.hold(proven).await;

@@ -50,6 +50,12 @@ use crate::parcel::{Assembler, Parcel, Slice};
 use crate::record::{Opener, Sealer, RECORD_MAX};
 use crate::Error;
 
+/// A pid of this node that names no process: what a pid of a node gone
+/// for good crosses as (this node's generations never reach it).
+pub(crate) fn nowhere() -> Pid {
+    Pid::new(0, Pid::MAX_INDEX, Pid::GEN_MASK)
+}
+
 /// Above this many queued bytes a link is full: senders are slowed in
 /// `send` until it drains below [`ROOM`].
 pub(crate) const FULL: usize = 8 << 20;
@@ -370,7 +376,12 @@ impl Link {
             0 => self.alias,
             alias => *theirs.get(&alias)?,
         };
-        Some(Pid::new(node, pid.index(), pid.generation()))
+        // Whatever epoch the peer's alias had, ours goes in (none for our own pids).
+        let epoch = match node {
+            0 => 0,
+            node => self.rt.nodes().epoch(node),
+        };
+        Some(pid.aliased(node, epoch))
     }
 
     /// The peer says its alias `theirs` means our `ours`.
@@ -396,9 +407,10 @@ impl Link {
     /// cannot cross (a shared value other than a buffer, or too long).
     pub(crate) fn push_message(self: &Arc<Self>, nodes: &synodic_core::node::Nodes, msg: Message, between: Option<(Pid, Pid)>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
         let Some(shared) = msg.attachments().iter().map(|a| remote::carry(a, &self.rt)).collect::<Option<Vec<Carried>>>() else { return false };
-        let mut named = BTreeSet::new();
+        let (mut named, mut stale) = (BTreeSet::new(), false);
         if wire::each_pid(&msg, |p| {
             named.insert(p.node());
+            stale |= !nodes.is_current(p);
         })
         .is_err()
         {
@@ -406,7 +418,13 @@ impl Link {
         }
         named.remove(&0);
         let len = msg.len();
-        let frame = frame(msg.into_vec());
+        let mut bytes = msg.into_vec();
+        if stale {
+            // A pid kept from a node whose alias went to another: it must
+            // not name that one's process over there either.
+            let _ = wire::map_pids(&mut bytes, |p, _| Ok(if nodes.is_current(p) { p } else { nowhere() }));
+        }
+        let frame = frame(bytes);
         let item = match shared.is_empty() && len <= PART {
             true => Outgoing::Frame(frame),
             false => match Parcel::new(frame, shared) {

@@ -67,9 +67,13 @@ fn closed() -> Error {
     Error::Protocol("the peer closed the connection during the handshake".into())
 }
 
-/// Runs `hs` over a tokio socket (`first`: as [`Exchange::new`]). The
-/// caller bounds its time.
-pub(crate) async fn over_tokio(stream: &mut tokio::net::TcpStream, hs: Handshake, first: Option<Vec<u8>>) -> Result<(Peer, Session), Error> {
+/// What a side checks of a peer that has proved itself, before the
+/// connection is its (the accepting side refuses with the error's text).
+pub(crate) type Vet<'a> = &'a mut (dyn FnMut(&Peer) -> Result<(), Error> + Send);
+
+/// Runs `hs` over a tokio socket (`first`: as [`Exchange::new`]); `vet`
+/// may still refuse the proven peer. The caller bounds its time.
+pub(crate) async fn over_tokio(stream: &mut tokio::net::TcpStream, hs: Handshake, first: Option<Vec<u8>>, vet: Vet<'_>) -> Result<(Peer, Session), Error> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let io = |e: std::io::Error| Error::Protocol(e.to_string());
     let mut exchange = Exchange::new(hs, first);
@@ -82,6 +86,11 @@ pub(crate) async fn over_tokio(stream: &mut tokio::net::TcpStream, hs: Handshake
                 }
             }
             Turn::Done(bytes, peer, session) => {
+                if let Err(e) = vet(&peer) {
+                    let refusal = exchange.hs.refusal(&e).unwrap_or_default();
+                    let _ = stream.write_all(&refusal).await;
+                    return Err(e);
+                }
                 stream.write_all(&bytes).await.map_err(io)?;
                 return Ok((peer, session));
             }
