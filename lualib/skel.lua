@@ -319,8 +319,7 @@ function Evaluator:dispatch()
       local node = ins.kind ~= "fetch" and self:inputs_ready(ins) and self:place(ins)
       if node then
         table.remove(self.ready, i)
-        self:send(ins, node)
-        sent = true
+        sent = self:send(ins, node) or sent
       else
         i = i + 1
       end
@@ -367,12 +366,23 @@ function Evaluator:send(ins, node)
   for _, tok in ipairs(ins.inputs) do
     if tok.future then args[#args + 1] = tok.future else args[#args + 1] = tok.value end
   end
-  local fut, bytes = s._submit(node.name, self.me, {self.id, ins.id}, runner, ins.kind, ins.final or false, table.unpack(args, 1, #ins.args + #ins.inputs))
+  local ok, fut, bytes = pcall(s._submit, node.name, self.me, {self.id, ins.id}, runner, ins.kind, ins.final or false, table.unpack(args, 1, #ins.args + #ins.inputs))
+  if not ok then
+    -- The node left s.nodes() before its nodedown reached this process:
+    -- it is lost all the same, and the instruction waits for another.
+    if type(fut) == "string" and (fut:match("no such node") or fut:match("node lost")) then
+      self.ready[#self.ready + 1] = ins
+      self:lost(node.name)
+      return false
+    end
+    error(fut, 0)
+  end
   ins.future, ins.node, ins.state = fut, node, "running"
   node.in_flight = node.in_flight + 1
   node.bytes_caller = node.bytes_caller + bytes
   self:count_farm(ins, 1)
   self:record(node)
+  return true
 end
 
 function Evaluator:count_farm(ins, delta)

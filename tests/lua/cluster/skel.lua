@@ -70,4 +70,14 @@ local done = 0
 for _, st in pairs(ev:stats()) do done = done + st.done end
 assert(not ev:stats()[victim].alive)
 assert(done > 4 * N, "results that lived on the lost node were computed again: " .. done)
+
+-- A node that leaves s.nodes() before the evaluator has heard its nodedown
+-- (between two of its checks) is lost like any other, not an error.
+local second = testkit.other_nodes()[1]
+local ev2 = skel.evaluator(program, {})
+local killer = s.spawn_on(second, function() require("synodic").receive() os.exit(3) end)
+s.send(killer, "die")
+while #s.nodes() > 1 do s.sleep(0.01) end
+evaluate(ev2)
+assert(not ev2:stats()[second].alive)
 print("skel ok")
