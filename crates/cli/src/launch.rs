@@ -171,9 +171,12 @@ fn over_ssh(file: PathBuf, args: LaunchArgs) -> Result<i32> {
             writeln!(cookie_out, "{cookie}").context("cannot write the cookie for ssh")?;
             drop(cookie_out);
             let mut cmd = std::process::Command::new(&ssh_program);
-            cmd.args(&ssh_args).arg(host).arg(format!("exec {line}")).stdin(cookie_in);
+            cmd.args(&ssh_args).arg(host).arg(format!("exec {line}")).stdin(cookie_in).stdout(std::process::Stdio::piped());
             crate::ends_with_this_process(&mut cmd);
             let mut child = cmd.spawn().with_context(|| format!("cannot run '{ssh_program}' to start a node on {host}"))?;
+            if let Some(pipe) = child.stdout.take() {
+                crate::output::forward(pipe);
+            }
             // A node that never joins ends the launch at once, rather than
             // after the wait for all of them.
             let (rt, host, name) = (rt.clone(), host.clone(), node_name.clone());

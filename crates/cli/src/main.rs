@@ -4,6 +4,7 @@
 
 mod console;
 mod launch;
+mod output;
 mod signals;
 
 use std::path::PathBuf;
@@ -384,12 +385,13 @@ fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow:
     let (base, host) = me.split_once('@').unwrap_or((&me, "localhost"));
     for i in 2..=args.nodes {
         let mut cmd = std::process::Command::new(&exe);
-        cmd.args(["node", "--quiet", "--listen", "127.0.0.1:0", "--join", &cluster.cluster.addr().to_string()])
+        cmd.args(["node", "--quiet", "--listen", "127.0.0.1:0", "--join", &cluster.cluster.addr().to_string(), "--follow", &me])
             .arg("--name")
             .arg(format!("{base}-{i}@{host}"))
             .arg("--cookie-file")
             .arg(&cookie)
-            .stdin(std::process::Stdio::null());
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped());
         if args.workers > 0 {
             cmd.arg("--workers").arg(args.workers.to_string());
         }
@@ -397,7 +399,10 @@ fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow:
             cmd.arg("--no-encryption");
         }
         ends_with_this_process(&mut cmd);
-        cmd.spawn().with_context(|| format!("cannot start node {i} of {}", args.nodes))?;
+        let mut child = cmd.spawn().with_context(|| format!("cannot start node {i} of {}", args.nodes))?;
+        if let Some(pipe) = child.stdout.take() {
+            output::forward(pipe);
+        }
     }
     Ok(())
 }
@@ -451,7 +456,10 @@ fn parse_size(text: &str) -> Result<u64, String> {
 fn exit(code: i32) -> ! {
     use std::io::Write;
     signals::farewell();
+    output::drain();
     let _ = std::io::stdout().flush();
+    // SAFETY: fflush(NULL) flushes every C stream; _exit ends the process
+    // without running destructors, which other threads may still be using.
     unsafe {
         libc::fflush(std::ptr::null_mut());
         libc::_exit(code)

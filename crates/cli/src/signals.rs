@@ -31,6 +31,8 @@ pub fn install() {
             if libc::sigwait(&set, &mut sig) == 0 {
                 libc::fflush(std::ptr::null_mut());
                 farewell();
+                crate::output::drain();
+                libc::fflush(std::ptr::null_mut());
                 let name = if sig == libc::SIGINT { "interrupted" } else { "terminated" };
                 eprintln!("synodic: {name}");
                 libc::_exit(128 + sig);

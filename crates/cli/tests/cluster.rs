@@ -364,6 +364,62 @@ fn a_stalled_link_loses_nothing_and_a_cut_one_is_noconnection() {
     assert!(text(&out.stdout).contains("stall and cut ok"), "{}\n{}", text(&out.stdout), text(&out.stderr));
 }
 
+/// What processes on the other nodes of a run print reaches the run's
+/// standard output, a pipe or a file alike, each process's lines in order,
+/// and all of it before the run exits (the run ends right after its last
+/// reply: what the nodes still hold must not be lost).
+#[test]
+fn the_output_of_every_node_reaches_the_run() {
+    let dir = scratch_dir("cluster-output");
+    let cookie = cookie_in(&dir, "cookie", "a cookie of more than sixteen bytes");
+    let prog = dir.join("print.lua");
+    std::fs::write(
+        &prog,
+        r#"local s = require "synodic"
+           local me = s.self()
+           for _, n in ipairs(s.nodes()) do
+             if n ~= s.node() then
+               s.spawn_on(n, function(boss, n)
+                 local s = require "synodic"
+                 for i = 1, 2000 do print(n, i) end
+                 io.write("written ", n, "\n")
+                 s.send(boss, "done")
+               end, me, n)
+             end
+           end
+           for _ = 2, #s.nodes() do s.receive() end"#,
+    )
+    .unwrap();
+    let check = |out: &str| {
+        let mut next: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+        for line in out.lines() {
+            if let Some(node) = line.strip_prefix("written ") {
+                assert_eq!(next.get(node), Some(&2001), "io.write came after its prints");
+                continue;
+            }
+            let (node, i) = line.split_once('\t').unwrap_or_else(|| panic!("a cut line: {line:?}"));
+            let expected = next.entry(node).or_insert(1);
+            assert_eq!(i.parse::<u32>().unwrap(), *expected, "{node}'s lines in order");
+            *expected += 1;
+        }
+        assert_eq!(next.len(), 2, "both other nodes printed");
+        assert!(next.values().all(|&n| n == 2001), "every line arrived: {next:?}");
+        assert_eq!(out.lines().count(), 4002);
+    };
+    for _ in 0..3 {
+        let mut cmd = synodic_command();
+        cmd.args(["run", "--nodes", "3", "--cookie-file"]).arg(&cookie).arg(&prog);
+        let out = output_within(cmd, LIMIT, "a run whose nodes print, to a pipe");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        check(&text(&out.stdout));
+    }
+    let file = dir.join("out.txt");
+    let mut cmd = synodic_command();
+    cmd.args(["run", "--nodes", "3", "--cookie-file"]).arg(&cookie).arg(&prog).stdout(std::fs::File::create(&file).unwrap());
+    assert!(common::status_within(cmd, LIMIT, "a run whose nodes print, to a file").success());
+    check(&std::fs::read_to_string(&file).unwrap());
+}
+
 /// A relay between a program and a node (what `--advertise` invites) sees
 /// the handshake pass, then tampers with the link: a record it saw,
 /// replayed, and a frame of its own, written in clear. Either closes the

@@ -34,6 +34,24 @@ pub fn output_within(cmd: Command, limit: Duration, what: &str) -> Output {
     output_with_input(cmd, None, limit, what)
 }
 
+/// Runs `cmd` as it is set up (its output where it says) to its end,
+/// killing it after `limit`; `what` names the run in the failure message.
+pub fn status_within(mut cmd: Command, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: timed out after {} s and was killed", limit.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// [`output_within`], with `input` written to the command's standard input.
 pub fn output_with_input(mut cmd: Command, input: Option<&[u8]>, limit: Duration, what: &str) -> Output {
     let stdin = if input.is_some() { Stdio::piped() } else { Stdio::null() };
