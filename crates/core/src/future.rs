@@ -26,6 +26,12 @@
 //! A result may hold futures itself, whose tickets go back to this store
 //! when they drop: so the store never drops a value; the operations that
 //! free one hand it back ([`Freed`]), to be dropped after the store's lock.
+//!
+//! Another node may ask for a result, or return weight, before the task
+//! that computes it has arrived here (its messages take another link). What
+//! such a request leaves is *provisional*: at most [`PROVISIONAL_MAX`]
+//! entries in all, each forgotten when the node that asked is lost, so
+//! requests about results that never come cannot make the node grow.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -50,9 +56,14 @@ pub struct FutureId {
 /// on its way from node to node.
 pub const FULL_WEIGHT: u64 = 1 << 62;
 
+/// Entries that requests of other nodes about unknown results may leave.
+pub const PROVISIONAL_MAX: usize = 16 << 10;
+
 #[derive(Default)]
 pub struct Store {
     entries: HashMap<FutureId, Entry>,
+    /// Entries only a request of another node made (see `Entry::asked_by`).
+    provisional: usize,
 }
 
 #[derive(Default)]
@@ -70,12 +81,25 @@ struct Entry {
     granted: bool,
     /// A replica whose home has been asked for the value.
     requested: bool,
+    /// Not 0: the entry exists only because that node asked about it
+    /// (a fetch or a release before the task came).
+    asked_by: u16,
 }
 
 impl Entry {
     fn abandoned(&self) -> bool {
         self.home == 0 && self.granted && self.balance <= 0
     }
+}
+
+/// What a fetch from another node finds.
+#[derive(Debug, PartialEq)]
+pub enum Fetch {
+    Now(Message),
+    /// The asking node gets the value when it comes.
+    Later,
+    /// Unknown here, and not waited for.
+    Unknown,
 }
 
 /// A value the store let go of: drop it once the store is unlocked.
@@ -104,21 +128,49 @@ impl Store {
     /// false when all of it was returned already (nobody wants the result).
     pub fn grant(&mut self, id: FutureId, weight: u64) -> bool {
         let e = self.entries.entry(id).or_default();
+        if std::mem::take(&mut e.asked_by) != 0 {
+            self.provisional -= 1;
+        }
         e.balance += weight as i128;
         e.granted = true;
         if e.abandoned() {
-            self.entries.remove(&id);
+            self.remove(id);
             return false;
         }
         true
     }
 
-    /// Handles of a result computed here returned `weight`.
-    pub fn release(&mut self, id: FutureId, weight: u64) -> Freed {
-        let e = self.entries.entry(id).or_default();
+    /// The entry of `id`, made provisional for node `from` if it is new
+    /// (`from` 0: this node's own request makes a lasting one); `None` when
+    /// it is new and no more provisional entries may be made.
+    fn entry_for(&mut self, id: FutureId, from: u16) -> Option<&mut Entry> {
+        if !self.entries.contains_key(&id) && from != 0 {
+            if self.provisional >= PROVISIONAL_MAX {
+                return None;
+            }
+            self.provisional += 1;
+            self.entries.insert(id, Entry { asked_by: from, ..Entry::default() });
+        }
+        Some(self.entries.entry(id).or_default())
+    }
+
+    fn remove(&mut self, id: FutureId) -> Option<Entry> {
+        let e = self.entries.remove(&id)?;
+        if e.asked_by != 0 {
+            self.provisional -= 1;
+        }
+        Some(e)
+    }
+
+    /// Handles of a result computed here returned `weight`, from node
+    /// `from` (0: this one). Weight from another node for a result unknown
+    /// here when no more provisional entries may be made is not counted (the
+    /// result, if it comes, is then kept until its home ends).
+    pub fn release(&mut self, id: FutureId, weight: u64, from: u16) -> Freed {
+        let Some(e) = self.entry_for(id, from) else { return Freed(None) };
         e.balance -= weight as i128;
         match e.abandoned() {
-            true => Freed(self.entries.remove(&id).and_then(|e| e.value)),
+            true => Freed(self.remove(id).and_then(|e| e.value)),
             false => Freed(None),
         }
     }
@@ -174,16 +226,17 @@ impl Store {
     }
 
     /// Node `from` asks for the result computed here for `id`: the value
-    /// now, or later, when it comes.
-    pub fn fetch(&mut self, id: FutureId, from: u16) -> Option<Message> {
-        let e = self.entries.entry(id).or_default();
+    /// now, or later, when it comes (`Fetch::Later`), or never: it is
+    /// unknown here and no more provisional entries may be made.
+    pub fn fetch(&mut self, id: FutureId, from: u16) -> Fetch {
+        let Some(e) = self.entry_for(id, from) else { return Fetch::Unknown };
         if let Some(v) = &e.value {
-            return Some(v.clone());
+            return Fetch::Now(v.clone());
         }
         if !e.fetchers.contains(&from) {
             e.fetchers.push(from);
         }
-        None
+        Fetch::Later
     }
 
     /// The value of the replica `id` came from its home (unwanted, it is
@@ -202,14 +255,19 @@ impl Store {
     /// This node holds no handle to the replica `id` any more.
     pub fn drop_replica(&mut self, id: FutureId) -> Freed {
         match self.entries.get(&id).is_some_and(|e| e.home != 0) {
-            true => Freed(self.entries.remove(&id).and_then(|e| e.value)),
+            true => Freed(self.remove(id).and_then(|e| e.value)),
             false => Freed(None),
         }
     }
 
     /// The node `home` was lost: the replicas of its results that had not
-    /// come get `lost` (an encoded error), and it asks for nothing more.
+    /// come get `lost` (an encoded error), it asks for nothing more, and
+    /// what only its requests made here is forgotten.
     pub fn home_lost(&mut self, home: u16, lost: &Message) -> Vec<Delivery> {
+        let asked: Vec<FutureId> = self.entries.iter().filter(|(_, e)| e.asked_by == home).map(|(id, _)| *id).collect();
+        for id in asked {
+            self.remove(id);
+        }
         let mut deliveries = Vec::new();
         for e in self.entries.values_mut() {
             e.fetchers.retain(|&f| f != home);
@@ -370,7 +428,7 @@ impl Runtime {
                 tickets.remove(&id);
             }
             match (home, replaced) {
-                (0, _) => f.with(|st| st.release(id, weight)),
+                (0, _) => f.with(|st| st.release(id, weight, 0)),
                 (_, false) => f.with(|st| st.drop_replica(id)),
                 (_, true) => Freed(None),
             }
@@ -425,9 +483,17 @@ impl Runtime {
 
     /// Node `from` asks for the result computed here for `id`.
     pub fn future_fetch(&self, from: u16, id: FutureId) {
-        if let (Some(value), Some(remote)) = (self.futures().with(|st| st.fetch(id, from)), self.remote()) {
-            remote.fetched(from, id, value);
+        let Some(remote) = self.remote() else { return };
+        match self.futures().with(|st| st.fetch(id, from)) {
+            Fetch::Now(value) => remote.fetched(from, id, value),
+            Fetch::Later => {}
+            Fetch::Unknown => remote.fetched(from, id, failure("no such result on its node (too many requests for unknown results there)")),
         }
+    }
+
+    /// Node `from` returns `weight` of its handles to the result `id` computed here.
+    pub fn future_release(&self, from: u16, id: FutureId, weight: u64) {
+        drop(self.futures().with(|st| st.release(id, weight, from)));
     }
 
     /// The value of another node's result came.
@@ -467,10 +533,10 @@ mod tests {
     fn a_result_is_freed_once_all_weight_is_back() {
         let mut st = Store::default();
         assert!(st.grant(A, 100));
-        assert!(st.release(A, 50).0.is_none()); // a node's half
+        assert!(st.release(A, 50, 0).0.is_none()); // a node's half
         assert_eq!(st.resolve(A, msg(b"v")).0, Resolved::default());
         assert!(st.is_ready(A));
-        assert_eq!(st.release(A, 50).0, Some(msg(b"v")));
+        assert_eq!(st.release(A, 50, 0).0, Some(msg(b"v")));
         assert!(st.is_empty(), "nobody can ask any more");
         assert_eq!(st.resolve(A, msg(b"late")).1 .0, Some(msg(b"late")), "a value nobody wants is handed back");
     }
@@ -478,14 +544,14 @@ mod tests {
     #[test]
     fn releases_that_overtake_the_grant_do_not_free_early() {
         let mut st = Store::default();
-        let _ = st.release(A, 30); // another node dropped its handle before the task came
+        let _ = st.release(A, 30, 3); // another node dropped its handle before the task came
         assert!(st.is_wanted(A));
         assert!(st.grant(A, 100));
         assert!(st.is_wanted(A));
-        let _ = st.release(A, 70);
+        let _ = st.release(A, 70, 0);
         assert!(st.is_empty());
         // All weight back before the task ran: it need not run.
-        let _ = st.release(A, 100);
+        let _ = st.release(A, 100, 4);
         assert!(!st.grant(A, 100));
         assert!(st.is_empty());
     }
@@ -495,12 +561,34 @@ mod tests {
         let mut st = Store::default();
         st.grant(A, 10);
         assert_eq!(st.read_or_wait(A, 0, waiter(1)), Read::Wait { ask: None });
-        assert_eq!(st.fetch(A, 3), None);
+        assert_eq!(st.fetch(A, 3), Fetch::Later);
         let (r, _) = st.resolve(A, msg(b"v"));
         assert_eq!(r.deliveries, vec![(waiter(1), Completion::Value(msg(b"v")))]);
         assert_eq!(r.fetchers, vec![3]);
-        assert_eq!(st.fetch(A, 4), Some(msg(b"v")));
+        assert_eq!(st.fetch(A, 4), Fetch::Now(msg(b"v")));
         assert_eq!(st.read_or_wait(A, 0, waiter(2)), Read::Value(msg(b"v")));
+    }
+
+    #[test]
+    fn requests_about_unknown_results_are_bounded_and_go_with_their_node() {
+        let mut st = Store::default();
+        let id = |seq| FutureId { origin: 9, seq };
+        for seq in 0..PROVISIONAL_MAX as u64 {
+            let asked = if seq % 2 == 0 { st.fetch(id(seq), 3) == Fetch::Later } else { st.release(id(seq), 5, 3).0.is_none() };
+            assert!(asked);
+        }
+        assert_eq!(st.fetch(id(u64::MAX), 3), Fetch::Unknown, "no more");
+        let _ = st.release(id(u64::MAX), 5, 3);
+        assert_eq!(st.len(), PROVISIONAL_MAX);
+        // A task that comes makes its entry a lasting one.
+        assert!(st.grant(id(0), 10));
+        assert_eq!(st.fetch(id(u64::MAX), 4), Fetch::Later, "room again");
+        // The asking node is lost: what only its requests made goes.
+        st.home_lost(3, &failure("lost"));
+        assert_eq!(st.len(), 2, "the granted entry, and node 4's request");
+        st.home_lost(4, &failure("lost"));
+        assert_eq!(st.len(), 1);
+        assert_eq!(st.provisional, 0);
     }
 
     #[test]

@@ -137,6 +137,9 @@ const LIMITED: u8 = 1;
 const OVER_LIMIT: u8 = 2;
 /// Bit of a process's flags: someone asked for its description.
 const PROBED: u8 = 4;
+/// Bit of a process's flags: another node was told it is busy (see
+/// `remote::BUSY_HIGH`), and waits to hear when its mailbox drains.
+const DRAIN_WATCHED: u8 = 8;
 
 /// Why a message was not delivered.
 #[derive(Debug, PartialEq, Eq)]
@@ -327,6 +330,19 @@ impl Process {
     /// it next yields, with reason "memory limit".
     pub fn exceed_memory_limit(&self) {
         self.end_over_limit();
+    }
+
+    /// Notes that a node was told this process is busy; true if none was
+    /// waiting to hear when it drains yet.
+    pub(crate) fn watch_drain(&self) -> bool {
+        self.flags.fetch_or(DRAIN_WATCHED, Relaxed) & DRAIN_WATCHED == 0
+    }
+
+    /// Whether a node waits to hear that this process has drained, and it
+    /// has (or `ended`): the flag is cleared when so.
+    #[inline]
+    pub(crate) fn drained(&self, ended: bool) -> bool {
+        self.flags.load(Relaxed) & DRAIN_WATCHED != 0 && (ended || self.queued_bytes() < crate::remote::BUSY_LOW) && self.flags.fetch_and(!DRAIN_WATCHED, Relaxed) & DRAIN_WATCHED != 0
     }
 
     /// Whether the process must end, over its memory limit.

@@ -51,11 +51,17 @@ pub trait Remote: Send + Sync {
     /// `pid`, of this node, has ended holding `names`: every node forgets them.
     fn released(&self, pid: Pid, names: &[Box<[u8]>]);
 
-    /// Whether the link to `to`'s node has room for more. When it has not
-    /// (the peer reads slower than this node sends), `sender`, a process
-    /// here, is woken once it has: so a sender is slowed in `send` and the
-    /// memory a link holds stays bounded.
+    /// Whether the link to `to`'s node has room for more, and `to` takes
+    /// messages as fast as they come. When not (the peer reads slower than
+    /// this node sends, or `to` has told that it is [busy](BUSY_HIGH)),
+    /// `sender`, a process here, is woken once there is: so a sender is
+    /// slowed in `send` and the memory both nodes spend stays bounded.
     fn room_for(&self, to: Pid, sender: Pid) -> bool;
+
+    /// `pid`, of this node, which some node was told is busy, has taken
+    /// its messages down to [`BUSY_LOW`] bytes (or ended): senders there
+    /// may go on.
+    fn drained(&self, pid: Pid);
 
     /// The least loaded live node, this one included, from the load the
     /// nodes tell each other.
@@ -88,6 +94,12 @@ pub trait Remote: Send + Sync {
     /// Gives `completion` to `waiter`, a wait of a process of another node.
     fn complete(&self, waiter: Waiter, completion: Completion);
 }
+
+/// A process whose mailbox holds more than this many bytes when a message
+/// from another node arrives is *busy* for that node: its senders there
+/// wait in `send` until it has taken its messages down to [`BUSY_LOW`].
+pub const BUSY_HIGH: u64 = 4 << 20;
+pub const BUSY_LOW: u64 = 1 << 20;
 
 /// The longest message (bytes and buffers together) that crosses between nodes.
 pub const MESSAGE_MAX: u64 = 1 << 30;

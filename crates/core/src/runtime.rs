@@ -347,6 +347,20 @@ impl Runtime {
         self.live(pid).is_some()
     }
 
+    /// Whether the process `pid` of this node holds more than
+    /// [`BUSY_HIGH`](crate::remote::BUSY_HIGH) bytes of messages; if so it
+    /// is noted that a node waits to hear when it drains (see
+    /// [`Remote::drained`](crate::remote::Remote::drained)).
+    pub fn busy(&self, pid: Pid) -> bool {
+        match self.live(pid) {
+            Some(slot) if slot.queued_bytes() > crate::remote::BUSY_HIGH => {
+                slot.watch_drain();
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// [`Runtime::send`] from the running process `from`, which learns its
     /// peer from it (see [`Process::note_peer`]).
     pub fn send_from(&self, from: &Process, to: Pid, msg: Message) -> bool {
@@ -600,7 +614,13 @@ impl Runtime {
                 peer.prefetch_hot_lines();
             }
         }
-        match body.resume(self, proc) {
+        let step = body.resume(self, proc);
+        if proc.drained(matches!(step, Step::Exited(_))) {
+            if let Some(remote) = self.remote() {
+                remote.drained(proc.pid());
+            }
+        }
+        match step {
             Step::Preempted => {
                 unsafe { proc.put_body(body) };
                 proc.state.store(QUEUED, Release);

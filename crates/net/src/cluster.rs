@@ -487,7 +487,13 @@ impl Cluster {
                         Settled::Dropped => return Ok(()),
                     }
                 }
-                rt.send(here(to), attach(message));
+                let to = here(to);
+                rt.send(to, attach(message));
+                // A process that takes messages slower than they come: its
+                // senders over there wait, until it has taken them down.
+                if rt.busy(to) && link.told_busy.lock().insert(to) {
+                    link.push(|out| Frame::Busy { pid: to }.encode(&mut out.bytes));
+                }
             }
             Frame::Monitor { watcher, target } => rt.monitor(link.ours(watcher)?, here(target)),
             Frame::Demonitor { watcher, target } => {
@@ -521,7 +527,7 @@ impl Cluster {
             Frame::Task { message } => rt.pool_push(attach(link.arrived(message)?)),
             Frame::Fetch { origin, seq } => rt.future_fetch(link.alias, FutureId { origin, seq }),
             Frame::Fetched { origin, seq, message } => rt.future_fill(FutureId { origin, seq }, attach(link.arrived(message)?)),
-            Frame::Release { origin, seq, weight } => drop(rt.futures().with(|st| st.release(FutureId { origin, seq }, weight))),
+            Frame::Release { origin, seq, weight } => rt.future_release(link.alias, FutureId { origin, seq }, weight),
             Frame::Linda { caller, ticket, message } => {
                 let caller = Waiter { pid: link.ours(caller)?, ticket };
                 let request = attach(link.arrived(message)?);
@@ -540,6 +546,8 @@ impl Cluster {
                 };
                 rt.complete((Waiter { pid: to, ticket }, answer));
             }
+            Frame::Busy { pid } => link.set_busy(link.ours(pid)?, true),
+            Frame::Ready { pid } => link.set_busy(link.ours(pid)?, false),
             Frame::Load { load, nodes } => {
                 link.load.store(load, Relaxed);
                 link.sees.store(nodes, Relaxed);
@@ -837,11 +845,17 @@ impl Remote for Cluster {
     }
 
     fn room_for(&self, to: Pid, sender: Pid) -> bool {
-        let link = match self.inner.links.lock().get(&to.node()) {
-            Some(link) if link.congested.load(Relaxed) => link.clone(),
-            _ => return true,
-        };
-        link.room_for(sender)
+        let Some(link) = self.inner.links.lock().get(&to.node()).cloned() else { return true };
+        link.room_for(to, sender)
+    }
+
+    fn drained(&self, pid: Pid) {
+        let links: Vec<_> = self.inner.links.lock().values().cloned().collect();
+        for link in links {
+            if link.told_busy.lock().remove(&pid) {
+                link.push(|out| Frame::Ready { pid }.encode(&mut out.bytes));
+            }
+        }
     }
 
     fn least_loaded(&self) -> Arc<str> {

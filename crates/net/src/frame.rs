@@ -67,6 +67,11 @@ pub enum Frame {
     /// node): `kind` says what it is (see [`completion`]), `count` is a
     /// count's, `message` a tuple's values (else no values).
     Complete { to: Pid, ticket: u64, kind: u8, count: u64, message: Vec<u8> },
+    /// `pid` (of the sending node) holds more messages than it takes:
+    /// senders on the receiving node wait until `Ready`.
+    Busy { pid: Pid },
+    /// `pid` has taken its messages down: its senders may go on.
+    Ready { pid: Pid },
 }
 
 /// How a `Complete` frame's `kind` names a `Completion`.
@@ -97,6 +102,8 @@ mod kind {
     pub const LINDA: u8 = 16;
     pub const COMPLETE: u8 = 17;
     pub const DEMONITOR: u8 = 18;
+    pub const BUSY: u8 = 21;
+    pub const READY: u8 = 22;
 }
 
 impl Frame {
@@ -138,6 +145,10 @@ impl Frame {
                 w.varint(*load as u64);
                 w.varint(*nodes as u64);
                 kind::LOAD
+            }
+            Frame::Busy { pid } | Frame::Ready { pid } => {
+                w.u64(pid.raw());
+                if matches!(self, Frame::Busy { .. }) { kind::BUSY } else { kind::READY }
             }
             Frame::Named { message } => {
                 w.raw(message);
@@ -273,6 +284,8 @@ fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
         }
         kind::LOAD => Frame::Load { load: u32::try_from(r.varint()?).unwrap_or(u32::MAX), nodes: u32::try_from(r.varint()?).unwrap_or(u32::MAX) },
         kind::NAMED => Frame::Named { message: rest(r) },
+        kind::BUSY => Frame::Busy { pid: pid(r)? },
+        kind::READY => Frame::Ready { pid: pid(r)? },
         kind::UNNAMED => Frame::Unnamed { message: rest(r) },
         kind::TASK => Frame::Task { message: rest(r) },
         kind::FETCH => Frame::Fetch { origin: r.u64()?, seq: r.u64()? },
@@ -473,6 +486,8 @@ mod tests {
             Frame::Release { origin: 9, seq: 4, weight: 1 << 61 },
             Frame::Linda { caller: q, ticket: 1 << 40, message: vec![2, 1, 5, 0] },
             Frame::Complete { to: p, ticket: 7, kind: completion::COUNT, count: 12, message: vec![2, 0] },
+            Frame::Busy { pid: q },
+            Frame::Ready { pid: p },
         ]
     }
 

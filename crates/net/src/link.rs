@@ -90,6 +90,12 @@ pub(crate) struct Link {
     /// they drain below [`ROOM`]: every remote send asks whether it must
     /// wait, and this answers without the outbox's lock.
     pub(crate) congested: AtomicBool,
+    /// Processes of the peer that said they are busy (in our pids), and
+    /// whether there are any (asked without the lock).
+    busy: Mutex<HashSet<Pid>>,
+    any_busy: AtomicBool,
+    /// Processes of ours the peer was told are busy.
+    pub(crate) told_busy: Mutex<HashSet<Pid>>,
     /// Wakes the writer task.
     wake: Notify,
     inbound: Mutex<Inbound>,
@@ -353,6 +359,9 @@ impl Link {
             rt,
             outbox: Mutex::new(Outbox { sealer: Some(session.sealer), ..Outbox::default() }),
             congested: AtomicBool::new(false),
+            busy: Mutex::new(HashSet::new()),
+            any_busy: AtomicBool::new(false),
+            told_busy: Mutex::new(HashSet::new()),
             wake: Notify::new(),
             inbound: Mutex::new(Inbound { opener: session.opener, decoder: Decoder::authenticated(), parcels: Assembler::default(), more: 0, over: false }),
             theirs: Mutex::new(HashMap::new()),
@@ -604,18 +613,36 @@ impl Link {
         let _ = self.socket.shutdown(std::net::Shutdown::Both);
     }
 
-    /// Whether the outbox has room for `sender`; if not, it is woken when
-    /// it has. Only those who fill the link wait: a sender with a long
-    /// message still queued, or everyone once whole frames alone fill it
-    /// (a peer that stops reading). A process sending a small message
-    /// beside someone's large one goes on.
-    pub(crate) fn room_for(&self, sender: Pid) -> bool {
-        if !self.congested.load(Relaxed) {
+    /// The peer's process `pid` (ours) is busy, or no longer (`busy`
+    /// false: its senders here look again).
+    pub(crate) fn set_busy(&self, pid: Pid, busy: bool) {
+        let mut set = self.busy.lock();
+        match busy {
+            true => drop(set.insert(pid)),
+            false => drop(set.remove(&pid)),
+        }
+        self.any_busy.store(!set.is_empty(), Relaxed);
+        drop(set);
+        if !busy {
+            let slowed = std::mem::take(&mut self.outbox.lock().slowed);
+            slowed.into_iter().for_each(|pid| self.rt.nudge(pid));
+        }
+    }
+
+    /// Whether `sender` may go on after sending to `to`; if not, it is
+    /// woken when it may. Only those who fill the link wait: a sender with
+    /// a long message still queued, or everyone once whole frames alone
+    /// fill it (a peer that stops reading), and the senders to a process
+    /// that said it is busy. A process sending a small message beside
+    /// someone's large one, or to another process, goes on.
+    pub(crate) fn room_for(&self, to: Pid, sender: Pid) -> bool {
+        let busy = self.any_busy.load(Relaxed) && self.busy.lock().contains(&to);
+        if !busy && !self.congested.load(Relaxed) {
             return true;
         }
         let mut out = self.outbox.lock();
         let full = out.bytes.len() > FULL || (out.queued() > FULL && out.long.iter().any(|l| matches!(l, Long::Parcel { from: Some(f), .. } if *f == sender)));
-        if out.closed || !full {
+        if out.closed || !(full || busy) {
             return true;
         }
         // A slowed sender woken by a message looks again: listed once.

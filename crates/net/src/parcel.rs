@@ -16,8 +16,11 @@
 //!    a future or a space handle as `synodic_core::remote::carry` encodes it.
 //!
 //! The first part holds the whole envelope (it is at most a few kilobytes,
-//! a part is 64 KiB), so the receiver gives every piece a buffer of its
-//! final size at once and copies each byte once. The parts of one parcel
+//! a part is 64 KiB), so the receiver can give every piece a buffer of its
+//! final size at once and copy each byte once. It does so while the
+//! parcels open on all links have announced at most [`PREALLOCATED_MAX`]
+//! bytes in all; past that, a piece's buffer grows as its bytes arrive, so
+//! what a peer announces is not memory spent before it is sent. The parts of one parcel
 //! follow each other; a part of another parcel before the last part is a
 //! protocol error, so a receiver holds at most one parcel per link.
 
@@ -33,6 +36,15 @@ pub use synodic_core::remote::{ATTACHMENTS_MAX, MESSAGE_MAX};
 
 /// A buffer's bytes, shared with the processes that hold the buffer.
 pub type Bytes = Arc<synodic_core::payload::Payload>;
+
+/// Bytes the open parcels of all links may have buffers of their final
+/// size for before their bytes have come.
+pub const PREALLOCATED_MAX: u64 = 256 << 20;
+/// How much a piece that grows as its bytes arrive grows by, at least.
+const GROWTH: usize = 1 << 20;
+
+/// Bytes preallocated for the parcels open now.
+static PREALLOCATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A parcel on its way out.
 pub struct Parcel {
@@ -143,6 +155,14 @@ struct Open {
     /// Each piece's kind (0: bytes, 1: a future, 2: a space handle).
     kinds: Vec<u8>,
     piece: usize,
+    /// Bytes it counts in [`PREALLOCATED`].
+    preallocated: u64,
+}
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        PREALLOCATED.fetch_sub(self.preallocated, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 impl Assembler {
@@ -169,6 +189,11 @@ impl Assembler {
         let len = *open.lens.get(open.piece)?;
         let piece = &mut open.pieces[open.piece];
         let left = len - piece.len();
+        if piece.capacity() - piece.len() < left.min(GROWTH) {
+            // A piece that grows as its bytes come: by half its size, at
+            // least a megabyte, never past its length.
+            piece.reserve_exact(left.min((piece.len() / 2).max(GROWTH)));
+        }
         Some((piece, left))
     }
 
@@ -186,8 +211,8 @@ impl Assembler {
             return Ok(None);
         }
         let stream = open.stream;
-        let open = self.open.take().expect("open");
-        let mut pieces = open.pieces.into_iter().zip(open.kinds);
+        let mut open = self.open.take().expect("open");
+        let mut pieces = std::mem::take(&mut open.pieces).into_iter().zip(std::mem::take(&mut open.kinds));
         let (bare, _) = pieces.next().unwrap_or_default();
         let Some((&kind, body)) = bare.split_first() else {
             return Err(Error::Protocol(format!("parcel {stream} carries no frame")));
@@ -231,8 +256,15 @@ impl Open {
             return Err(bad("its pieces do not add up to its length"));
         }
         let lens: Vec<usize> = lens.into_iter().map(|l| l as usize).collect();
-        let pieces = lens.iter().map(|&l| synodic_core::payload::with_capacity(l)).collect::<Result<_, _>>().map_err(|_| bad(&format!("no memory for its {total} bytes")))?;
-        let mut open = Open { stream, total, pieces, lens, kinds, piece: 0 };
+        use std::sync::atomic::Ordering::Relaxed;
+        let preallocated = match PREALLOCATED.fetch_update(Relaxed, Relaxed, |held| held.checked_add(total).filter(|&sum| sum <= PREALLOCATED_MAX)) {
+            Ok(_) => total,
+            Err(_) => 0,
+        };
+        let initial = |l: usize| if preallocated > 0 { l } else { l.min(GROWTH) };
+        let pieces = lens.iter().map(|&l| synodic_core::payload::with_capacity(initial(l))).collect::<Result<_, _>>();
+        let mut open = Open { stream, total, pieces: Vec::new(), lens, kinds, piece: 0, preallocated };
+        open.pieces = pieces.map_err(|_| bad(&format!("no memory for its {total} bytes")))?;
         open.skip_whole();
         Ok((open, &first[r.position()..]))
     }
@@ -332,6 +364,37 @@ mod tests {
         for cut in 0..bytes.len() {
             let _ = part(&mut Assembler::default(), 4, 99, &bytes[..cut]);
         }
+    }
+
+    #[test]
+    fn announced_bytes_past_the_budget_are_not_spent_before_they_come() {
+        // A parcel of 200 MiB announced (its first part only): preallocated.
+        let big = |stream| {
+            let mut w = Writer::fields_after(Vec::new());
+            w.varint(2);
+            w.varint(2 << 2);
+            w.varint((200 << 20) << 2);
+            let mut first = w.finish_small();
+            first.extend_from_slice(&[8, 0]);
+            let total = first.len() as u64 + (200 << 20);
+            let mut a = Assembler::default();
+            a.begin(stream, total, &first).unwrap();
+            a
+        };
+        let mut one = big(1);
+        let cap = |a: &mut Assembler| a.room().unwrap().0.capacity();
+        assert!(cap(&mut one) >= 200 << 20, "within the budget: its final size at once");
+        // A second one would pass the budget: it grows as bytes come.
+        let mut two = big(2);
+        assert!(cap(&mut two) <= 2 * GROWTH);
+        let (piece, left) = two.room().unwrap();
+        piece.extend_from_slice(&vec![1; GROWTH]);
+        assert_eq!(left, 200 << 20);
+        assert!(cap(&mut two) < 4 * GROWTH, "grown by a step");
+        // The first gone, its budget is back.
+        drop(one);
+        let mut three = big(3);
+        assert!(cap(&mut three) >= 200 << 20);
     }
 
     #[test]
