@@ -73,11 +73,8 @@ struct RunArgs {
     /// Worker threads that run processes (default: one per core; at most 1024).
     #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=synodic_core::MAX_WORKERS as i64))]
     workers: u16,
-    /// The memory limit of a process that sets none itself (bytes; K, M or G
-    /// for KiB, MiB, GiB): its Lua state and its queued messages. A process
-    /// over it ends alone, with reason "memory limit".
-    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
-    max_process_memory: Option<u64>,
+    #[command(flatten)]
+    limits: Limits,
     /// Start N-1 more nodes on this machine (OS processes) and form a
     /// cluster with them before the program starts; they end with the run.
     /// The program spreads its work with spawn_on.
@@ -92,11 +89,48 @@ struct RunArgs {
     args: Vec<String>,
 }
 
+/// What a node's processes and tuple spaces may take.
+#[derive(clap::Args, Clone, Default)]
+struct Limits {
+    /// The memory limit of a process that sets none itself (bytes; K, M or G
+    /// for KiB, MiB, GiB): its Lua state and its queued messages. A process
+    /// over it ends alone, with reason "memory limit".
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_process_memory: Option<u64>,
+    /// What the tuple spaces of this node may hold in all (bytes; K, M or
+    /// G): an `out` that would pass it raises "space full: NAME" and adds
+    /// nothing. No limit without it.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    max_space_memory: Option<u64>,
+}
+
+impl Limits {
+    fn apply(&self, rt: &Runtime) {
+        if let Some(bytes) = self.max_space_memory {
+            rt.spaces().set_limit(bytes);
+        }
+    }
+
+    /// The same limits, for the command line of a node this one starts.
+    fn args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(bytes) = self.max_process_memory {
+            args.extend(["--max-process-memory".into(), bytes.to_string()]);
+        }
+        if let Some(bytes) = self.max_space_memory {
+            args.extend(["--max-space-memory".into(), bytes.to_string()]);
+        }
+        args
+    }
+}
+
 #[derive(clap::Args)]
 struct NodeArgs {
     /// Worker threads that run processes (default: one per core; at most 1024).
     #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=synodic_core::MAX_WORKERS as i64))]
     workers: u16,
+    #[command(flatten)]
+    limits: Limits,
     #[command(flatten)]
     cluster: ClusterArgs,
     /// Say nothing on start (for nodes that `run --nodes` starts).
@@ -247,7 +281,7 @@ fn run(args: RunArgs) -> i32 {
 /// many will join).
 fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &RunArgs) -> anyhow::Result<usize>) -> i32 {
     signals::install();
-    let mut config = Config { workers: args.workers.into(), max_process_memory: args.max_process_memory, preempt_signal: Some(synodic_lua::preempt::install()), pool_worker: Some(synodic_lua::future::pool_worker), ..Config::default() };
+    let mut config = Config { workers: args.workers.into(), max_process_memory: args.limits.max_process_memory, preempt_signal: Some(synodic_lua::preempt::install()), pool_worker: Some(synodic_lua::future::pool_worker), ..Config::default() };
     let say_where = args.cluster.listen.is_some();
     if args.nodes > 1 {
         args.cluster.listen.get_or_insert_with(|| "127.0.0.1:0".into());
@@ -262,6 +296,7 @@ fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &Ru
             return 1;
         }
     };
+    args.limits.apply(&rt);
     let opened = open_cluster(&rt, &args.cluster, say_where).and_then(|cluster| {
         let Some(cluster) = cluster else { return Ok(()) };
         if args.nodes > 1 {
@@ -300,7 +335,7 @@ fn node(mut args: NodeArgs) -> i32 {
             return 1;
         }
     };
-    let config = Config { workers: args.workers.into(), node_name: args.cluster.node_name(), preempt_signal: Some(synodic_lua::preempt::install()), pool_worker: Some(synodic_lua::future::pool_worker), ..Config::default() };
+    let config = Config { workers: args.workers.into(), node_name: args.cluster.node_name(), max_process_memory: args.limits.max_process_memory, preempt_signal: Some(synodic_lua::preempt::install()), pool_worker: Some(synodic_lua::future::pool_worker), ..Config::default() };
     let rt = match Runtime::start(config) {
         Ok(rt) => rt,
         Err(e) => {
@@ -308,6 +343,7 @@ fn node(mut args: NodeArgs) -> i32 {
             return 1;
         }
     };
+    args.limits.apply(&rt);
     let mut cluster = args.cluster;
     cluster.listen.get_or_insert_with(|| "127.0.0.1:0".into());
     // Daemons start in any order: one whose seed is not up yet waits for it.
@@ -398,6 +434,7 @@ fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow:
         if args.cluster.no_encryption {
             cmd.arg("--no-encryption");
         }
+        cmd.args(args.limits.args());
         ends_with_this_process(&mut cmd);
         let mut child = cmd.spawn().with_context(|| format!("cannot start node {i} of {}", args.nodes))?;
         if let Some(pipe) = child.stdout.take() {

@@ -53,6 +53,7 @@ script_tests!(
     alua_exit,
     linda_out_take,
     linda_rd_probe,
+    linda_space_full,
     linda_formals,
     linda_spaces,
     linda_private_gc,

@@ -175,6 +175,18 @@ impl Store {
         }
     }
 
+    /// Another node is given `weight` of a hold on `value` (a private
+    /// space's handle leaving its home: see `remote::carry`): the value is
+    /// kept until all weight given out has come back.
+    pub fn hold(&mut self, id: FutureId, value: impl FnOnce() -> Message, weight: u64) {
+        let e = self.entries.entry(id).or_default();
+        e.balance += weight as i128;
+        e.granted = true;
+        if e.value.is_none() {
+            e.value = Some(value());
+        }
+    }
+
     /// The result computed here for `id` has come (if nobody wants it any
     /// more, it is handed back in `freed`).
     pub fn resolve(&mut self, id: FutureId, value: Message) -> (Resolved, Freed) {

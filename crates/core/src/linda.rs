@@ -261,6 +261,16 @@ pub struct Store {
     waiters: VecDeque<Waiting>,
     next_seq: u64,
     len: usize,
+    /// What the tuples held take (see [`Tuple::weight`]).
+    bytes: u64,
+}
+
+impl Tuple {
+    /// The bytes a tuple takes in a space, as the node's limit counts them:
+    /// its values and what holding it costs besides.
+    pub fn weight(&self) -> u64 {
+        (self.values.size() + self.fields.len() * std::mem::size_of::<Field>() + 64) as u64
+    }
 }
 
 impl Store {
@@ -286,6 +296,7 @@ impl Store {
         let seq = self.next_seq;
         self.next_seq += 1;
         self.len += 1;
+        self.bytes += tuple.weight();
         let arity = self.arities.entry(tuple.fields.len()).or_default();
         arity.class_of(&tuple.fields[0]).push_back(Entry { seq, tuple });
         delivered
@@ -329,6 +340,7 @@ impl Store {
         });
         a.prune();
         self.len -= taken.is_some() as usize;
+        self.bytes -= taken.as_ref().map_or(0, Tuple::weight);
         taken
     }
 
@@ -359,6 +371,7 @@ impl Store {
         }
         a.prune();
         self.len -= taken.len();
+        self.bytes -= taken.iter().map(|e| e.tuple.weight()).sum::<u64>();
         taken.sort_by_key(|e| e.seq);
         taken.into_iter().map(|e| e.tuple).collect()
     }
@@ -404,11 +417,17 @@ impl Store {
     pub fn clear(&mut self) {
         self.arities.clear();
         self.len = 0;
+        self.bytes = 0;
     }
 
     /// Tuples held.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// What the tuples held take, in bytes (see [`Tuple::weight`]).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     pub fn is_empty(&self) -> bool {
@@ -438,6 +457,7 @@ impl Store {
         let tuple = class.remove(i).map(|e| e.tuple);
         arity.prune();
         self.len -= 1;
+        self.bytes -= tuple.as_ref().map_or(0, Tuple::weight);
         tuple
     }
 }

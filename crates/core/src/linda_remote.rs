@@ -244,8 +244,10 @@ fn run(rt: &Runtime, space: &Space, caller: Waiter, req: &Request, values: Messa
             if fields.is_empty() {
                 return Err(WireError::Truncated(0));
             }
-            space.out(Tuple { fields, values }, |d| rt.complete(d));
-            Some(Completion::Nothing)
+            match space.out(Tuple { fields, values }, |d| rt.complete(d)) {
+                Ok(()) => Some(Completion::Nothing),
+                Err(_) => Some(Completion::Full),
+            }
         }
         Op::Cancel => space.with(|st| st.cancel(caller)).then_some(Completion::Nothing),
         Op::Clear => {

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use crate::future::{FutureId, Ticket};
+use crate::future::{FutureId, Ticket, FULL_WEIGHT};
 use crate::payload::Payload;
 use crate::spaces::{Home, SpaceRef};
 use crate::waiting::{Completion, Waiter};
@@ -169,22 +169,31 @@ pub fn arrive_future(bytes: &[u8], rt: &Runtime) -> Option<Attachment> {
     Some(rt.ticket(id, alias, weight))
 }
 
-/// A space handle as it crosses: `0 name`, or `1 node incarnation serial`
-/// for a private space (pinned here if it lives here: the other node holds
-/// it now, and this one cannot see it let go).
+/// The id under which a private space's home keeps the hold other nodes
+/// have on it, as it keeps a future's result (`future::Store::hold`): its
+/// home's incarnation and its serial, in ids no future takes (the top bit).
+pub fn space_hold(home: &NodeId, serial: u64) -> FutureId {
+    FutureId { origin: home.incarnation, seq: 1 << 63 | serial }
+}
+
+/// A space handle as it crosses: `0 name`, or `1 node incarnation serial
+/// weight` for a private space, with weight as a future's handle carries it:
+/// given out by the space's home (which keeps the space until it has all
+/// come back), or half of what this node holds.
 fn carry_space(space: &SpaceRef, rt: &Runtime) -> Option<Vec<u8>> {
     let mut w = Writer::fields_after(Vec::new());
-    let (alias, serial) = match (&space.name, &space.home) {
+    let (alias, serial, weight) = match (&space.name, &space.home) {
         (Some(name), _) => {
             w.byte(0);
             w.bytes(name);
             return Some(w.finish_small());
         }
         (None, Home::Here(serial, s)) => {
-            rt.spaces().pin(*serial, s);
-            (0, *serial)
+            let held = s.clone() as Attachment;
+            rt.futures().with(|st| st.hold(space_hold(&rt.nodes().me(), *serial), || Message::with_attachments(Writer::message(0).finish_small(), vec![held]), FULL_WEIGHT));
+            (0, *serial, FULL_WEIGHT)
         }
-        (None, Home::There(alias, serial)) => (*alias, *serial),
+        (None, Home::There(alias, serial)) => (*alias, *serial, space.hold.as_ref().map_or(0, |t| t.split())),
         (None, _) => return None,
     };
     let node = rt.nodes().id(alias)?;
@@ -192,6 +201,7 @@ fn carry_space(space: &SpaceRef, rt: &Runtime) -> Option<Vec<u8>> {
     w.bytes(node.name.as_bytes());
     w.u64(node.incarnation);
     w.varint(serial);
+    w.u64(weight);
     Some(w.finish_small())
 }
 
@@ -200,16 +210,22 @@ fn carry_space(space: &SpaceRef, rt: &Runtime) -> Option<Vec<u8>> {
 pub fn arrive_space(bytes: &[u8], rt: &Runtime) -> Option<Attachment> {
     let mut r = Reader::fields(bytes);
     let space = match r.byte_value().ok()? {
-        0 => SpaceRef { name: Some(std::sync::Arc::new(r.bytes().ok()?.into())), home: Home::Unresolved },
+        0 => SpaceRef { name: Some(std::sync::Arc::new(r.bytes().ok()?.into())), home: Home::Unresolved, hold: None },
         1 => {
             let name = std::str::from_utf8(r.bytes().ok()?).ok()?.into();
             let node = NodeId { name, incarnation: r.u64().ok()? };
             let serial = r.varint().ok()?;
-            let home = match rt.nodes().alias(&node)? {
-                0 => rt.spaces().get(serial).map_or(Home::Gone, |s| Home::Here(serial, s)),
-                alias => Home::There(alias, serial),
-            };
-            SpaceRef { name: None, home }
+            let weight = r.u64().ok()?;
+            let id = space_hold(&node, serial);
+            match rt.nodes().alias(&node)? {
+                0 => {
+                    // Back home: the weight it brought is returned at once.
+                    let home = rt.spaces().get(serial).map_or(Home::Gone, |s| Home::Here(serial, s));
+                    drop(rt.futures().with(|st| st.release(id, weight, 0)));
+                    SpaceRef { name: None, home, hold: None }
+                }
+                alias => SpaceRef { name: None, home: Home::There(alias, serial), hold: Some(rt.ticket(id, alias, weight)) },
+            }
         }
         _ => return None,
     };

@@ -8,8 +8,10 @@
 //! the others send it their operations. A private space (`linda.new()`)
 //! lives on the node that made it while something holds it (a handle in
 //! some process, a message or a tuple carrying one); the table knows it only
-//! weakly, except once a handle to it has crossed to another node, which
-//! this node cannot see drop it: then it is pinned for the life of the node.
+//! weakly. Handles on other nodes hold it the way handles hold a future's
+//! result (`remote::carry`): by weight, which each node that had some
+//! returns when its last handle goes, so the space goes too once the
+//! last handle anywhere has.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -23,26 +25,86 @@ use crate::Pid;
 
 type Fast = crate::hash::FastBuild;
 
-/// A space of the node: its store behind a lock. `with` runs an operation
-/// on the store, and `out` carries out its deliveries before the lock is
-/// released.
+/// What the spaces of a node hold in all, and how much they may
+/// (`--max-space-memory`; 0: no limit).
+#[derive(Default)]
+pub struct Budget {
+    used: AtomicU64,
+    limit: AtomicU64,
+}
+
+impl Budget {
+    pub fn used(&self) -> u64 {
+        self.used.load(Relaxed)
+    }
+}
+
+/// The error of an `out` past the node's limit.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Full;
+
+/// A space of the node: its store behind a lock, and the node's budget it
+/// counts against. `with` runs an operation on the store, and `out`
+/// carries out its deliveries before the lock is released.
 #[derive(Default)]
 pub struct Space {
     store: Mutex<Store>,
+    budget: Arc<Budget>,
 }
 
 impl Space {
-    /// Runs `op` on the store.
+    /// Runs `op` on the store (what it frees goes back to the budget).
     pub fn with<R>(&self, op: impl FnOnce(&mut Store) -> R) -> R {
-        op(&mut self.store.lock())
+        let mut store = self.store.lock();
+        let before = store.bytes();
+        let result = op(&mut store);
+        let after = store.bytes();
+        if after != before {
+            self.budget.used.fetch_add(after.wrapping_sub(before), Relaxed);
+        }
+        result
     }
 
-    /// `out`, carrying out its deliveries with `deliver`.
-    pub fn out(&self, tuple: Tuple, deliver: impl Fn(Delivery)) {
+    /// `out`, carrying out its deliveries with `deliver`; `Full`, and the
+    /// tuple not taken, when holding it would pass the node's limit.
+    pub fn out(&self, tuple: Tuple, deliver: impl Fn(Delivery)) -> Result<(), Full> {
+        self.put(tuple, deliver, self.budget.limit.load(Relaxed))
+    }
+
+    /// Puts back a tuple this space held a moment ago (an operation that
+    /// took it and failed): whatever the limit says, nothing accepted is lost.
+    pub fn put_back(&self, tuple: Tuple, deliver: impl Fn(Delivery)) {
+        let _ = self.put(tuple, deliver, 0);
+    }
+
+    /// Adds `tuple` unless the space's node would then hold more than
+    /// `limit` bytes (0: no limit).
+    fn put(&self, tuple: Tuple, deliver: impl Fn(Delivery), limit: u64) -> Result<(), Full> {
+        let weight = tuple.weight();
+        if limit > 0 && self.budget.used.fetch_add(weight, Relaxed) + weight > limit {
+            self.budget.used.fetch_sub(weight, Relaxed);
+            return Err(Full);
+        }
         let mut store = self.store.lock();
-        for d in store.out(tuple) {
+        let before = store.bytes();
+        let deliveries = store.out(tuple);
+        // Held, it counts what the check reserved; handed to a taker, nothing.
+        let held = store.bytes() - before;
+        drop(store);
+        match limit {
+            0 => self.budget.used.fetch_add(held, Relaxed),
+            _ => self.budget.used.fetch_sub(weight - held, Relaxed),
+        };
+        for d in deliveries {
             deliver(d);
         }
+        Ok(())
+    }
+}
+
+impl Drop for Space {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.store.get_mut().bytes(), Relaxed);
     }
 }
 
@@ -65,6 +127,9 @@ pub struct SpaceRef {
     /// The name of a named space.
     pub name: Option<Text>,
     pub home: Home,
+    /// For another node's private space: this node's hold on it (every
+    /// handle here shares one; when the last goes, the weight goes home).
+    pub hold: Option<Arc<crate::future::Ticket>>,
 }
 
 impl SpaceRef {
@@ -97,11 +162,10 @@ type Named = (u64, Arc<Space>);
 pub struct Spaces {
     named: Mutex<HashMap<Box<[u8]>, Named>>,
     by_id: Mutex<ById>,
-    /// Private spaces whose handles have crossed to other nodes.
-    pinned: Mutex<HashMap<u64, Arc<Space>, Fast>>,
     next_id: AtomicU64,
     /// The process that holds this node's claims on space names (see `linda_remote`).
     pub(crate) keeper: Mutex<Option<Pid>>,
+    budget: Arc<Budget>,
 }
 
 #[derive(Default)]
@@ -123,10 +187,20 @@ impl Spaces {
         (id, space)
     }
 
+    /// Limits what the node's spaces hold in all to `bytes` (0: no limit).
+    pub fn set_limit(&self, bytes: u64) {
+        self.budget.limit.store(bytes, Relaxed);
+    }
+
+    /// What the node's spaces hold, and may hold.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
     /// A fresh private space and its serial.
     pub fn create(&self) -> (u64, Arc<Space>) {
         let id = self.next_id.fetch_add(1, Relaxed) + 1;
-        let space = Arc::new(Space::default());
+        let space = Arc::new(Space { store: Mutex::default(), budget: self.budget.clone() });
         let mut by_id = self.by_id.lock();
         if by_id.spaces.len() >= 2 * by_id.swept_at.max(32) {
             by_id.spaces.retain(|_, s| s.strong_count() > 0);
@@ -139,12 +213,6 @@ impl Spaces {
     /// The space with this serial, if something still holds it.
     pub fn get(&self, id: u64) -> Option<Arc<Space>> {
         self.by_id.lock().spaces.get(&id).and_then(Weak::upgrade)
-    }
-
-    /// Keeps a private space for the life of the node: a handle to it went
-    /// to another node.
-    pub fn pin(&self, id: u64, space: &Arc<Space>) {
-        self.pinned.lock().entry(id).or_insert_with(|| space.clone());
     }
 
     /// Spaces alive, named or held (a snapshot, for tests and tools).
@@ -175,7 +243,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_private_space_goes_when_nothing_holds_it_unless_pinned() {
+    fn a_private_space_goes_when_nothing_holds_it() {
         let spaces = Spaces::default();
         let (named, _) = spaces.open(b"n");
         let (id, space) = spaces.create();
@@ -188,10 +256,7 @@ mod tests {
         }
         assert!(spaces.by_id.lock().spaces.len() < 200, "dead entries are swept");
         assert_eq!(spaces.live(), 1);
-        let (id, space) = spaces.create();
-        spaces.pin(id, &space);
-        drop(space);
-        assert!(spaces.get(id).is_some(), "a pinned space stays");
+        let (_, _kept) = spaces.create();
         let all = spaces.all();
         assert_eq!(all.len(), 2);
         assert_eq!(all[0].1.as_deref(), Some(&b"n"[..]), "named spaces are listed with their name");

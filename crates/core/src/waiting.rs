@@ -35,6 +35,9 @@ pub enum Completion {
     Nothing,
     /// A number: how many tuples matched (a remote `count`).
     Count(u64),
+    /// Refused: the space's node holds as much as its limit allows (a
+    /// remote `out`).
+    Full,
 }
 
 /// A store's decision: give this completion to this waiter.

@@ -134,7 +134,7 @@ pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
 
 /// A handle to the named space `name`, not looked up yet.
 fn named(name: &[u8]) -> SpaceRef {
-    SpaceRef { name: Some(Arc::new(name.into())), home: Home::Unresolved }
+    SpaceRef { name: Some(Arc::new(name.into())), home: Home::Unresolved, hold: None }
 }
 
 /// What a space handle holds: where its space is (for a space of this
@@ -204,7 +204,7 @@ unsafe extern "C-unwind" fn open_space(L: *mut ffi::lua_State) -> c_int {
 
 unsafe extern "C-unwind" fn new_space(L: *mut ffi::lua_State) -> c_int {
     let (serial, space) = ctx(L).rt().spaces().create();
-    push_space(L, SpaceRef { name: None, home: Home::Here(serial, space) });
+    push_space(L, SpaceRef { name: None, home: Home::Here(serial, space), hold: None });
     1
 }
 
@@ -618,8 +618,7 @@ pub(crate) unsafe fn tuple(L: *mut ffi::lua_State) -> Result<Tuple, String> {
 unsafe fn out(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
     let done = (|| {
         let rt = ctx(L).rt();
-        space.out(tuple(L)?, |d| rt.complete(d));
-        Ok::<_, String>(())
+        space.out(tuple(L)?, |d| rt.complete(d)).map_err(|_| format!("out: space full: {}", handle(L, 1).map_or_else(|| "?".into(), |h| h.space.describe())))
     })();
     match done {
         Ok(()) => 0,
@@ -662,7 +661,7 @@ unsafe fn take_all(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
                 Err(e) => {
                     // Nothing is lost: what was taken goes back.
                     for t in all {
-                        space.out(t, |d| ctx(L).rt().complete(d));
+                        space.put_back(t, |d| ctx(L).rt().complete(d));
                     }
                     return Err(e);
                 }
@@ -690,14 +689,14 @@ unsafe fn take_all(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
             }
             Err(e) => {
                 failed = Some(e);
-                space.out(t, |d| ctx(L).rt().complete(d));
+                space.put_back(t, |d| ctx(L).rt().complete(d));
                 break;
             }
         }
     }
     // After a failure the rest goes back too.
     for t in tuples {
-        space.out(t, |d| ctx(L).rt().complete(d));
+        space.put_back(t, |d| ctx(L).rt().complete(d));
     }
     match failed {
         Some(e) => raise(L, e),

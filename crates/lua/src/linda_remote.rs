@@ -230,6 +230,10 @@ unsafe fn answered_here(L: *mut ffi::lua_State, mut asked: Box<Asked>, answer: C
     match (asked.then, answer) {
         (Then::Nothing | Then::Tuple, Completion::Nothing) => 0,
         (Then::Tuple, Completion::Value(values)) => done(L, asked, values),
+        (_, Completion::Full) => {
+            let why = format!("{}: space full: {}", asked.fname, asked.space.describe());
+            fail(L, asked, why)
+        }
         (Then::Count, Completion::Count(n)) => {
             ffi::lua_pushinteger(L, n as ffi::lua_Integer);
             1

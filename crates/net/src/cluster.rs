@@ -542,6 +542,7 @@ impl Cluster {
                     completion::NOTIFIED => Completion::Notified,
                     completion::NOTHING => Completion::Nothing,
                     completion::COUNT => Completion::Count(count),
+                    completion::FULL => Completion::Full,
                     _ => Completion::Deleted,
                 };
                 rt.complete((Waiter { pid: to, ticket }, answer));
@@ -925,6 +926,7 @@ impl Remote for Cluster {
             Completion::Deleted => (completion::DELETED, 0, no_values()),
             Completion::Nothing => (completion::NOTHING, 0, no_values()),
             Completion::Count(n) => (completion::COUNT, n, no_values()),
+            Completion::Full => (completion::FULL, 0, no_values()),
         };
         let frame = |kind: u8| move |message| Frame::Complete { to: waiter.pid, ticket: waiter.ticket, kind, count, message };
         let between = Some((waiter.pid, waiter.pid));

@@ -82,6 +82,7 @@ pub mod completion {
     pub const DELETED: u8 = 3;
     pub const NOTHING: u8 = 4;
     pub const COUNT: u8 = 5;
+    pub const FULL: u8 = 6;
 }
 
 mod kind {
@@ -301,7 +302,7 @@ fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
         kind::COMPLETE => {
             let (to, ticket) = (pid(r)?, r.varint()?);
             let kind = r.byte_value()?;
-            if kind > completion::COUNT {
+            if kind > completion::FULL {
                 return Err(Parse::Other(format!("unknown completion kind {kind}")));
             }
             let count = r.varint()?;
