@@ -176,7 +176,8 @@ fn over_ssh(file: PathBuf, args: LaunchArgs) -> Result<i32> {
             crate::ends_with_this_process(&mut cmd);
             let mut child = cmd.spawn().with_context(|| format!("cannot run '{ssh_program}' to start a node on {host}"))?;
             if let Some(pipe) = child.stdout.take() {
-                crate::output::forward(pipe);
+                // A node over ssh ends by itself when this one leaves (--follow).
+                crate::output::forward(pipe, None);
             }
             // A node that never joins ends the launch at once, rather than
             // after the wait for all of them.

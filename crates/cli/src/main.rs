@@ -328,6 +328,9 @@ fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &Ru
 /// `synodic node`: a node that runs no program of its own.
 fn node(mut args: NodeArgs) -> i32 {
     signals::install();
+    if args.quiet {
+        signals::quiet();
+    }
     let job = match launch::node_in_job(&mut args) {
         Ok(job) => job,
         Err(e) => {
@@ -421,7 +424,7 @@ fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow:
     let (base, host) = me.split_once('@').unwrap_or((&me, "localhost"));
     for i in 2..=args.nodes {
         let mut cmd = std::process::Command::new(&exe);
-        cmd.args(["node", "--quiet", "--listen", "127.0.0.1:0", "--join", &cluster.cluster.addr().to_string(), "--follow", &me])
+        cmd.args(["node", "--quiet", "--listen", "127.0.0.1:0", "--join", &cluster.cluster.addr().to_string()])
             .arg("--name")
             .arg(format!("{base}-{i}@{host}"))
             .arg("--cookie-file")
@@ -438,7 +441,7 @@ fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow:
         ends_with_this_process(&mut cmd);
         let mut child = cmd.spawn().with_context(|| format!("cannot start node {i} of {}", args.nodes))?;
         if let Some(pipe) = child.stdout.take() {
-            output::forward(pipe);
+            output::forward(pipe, Some(child.id()));
         }
     }
     Ok(())

@@ -34,11 +34,21 @@ pub fn install() {
                 crate::output::drain();
                 libc::fflush(std::ptr::null_mut());
                 let name = if sig == libc::SIGINT { "interrupted" } else { "terminated" };
-                eprintln!("synodic: {name}");
+                if !QUIET.load(std::sync::atomic::Ordering::Relaxed) {
+                    eprintln!("synodic: {name}");
+                }
                 libc::_exit(128 + sig);
             }
         });
     }
+}
+
+/// A node a run started (`node --quiet`): ended by the run, it says nothing.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Says nothing when a signal ends the process.
+pub fn quiet() {
+    QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 type Farewell = Box<dyn Fn() + Send>;

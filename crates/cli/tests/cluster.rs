@@ -25,7 +25,7 @@ fn cluster_scripts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lua/cluster")
 }
 
-script_tests!(run_cluster_script, cluster_scripts_dir, "cluster.rs"; remote_spawn, remote_send, remote_monitor, node_lost, names, long_messages, huge_message, slow_receiver, linda_private_gc, linda_full, backpressure, agents, busy_node, futures, skel, linda, linda_lost, linda_buffers, entities);
+script_tests!(run_cluster_script, cluster_scripts_dir, "cluster.rs"; remote_spawn, remote_send, remote_monitor, node_lost, names, long_messages, huge_message, slow_receiver, linda_private_gc, linda_full, stall_heal, backpressure, agents, busy_node, futures, skel, linda, linda_lost, linda_buffers, entities);
 
 /// A `synodic node` running in the background, with where it listens and
 /// the lines it writes on stderr.

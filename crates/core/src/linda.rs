@@ -263,6 +263,9 @@ pub struct Store {
     len: usize,
     /// What the tuples held take (see [`Tuple::weight`]).
     bytes: u64,
+    /// The space now lives on another node (a partition healed, and the
+    /// other side's space of the same name won): it holds nothing more.
+    moved: bool,
 }
 
 impl Tuple {
@@ -428,6 +431,21 @@ impl Store {
     /// What the tuples held take, in bytes (see [`Tuple::weight`]).
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// Whether the space has moved to another node (see [`Store::move_out`]).
+    pub fn is_moved(&self) -> bool {
+        self.moved
+    }
+
+    /// The space moves to another node: every tuple, oldest first, and
+    /// every waiter come out, and it takes nothing more.
+    pub fn move_out(&mut self) -> (Vec<Tuple>, Vec<Waiter>) {
+        self.moved = true;
+        let mut all: Vec<Entry> = self.arities.drain().flat_map(|(_, a)| a.keyed.into_values().flatten().chain(a.unkeyed)).collect();
+        all.sort_by_key(|e| e.seq);
+        (self.len, self.bytes) = (0, 0);
+        (all.into_iter().map(|e| e.tuple).collect(), self.waiters.drain(..).map(|w| w.waiter).collect())
     }
 
     pub fn is_empty(&self) -> bool {

@@ -34,7 +34,7 @@
 use std::sync::Arc;
 
 use crate::linda::{Field, Kind, Kinds, Mode, Pattern, Tuple};
-use crate::spaces::Space;
+use crate::spaces::{Refused, Space};
 use crate::waiting::{Completion, Waiter};
 use crate::wire::{self, Reader, Shape, Tag, WireError, Writer};
 use crate::{Body, Error, Message, Pid, Process, Runtime, Step};
@@ -80,6 +80,9 @@ impl Op {
 /// Flags of a request.
 pub const TAKE: u8 = 1;
 pub const WAIT: u8 = 2;
+/// An `out` of a tuple the cluster had accepted already (a space moving
+/// its tuples to where it now lives): never refused for the node's limit.
+pub const FORCE: u8 = 4;
 
 /// Which space of the receiving node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,6 +218,14 @@ pub fn serve(rt: &Runtime, caller: Waiter, msg: &Message) -> Result<(), WireErro
     let (header, rest) = wire::split_leading_str(msg)?;
     let req = Request::decode(header)?;
     let space = match req.target {
+        // A space this node is not the home of (any longer: it moved when a
+        // partition healed): the caller looks for it again.
+        Target::Named(name) if !is_home(rt, name) => {
+            if req.op != Op::Cancel {
+                rt.complete((caller, Completion::Moved));
+            }
+            return Ok(());
+        }
         Target::Named(name) => rt.spaces().open(name).1,
         Target::Private(serial) => match rt.spaces().get(serial) {
             Some(space) => space,
@@ -244,10 +255,16 @@ fn run(rt: &Runtime, space: &Space, caller: Waiter, req: &Request, values: Messa
             if fields.is_empty() {
                 return Err(WireError::Truncated(0));
             }
-            match space.out(Tuple { fields, values }, |d| rt.complete(d)) {
-                Ok(()) => Some(Completion::Nothing),
-                Err(_) => Some(Completion::Full),
-            }
+            let tuple = Tuple { fields, values };
+            let put = match req.flags & FORCE {
+                0 => space.out(tuple, |d| rt.complete(d)),
+                _ => space.put_back(tuple, |d| rt.complete(d)),
+            };
+            Some(match put {
+                Ok(()) => Completion::Nothing,
+                Err(Refused::Full) => Completion::Full,
+                Err(Refused::Moved) => Completion::Moved,
+            })
         }
         Op::Cancel => space.with(|st| st.cancel(caller)).then_some(Completion::Nothing),
         Op::Clear => {
@@ -259,12 +276,19 @@ fn run(rt: &Runtime, space: &Space, caller: Waiter, req: &Request, values: Messa
             match op {
                 Op::Find if wait => {
                     let mode = if take { Mode::Take } else { Mode::Read };
-                    space.with(|st| st.find_or_wait(template, mode, caller)).map(|t| Completion::Value(t.values))
+                    // Checked with the store locked: a moved space queues no one.
+                    space.with(|st| match st.is_moved() {
+                        true => Some(Completion::Moved),
+                        false => st.find_or_wait(template, mode, caller).map(|t| Completion::Value(t.values)),
+                    })
                 }
                 Op::Find => Some(tuple(space.with(|st| st.find(&template, take)))),
                 Op::TakeExact => Some(tuple(space.with(|st| st.take_exact(req.number, template.len())))),
                 Op::Count => Some(Completion::Count(space.with(|st| st.count(&template)) as u64)),
                 Op::Candidates => space.with(|st| {
+                    if st.is_moved() {
+                        return Some(Completion::Moved);
+                    }
                     let found: Vec<(u64, Tuple)> = st.candidates(&template).into_iter().filter(|(seq, _)| *seq >= req.number).collect();
                     if found.is_empty() && wait {
                         st.find_or_wait(template, Mode::Notify, caller);
@@ -334,6 +358,34 @@ pub fn keeper(rt: &Runtime) -> Result<Pid, Error> {
 /// The cluster-wide name of the named space `name`'s home.
 pub fn home_name(name: &[u8]) -> Vec<u8> {
     [HOME_PREFIX, name].concat()
+}
+
+/// Whether this node is the home of the named space `name` (its keeper
+/// holds the name, or, outside a cluster, always).
+fn is_home(rt: &Runtime, name: &[u8]) -> bool {
+    rt.remote().is_none() || rt.whereis(&home_name(name)).is_some_and(|holder| holder.node() == 0)
+}
+
+/// This node's keeper has lost the home of the named space `name` to
+/// `winner`'s node (a partition healed, and both sides had used the
+/// space): the space moves there. Its tuples go there, oldest first, as
+/// outs that nothing refuses; its waiters, here and on other nodes, are
+/// told `Moved` and ask there; handles to it find the new home on their
+/// next use. None is lost, none doubled (unless the link to the winner
+/// breaks on the way: then they are lost with it, as anything in flight).
+pub fn moved(rt: &Runtime, name: &[u8], winner: Pid) {
+    let Some(space) = rt.spaces().unname(name) else { return };
+    let (tuples, waiters) = space.with(|st| st.move_out());
+    for waiter in waiters {
+        rt.complete((waiter, Completion::Moved));
+    }
+    let (Some(remote), Ok(keeper)) = (rt.remote(), keeper(rt)) else { return };
+    let header = Request { op: Op::Out, flags: FORCE, target: Target::Named(name), number: 0, shape: &[] }.encode();
+    for t in tuples {
+        let Ok(bytes) = wire::prepend_str(&header, &t.values) else { continue };
+        let request = Message::with_attachments(bytes, t.values.attachments().to_vec());
+        remote.linda(winner.node(), Waiter { pid: keeper, ticket: 0 }, request, false);
+    }
 }
 
 #[cfg(test)]

@@ -49,6 +49,25 @@ impl Names {
         }
     }
 
+    /// Enters `name` for `pid`, a process of another node, even if another
+    /// holds it, when `prevails(pid, holder)`: returns the holder it was
+    /// taken from (its own list of names is left as it is: releasing a name
+    /// removes it only from its holder).
+    pub(crate) fn settle(&self, name: &[u8], pid: Pid, prevails: impl FnOnce(Pid, Pid) -> bool) -> Option<Pid> {
+        let mut map = self.map.lock();
+        match map.get(name).copied() {
+            None => {
+                map.insert(name.into(), pid);
+                None
+            }
+            Some(holder) if holder != pid && prevails(pid, holder) => {
+                map.insert(name.into(), pid);
+                Some(holder)
+            }
+            Some(_) => None,
+        }
+    }
+
     /// Removes `name` if `pid` holds it.
     pub(crate) fn remove(&self, name: &[u8], pid: Pid) {
         let mut map = self.map.lock();

@@ -536,6 +536,14 @@ impl Runtime {
         }
     }
 
+    /// Enters a name that another node says `pid`, one of its processes,
+    /// holds, settling a clash with another holder (both sides of a healed
+    /// partition gave the name): `prevails(pid, holder)` decides, the same
+    /// way on every node; returns the holder the name was taken from.
+    pub fn settle_name(&self, name: &[u8], pid: Pid, prevails: impl FnOnce(Pid, Pid) -> bool) -> Option<Pid> {
+        self.shared.names.settle(name, pid, prevails)
+    }
+
     /// Removes `name` if `pid` holds it (its process ended on another node).
     pub fn remove_name(&self, name: &[u8], pid: Pid) {
         self.shared.names.remove(name, pid)

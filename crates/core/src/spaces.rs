@@ -39,9 +39,14 @@ impl Budget {
     }
 }
 
-/// The error of an `out` past the node's limit.
+/// Why an `out` was refused.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Full;
+pub enum Refused {
+    /// It would pass the node's limit.
+    Full,
+    /// The space has moved to another node: the caller looks for it again.
+    Moved,
+}
 
 /// A space of the node: its store behind a lock, and the node's budget it
 /// counts against. `with` runs an operation on the store, and `out`
@@ -65,27 +70,35 @@ impl Space {
         result
     }
 
-    /// `out`, carrying out its deliveries with `deliver`; `Full`, and the
-    /// tuple not taken, when holding it would pass the node's limit.
-    pub fn out(&self, tuple: Tuple, deliver: impl Fn(Delivery)) -> Result<(), Full> {
+    /// `out`, carrying out its deliveries with `deliver`; refused, and the
+    /// tuple not taken, when holding it would pass the node's limit or the
+    /// space has moved.
+    pub fn out(&self, tuple: Tuple, deliver: impl Fn(Delivery)) -> Result<(), Refused> {
         self.put(tuple, deliver, self.budget.limit.load(Relaxed))
     }
 
     /// Puts back a tuple this space held a moment ago (an operation that
     /// took it and failed): whatever the limit says, nothing accepted is lost.
-    pub fn put_back(&self, tuple: Tuple, deliver: impl Fn(Delivery)) {
-        let _ = self.put(tuple, deliver, 0);
+    pub fn put_back(&self, tuple: Tuple, deliver: impl Fn(Delivery)) -> Result<(), Refused> {
+        self.put(tuple, deliver, 0)
     }
 
     /// Adds `tuple` unless the space's node would then hold more than
     /// `limit` bytes (0: no limit).
-    fn put(&self, tuple: Tuple, deliver: impl Fn(Delivery), limit: u64) -> Result<(), Full> {
+    fn put(&self, tuple: Tuple, deliver: impl Fn(Delivery), limit: u64) -> Result<(), Refused> {
         let weight = tuple.weight();
         if limit > 0 && self.budget.used.fetch_add(weight, Relaxed) + weight > limit {
             self.budget.used.fetch_sub(weight, Relaxed);
-            return Err(Full);
+            return Err(Refused::Full);
         }
         let mut store = self.store.lock();
+        if store.is_moved() {
+            drop(store);
+            if limit > 0 {
+                self.budget.used.fetch_sub(weight, Relaxed);
+            }
+            return Err(Refused::Moved);
+        }
         let before = store.bytes();
         let deliveries = store.out(tuple);
         // Held, it counts what the check reserved; handed to a taker, nothing.
@@ -195,6 +208,12 @@ impl Spaces {
     /// What the node's spaces hold, and may hold.
     pub fn budget(&self) -> &Budget {
         &self.budget
+    }
+
+    /// The named space `name` of this node, no longer under that name (it
+    /// moves to another node).
+    pub fn unname(&self, name: &[u8]) -> Option<Arc<Space>> {
+        self.named.lock().remove(name).map(|(_, space)| space)
     }
 
     /// A fresh private space and its serial.

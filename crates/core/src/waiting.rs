@@ -38,6 +38,9 @@ pub enum Completion {
     /// Refused: the space's node holds as much as its limit allows (a
     /// remote `out`).
     Full,
+    /// The space has moved to another node (a partition healed): the
+    /// caller finds it again and asks there.
+    Moved,
 }
 
 /// A store's decision: give this completion to this waiter.

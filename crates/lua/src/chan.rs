@@ -108,7 +108,7 @@ unsafe fn polled(L: *mut ffi::lua_State) -> Result<Next, String> {
             ffi::lua_pushboolean(L, 1);
             Next::Done(1)
         }
-        Poll::Done(Completion::Deleted | Completion::Notified | Completion::Nothing | Completion::Count(_) | Completion::Full) => Next::Fail(c"deleted"),
+        Poll::Done(Completion::Deleted | Completion::Notified | Completion::Nothing | Completion::Count(_) | Completion::Full | Completion::Moved) => Next::Fail(c"deleted"),
         Poll::Withdrawn => return Err("chan: cannot block here (inside a call that cannot yield, such as a metamethod called from C)".into()),
         Poll::Waiting => Next::Block,
     })

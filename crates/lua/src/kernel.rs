@@ -560,8 +560,18 @@ unsafe extern "C-unwind" fn exit_k(_L: *mut ffi::lua_State, _status: c_int, _k: 
     0
 }
 
+/// `s.node()`: this node's name; `s.node(pid)`: the name of the node the
+/// process `pid` runs on.
 unsafe extern "C-unwind" fn node(L: *mut ffi::lua_State) -> c_int {
-    push_bytes(L, ctx(L).rt().node_name().as_bytes());
+    let rt = ctx(L).rt();
+    let name = match ffi::lua_isnoneornil(L, 1) != 0 {
+        true => rt.node_name(),
+        false => match to_pid(L, 1) {
+            Some(pid) => rt.nodes().id(pid.node()).map_or_else(|| "?".into(), |n| n.name),
+            None => return raise(L, format!("bad argument #1 to 'node' (pid expected, got {})", type_name(L, 1))),
+        },
+    };
+    push_bytes(L, name.as_bytes());
     1
 }
 

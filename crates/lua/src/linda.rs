@@ -27,7 +27,7 @@ use mlua_sys as ffi;
 use synodic_core::linda::{Field, Kind, Kinds, Mode, Pattern, Tuple};
 use synodic_core::linda_remote::{home_name, keeper};
 use synodic_core::remote::{claim_answer, reply_tag};
-use synodic_core::spaces::{Home, Space, SpaceRef};
+use synodic_core::spaces::{Home, Refused, Space, SpaceRef};
 use synodic_core::waiting::{Completion, Waiter};
 use synodic_core::{Attachment, Pid};
 
@@ -104,8 +104,42 @@ unsafe extern "C-unwind" fn method<const M: usize>(L: *mut ffi::lua_State) -> c_
     call(L, M)
 }
 
+thread_local! {
+    /// The number of arguments of the method call being entered (see
+    /// [`args`]): read as its wait starts, before any Lua code runs.
+    static ARGS: std::cell::Cell<c_int> = const { std::cell::Cell::new(0) };
+}
+
+/// The number of arguments of the method call in progress, as it started.
+pub(crate) fn args() -> c_int {
+    ARGS.with(|a| a.get())
+}
+
+/// The named space a method was waiting on moved to another node (a
+/// partition healed): the handle looks for its home again, and the method
+/// `fname` runs anew with its first `args` arguments, where the space is now.
+pub(crate) unsafe fn run_again(L: *mut ffi::lua_State, fname: &str, args: c_int) -> c_int {
+    if let Some(h) = handle(L, 1).filter(|h| h.space.name.is_some()) {
+        h.space.home = Home::Unresolved;
+    }
+    ffi::lua_settop(L, args);
+    call(L, METHODS.iter().position(|m| m.name == fname).unwrap_or(0))
+}
+
+/// `why`, raised for a space that is lost: the handle stays lost (SPEC
+/// §9: a handle that raised `space lost` keeps raising it, even if the
+/// space's node comes back).
+pub(crate) unsafe fn lost(L: *mut ffi::lua_State, why: String) -> c_int {
+    if let Some(h) = handle(L, 1) {
+        h.space.home = Home::Gone;
+        h.space.hold = None;
+    }
+    raise(L, why)
+}
+
 /// Runs method `m` where its space lives.
 unsafe fn call(L: *mut ffi::lua_State, m: usize) -> c_int {
+    ARGS.with(|a| a.set(ffi::lua_gettop(L)));
     let method = &METHODS[m];
     match place(L, method.name) {
         Ok(Place::Here(space)) => (method.here)(L, space),
@@ -244,11 +278,17 @@ unsafe fn place<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<Place<'a>, St
             h.space.home = home_at(L, name, holder);
         }
     }
+    // A named space of this node that moved to another (a partition healed).
+    if matches!(&h.space.home, Home::Here(_, space) if h.space.name.is_some() && space.with(|st| st.is_moved())) {
+        h.space.home = Home::Unresolved;
+        return place(L, fname);
+    }
     Ok(match &h.space.home {
         Home::Here(_, space) => Place::Here(space),
         Home::There(alias, _) => Place::There(&h.space, *alias),
         Home::Unresolved => Place::Unclaimed,
         Home::Gone => return Err(format!("{fname}: space lost: {}", h.space.describe())),
+        // Stays lost, even if its node comes back (see `lost`).
     })
 }
 
@@ -286,6 +326,7 @@ unsafe fn claim(L: *mut ffi::lua_State, m: usize) -> c_int {
             ffi::lua_pushinteger(L, tag as ffi::lua_Integer);
             claimed_k(L, ffi::LUA_OK, m as ffi::lua_KContext)
         }
+        Err(e) if e.contains(": space lost: ") => lost(L, e),
         Err(e) => raise(L, e),
     }
 }
@@ -321,6 +362,7 @@ unsafe extern "C-unwind" fn claimed_k(L: *mut ffi::lua_State, _status: c_int, k:
     };
     drop(name);
     match failed {
+        Some(why) if why.contains(": space lost: ") => lost(L, why),
         Some(why) => raise(L, why),
         None => call(L, m),
     }
@@ -436,6 +478,9 @@ struct Query {
     patterns: Vec<Pattern>,
     wheres: Wheres,
     take: bool,
+    /// The method and its arguments (to run it again elsewhere: `Moved`).
+    fname: &'static str,
+    args: c_int,
 }
 
 impl wait::Queue for Query {
@@ -451,21 +496,29 @@ enum Got {
     Tuple(Tuple),
     /// A waiter is queued in the store (the query is the current wait's).
     Wait,
+    /// The space moved to another node: the method runs again there.
+    Moved(&'static str, c_int),
 }
 
 /// One attempt: a tuple now, or a waiter left in the store.
 unsafe fn attempt(L: *mut ffi::lua_State, q: Box<Query>) -> Result<Got, String> {
     let space = q.space.clone();
     let (patterns, wheres, take) = (q.patterns.clone(), q.wheres.clone(), q.take);
+    let (fname, args) = (q.fname, q.args);
     if wheres.is_empty() {
         let mode = if take { Mode::Take } else { Mode::Read };
         let waiter = wait::begin(L, q);
-        return Ok(match space.with(|st| st.find_or_wait(patterns, mode, waiter)) {
-            Some(t) => {
+        // Checked with the store locked: a moved space queues no one.
+        return Ok(match space.with(|st| if st.is_moved() { Err(()) } else { Ok(st.find_or_wait(patterns, mode, waiter)) }) {
+            Ok(Some(t)) => {
                 wait::end::<Query>(L);
                 Got::Tuple(t)
             }
-            None => Got::Wait,
+            Ok(None) => Got::Wait,
+            Err(()) => {
+                wait::end::<Query>(L);
+                Got::Moved(fname, args)
+            }
         });
     }
     if let Some(t) = find_where(L, &space, &patterns, &wheres, take)? {
@@ -473,7 +526,17 @@ unsafe fn attempt(L: *mut ffi::lua_State, q: Box<Query>) -> Result<Got, String> 
     }
     // Register interest, then look once more: a tuple may have come in between.
     let waiter = wait::begin(L, q);
-    space.with(|st| st.find_or_wait(patterns.clone(), Mode::Notify, waiter));
+    let moved = space.with(|st| {
+        if st.is_moved() {
+            return true;
+        }
+        st.find_or_wait(patterns.clone(), Mode::Notify, waiter);
+        false
+    });
+    if moved {
+        wait::end::<Query>(L);
+        return Ok(Got::Moved(fname, args));
+    }
     if let Some(t) = find_where(L, &space, &patterns, &wheres, take)? {
         space.with(|st| st.cancel(waiter));
         wait::end::<Query>(L);
@@ -493,6 +556,7 @@ unsafe fn finish(L: *mut ffi::lua_State, got: Result<Got, String>) -> c_int {
     match got {
         Ok(Got::Tuple(t)) => handed(L, t.values),
         Ok(Got::Wait) => wait::block(L, blocking_k, "linda"),
+        Ok(Got::Moved(fname, args)) => run_again(L, fname, args),
         Err(e) => {
             wait::end::<Query>(L);
             raise(L, e)
@@ -512,6 +576,13 @@ unsafe extern "C-unwind" fn blocking_k(L: *mut ffi::lua_State, _status: c_int, _
         Poll::Done(Completion::Value(values)) => {
             wait::end::<Query>(L);
             return handed(L, values);
+        }
+        // The space moved to another node: the method runs again there.
+        Poll::Done(Completion::Moved) => {
+            return match wait::end::<Query>(L) {
+                Some(q) => run_again(L, q.fname, q.args),
+                None => 0,
+            };
         }
         // A `where` waiter was told something arrived: look again.
         Poll::Done(_) => match wait::end::<Query>(L) {
@@ -547,7 +618,7 @@ unsafe fn blocking(L: *mut ffi::lua_State, space: &Arc<Space>, take: bool, timed
     match prepared {
         Ok((timeout, patterns, wheres)) => {
             start_deadline(L, timeout);
-            let got = attempt(L, Box::new(Query { space: space.clone(), patterns, wheres, take }));
+            let got = attempt(L, Box::new(Query { space: space.clone(), patterns, wheres, take, fname: method_name(fname), args: args() }));
             // A zero timeout polls: no waiting (but a tuple handed meanwhile is kept).
             if matches!(got, Ok(Got::Wait)) && timeout.is_some_and(|t| t.is_zero()) {
                 return blocking_k(L, ffi::LUA_OK, 0);
@@ -616,14 +687,22 @@ pub(crate) unsafe fn tuple(L: *mut ffi::lua_State) -> Result<Tuple, String> {
 }
 
 unsafe fn out(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
+    let args = args();
     let done = (|| {
         let rt = ctx(L).rt();
-        space.out(tuple(L)?, |d| rt.complete(d)).map_err(|_| format!("out: space full: {}", handle(L, 1).map_or_else(|| "?".into(), |h| h.space.describe())))
+        Ok::<_, String>(space.out(tuple(L)?, |d| rt.complete(d)))
     })();
     match done {
-        Ok(()) => 0,
+        Ok(Ok(())) => 0,
+        Ok(Err(Refused::Moved)) => run_again(L, "out", args),
+        Ok(Err(Refused::Full)) => raise(L, format!("out: space full: {}", handle(L, 1).map_or_else(|| "?".into(), |h| h.space.describe()))),
         Err(e) => raise(L, e),
     }
+}
+
+/// The method of this name (as `take` and its forms call themselves).
+fn method_name(fname: &str) -> &'static str {
+    METHODS.iter().find(|m| m.name == fname).map_or("take", |m| m.name)
 }
 
 unsafe fn count(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
@@ -661,7 +740,7 @@ unsafe fn take_all(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
                 Err(e) => {
                     // Nothing is lost: what was taken goes back.
                     for t in all {
-                        space.put_back(t, |d| ctx(L).rt().complete(d));
+                        let _ = space.put_back(t, |d| ctx(L).rt().complete(d));
                     }
                     return Err(e);
                 }
@@ -689,14 +768,14 @@ unsafe fn take_all(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
             }
             Err(e) => {
                 failed = Some(e);
-                space.put_back(t, |d| ctx(L).rt().complete(d));
+                let _ = space.put_back(t, |d| ctx(L).rt().complete(d));
                 break;
             }
         }
     }
     // After a failure the rest goes back too.
     for t in tuples {
-        space.put_back(t, |d| ctx(L).rt().complete(d));
+        let _ = space.put_back(t, |d| ctx(L).rt().complete(d));
     }
     match failed {
         Some(e) => raise(L, e),

@@ -67,6 +67,8 @@ struct Asked {
     actuals: Message,
     /// The request in flight asked to wait (so a deadline cancels it).
     waits: bool,
+    /// The method's arguments (to run it again elsewhere: `Moved`).
+    args: c_int,
     cancelled: Cell<bool>,
     /// `where`: the stack top below the result and candidate lists; the
     /// template's `where` formals; candidates from this sequence number on;
@@ -106,6 +108,7 @@ impl Asked {
             shape: shape_of(&[Pattern::Any]).0,
             actuals: no_values(),
             waits: false,
+            args: crate::linda::args(),
             cancelled: Cell::new(false),
             base: 0,
             wheres: Vec::new(),
@@ -177,7 +180,7 @@ unsafe fn ask(L: *mut ffi::lua_State, mut asked: Box<Asked>, op: Op, flags: u8, 
     let sent = ctx(L).rt().remote().is_some_and(|r| r.linda(alias, waiter, msg, true));
     if !sent {
         wait::end::<Asked>(L);
-        return raise(L, lost);
+        return crate::linda::lost(L, lost);
     }
     drop(lost);
     wait::block(L, asked_k, "linda")
@@ -213,7 +216,14 @@ unsafe fn answered(L: *mut ffi::lua_State, asked: Box<Asked>, answer: Completion
     let answer = match answer {
         Completion::Deleted => {
             let lost = asked.lost();
-            return fail(L, asked, lost);
+            drop(asked);
+            return crate::linda::lost(L, lost);
+        }
+        // The space moved (a healed partition): the method runs again where it is now.
+        Completion::Moved => {
+            let (fname, args) = (asked.fname, asked.args);
+            drop(asked);
+            return crate::linda::run_again(L, fname, args);
         }
         // Tuples whose large buffers stayed on their producers' nodes: their bytes first.
         Completion::Value(values) => {

@@ -223,10 +223,17 @@ impl Cluster {
         })
     }
 
-    /// Leaves the cluster: membership tells the others at once, so they
-    /// neither suspect this node nor dial it again (the links close as the
-    /// OS process ends).
+    /// Leaves the cluster, as a node ends: what its processes sent is
+    /// written first (2 s at most), and each link closed for writing, so
+    /// that a program that ends right after sending loses nothing; then
+    /// membership tells the others at once, so they neither suspect this
+    /// node nor dial it again.
     pub fn leave(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        let links: Vec<_> = self.inner.links.lock().values().cloned().collect();
+        for link in links {
+            link.finish_before(deadline);
+        }
         let out = {
             let mut m = self.inner.membership.lock();
             m.leave();
@@ -514,9 +521,15 @@ impl Cluster {
             Frame::Named { message } => {
                 let message = link.arrived(message)?;
                 let (name, pid) = remote::name_of(&message).ok_or_else(|| Error::Protocol("malformed name".into()))?;
-                if rt.enter_name(name, pid).is_err() && pid.node() == 0 && !rt.is_alive(pid) {
-                    // Ours, and ended before the name reached us: the name goes with it.
-                    self.released(pid, &[name.into()]);
+                if pid.node() == 0 {
+                    if rt.enter_name(name, pid).is_err() && !rt.is_alive(pid) {
+                        // Ours, and ended before the name reached us: the name goes with it.
+                        self.released(pid, &[name.into()]);
+                    }
+                } else if let Some(lost) = rt.settle_name(name, pid, |new, old| self.prevails(new, old)) {
+                    if lost.node() == 0 {
+                        self.name_lost(name, lost, pid);
+                    }
                 }
             }
             Frame::Unnamed { message } => {
@@ -543,6 +556,7 @@ impl Cluster {
                     completion::NOTHING => Completion::Nothing,
                     completion::COUNT => Completion::Count(count),
                     completion::FULL => Completion::Full,
+                    completion::MOVED => Completion::Moved,
                     _ => Completion::Deleted,
                 };
                 rt.complete((Waiter { pid: to, ticket }, answer));
@@ -557,6 +571,34 @@ impl Cluster {
             other => return Err(Error::Protocol(format!("unexpected frame {other:?}").chars().take(80).collect())),
         }
         Ok(())
+    }
+
+    /// Of two holders of one name (both sides of a healed partition gave
+    /// it), whether `new` takes it from `old`: the one on the node whose
+    /// name sorts first. Every node sees both claims (each holder's node
+    /// tells every node it links to) and decides alike.
+    fn prevails(&self, new: Pid, old: Pid) -> bool {
+        let nodes = self.inner.rt.nodes();
+        let name = |p: Pid| nodes.id(p.node()).map(|n| n.name);
+        name(new) < name(old)
+    }
+
+    /// `loser`, of this node, lost `name` to `winner`: a space whose home
+    /// this node was moves to the winner's node; a process gets the message
+    /// `"name_lost", NAME` and keeps running. Every peer forgets this
+    /// node's claim.
+    fn name_lost(&self, name: &[u8], loser: Pid, winner: Pid) {
+        let rt = &self.inner.rt;
+        match name.strip_prefix(linda_remote::HOME_PREFIX) {
+            Some(space) => linda_remote::moved(rt, space, winner),
+            None => {
+                let mut w = synodic_core::wire::Writer::message(2);
+                w.str(b"name_lost");
+                w.str(name);
+                rt.send(loser, Message::from_vec(w.finish_small()));
+            }
+        }
+        self.broadcast(|| remote::name_message(name, loser), |message| Frame::Unnamed { message });
     }
 
     /// The name's arbiter gave `name` to `pid`, of this node: it is
@@ -606,11 +648,18 @@ impl Cluster {
         live.iter().max_by_key(|n| score(n)).cloned().unwrap_or_else(|| self.inner.me.name.clone())
     }
 
-    /// Tells every peer this node's load, now and then.
+    /// Tells every peer this node's load, now and then; and, alone, looks
+    /// for the members it lost (see `Membership::rejoin`).
     async fn report_load(self) {
         loop {
             tokio::time::sleep(LOAD_EVERY).await;
             self.tell_load();
+            let out = {
+                let mut m = self.inner.membership.lock();
+                m.rejoin(std::time::Instant::now());
+                m.drain()
+            };
+            self.drive(out);
         }
     }
 
@@ -682,6 +731,8 @@ impl Cluster {
                 Output::Event(Event::Down(member)) => {
                     let gone: Vec<_> = self.inner.links.lock().values().filter(|l| l.peer.name == member.name).cloned().collect();
                     for link in gone {
+                        // What it sent before it left, if it did, is read first.
+                        self.read_link(&link, false);
                         self.end(&link);
                     }
                     // Gone for good, as far as this node knows: its alias may
@@ -927,6 +978,7 @@ impl Remote for Cluster {
             Completion::Nothing => (completion::NOTHING, 0, no_values()),
             Completion::Count(n) => (completion::COUNT, n, no_values()),
             Completion::Full => (completion::FULL, 0, no_values()),
+            Completion::Moved => (completion::MOVED, 0, no_values()),
         };
         let frame = |kind: u8| move |message| Frame::Complete { to: waiter.pid, ticket: waiter.ticket, kind, count, message };
         let between = Some((waiter.pid, waiter.pid));

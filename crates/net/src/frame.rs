@@ -83,6 +83,7 @@ pub mod completion {
     pub const NOTHING: u8 = 4;
     pub const COUNT: u8 = 5;
     pub const FULL: u8 = 6;
+    pub const MOVED: u8 = 7;
 }
 
 mod kind {
@@ -302,7 +303,7 @@ fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
         kind::COMPLETE => {
             let (to, ticket) = (pid(r)?, r.varint()?);
             let kind = r.byte_value()?;
-            if kind > completion::FULL {
+            if kind > completion::MOVED {
                 return Err(Parse::Other(format!("unknown completion kind {kind}")));
             }
             let count = r.varint()?;

@@ -586,6 +586,23 @@ impl Link {
         self.close();
     }
 
+    /// Writes everything queued, waiting for the socket as needed, until
+    /// `deadline` (a node about to end: what it sent must not be lost);
+    /// then closes this side for writing, so that the peer reads it all,
+    /// then the end. False if it could not write it all in time.
+    pub(crate) fn finish_before(&self, deadline: std::time::Instant) -> bool {
+        let written = loop {
+            match self.write_out(usize::MAX) {
+                Wrote::Done => break true,
+                Wrote::Failed => break false,
+                Wrote::Busy | Wrote::Stopped if std::time::Instant::now() < deadline => std::thread::sleep(std::time::Duration::from_millis(1)),
+                Wrote::Busy | Wrote::Stopped => break false,
+            }
+        };
+        let _ = self.socket.shutdown(std::net::Shutdown::Write);
+        written
+    }
+
     /// Closes the outbox: nothing more is written.
     pub(crate) fn close(&self) {
         self.stop_writing(|out| out.closed = true);

@@ -19,7 +19,7 @@
 use std::net::SocketAddr;
 use std::num::{NonZeroU32, NonZeroUsize};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use foca::{AccumulatingRuntime, Foca, Identity, NoCustomBroadcast, OwnedNotification, PostcardCodec};
 use hmac::{Hmac, Mac};
@@ -85,11 +85,18 @@ pub enum Output {
     Event(Event),
 }
 
+/// How long a member declared down is remembered for [`Membership::rejoin`].
+const LOST_FOR: Duration = Duration::from_secs(600);
+/// Members remembered so, at most.
+const LOST_MAX: usize = 64;
+
 pub struct Membership {
     foca: Foca<Member, PostcardCodec, SmallRng, NoCustomBroadcast>,
     runtime: AccumulatingRuntime<Member>,
     /// Errors from junk datagrams, for the node to report (one line each).
     rejected: Vec<String>,
+    /// Members declared down lately, newest last, and when.
+    lost: Vec<(Member, Instant)>,
 }
 
 impl Membership {
@@ -110,7 +117,25 @@ impl Membership {
         config.periodic_gossip = Some(foca::PeriodicParams { frequency: Duration::from_millis(500), num_members: NonZeroUsize::new(3).expect("3") });
         config.max_transmissions = config.max_transmissions.saturating_mul(std::num::NonZeroU8::new(2).expect("2"));
         let foca = Foca::new(me, config, SmallRng::seed_from_u64(seed), PostcardCodec);
-        Membership { foca, runtime: AccumulatingRuntime::new(), rejected: Vec::new() }
+        Membership { foca, runtime: AccumulatingRuntime::new(), rejected: Vec::new(), lost: Vec::new() }
+    }
+
+    /// Called now and then (every second): a node that has no live member
+    /// left (a partition cut it off from all of them) announces itself to
+    /// the members it lost lately. SWIM's own announces to down members
+    /// stop when a node has no live member, so without this, two halves of
+    /// a cluster that lost each other would never find each other again.
+    /// Each side then learns the other declared it down, renews its
+    /// identity, and the two rejoin (foca's `Identity::renew`).
+    pub fn rejoin(&mut self, now: Instant) {
+        self.lost.retain(|(_, since)| now.saturating_duration_since(*since) < LOST_FOR);
+        if self.foca.num_members() > 0 {
+            return;
+        }
+        let lost: Vec<Member> = self.lost.iter().rev().take(3).map(|(m, _)| m.clone()).collect();
+        for member in lost {
+            let _ = self.foca.announce(member, &mut self.runtime);
+        }
     }
 
     /// Joins the cluster through `member` (learnt from a handshake with it).
@@ -156,8 +181,18 @@ impl Membership {
         let mut out = Vec::new();
         while let Some(n) = self.runtime.to_notify() {
             match n {
-                OwnedNotification::MemberUp(m) => out.push(Output::Event(Event::Up(m))),
-                OwnedNotification::MemberDown(m) => out.push(Output::Event(Event::Down(m))),
+                OwnedNotification::MemberUp(m) => {
+                    self.lost.retain(|(l, _)| l.name != m.name);
+                    out.push(Output::Event(Event::Up(m)));
+                }
+                OwnedNotification::MemberDown(m) => {
+                    self.lost.retain(|(l, _)| l.name != m.name);
+                    if self.lost.len() >= LOST_MAX {
+                        self.lost.remove(0);
+                    }
+                    self.lost.push((m.clone(), Instant::now()));
+                    out.push(Output::Event(Event::Down(m)));
+                }
                 _ => {}
             }
         }
@@ -339,6 +374,38 @@ mod tests {
                 Err(_) => {}
             }
         }
+    }
+
+    #[test]
+    fn two_nodes_cut_apart_find_each_other_again() {
+        let mut sim = Sim::new(2);
+        let mut timers = HashMap::new();
+        sim.nodes[1].announce(member(0));
+        sim.flush(1, &mut timers);
+        settle(&mut sim, &mut timers, 10_000, "join");
+        sim.cut = vec![false, true];
+        sim.partitioned = true;
+        let start = Instant::now();
+        for _ in 0..16 {
+            sim.run_for(500, &mut timers);
+            for i in 0..2 {
+                sim.nodes[i].rejoin(start + Duration::from_millis(sim.now));
+                sim.flush(i, &mut timers);
+            }
+        }
+        assert_eq!(sim.nodes[0].members().count(), 0, "each side declared the other down");
+        sim.partitioned = false;
+        let mut agreed_for = 0;
+        for _ in 0..60 {
+            sim.run_for(500, &mut timers);
+            for i in 0..2 {
+                sim.nodes[i].rejoin(start + Duration::from_millis(sim.now));
+                sim.flush(i, &mut timers);
+            }
+            let views: Vec<usize> = (0..2).map(|i| sim.nodes[i].members().count()).collect();
+            agreed_for = if views == [1, 1] { agreed_for + 1 } else { 0 };
+        }
+        assert!(agreed_for >= 20, "the two sides stay together once healed");
     }
 
     #[test]
