@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/cluster: Synodic's distribution against Erlang's (two `erl -sname`
-# nodes on this machine, default settings), side by side in one run, on
-# loopback. Prints a markdown table of medians with Synodic ÷ Erlang:
+# nodes on this machine), side by side in one run, on loopback. Prints a
+# markdown table of medians with Synodic ÷ Erlang:
 #   ping-pong    one small message each way between two nodes, µs per round trip
 #   stream       one-way small messages from a process to one on another node, msgs/s
 #   remote spawn spawn a function on the other node and get its first message, µs
@@ -9,6 +9,10 @@
 #                trips between the same nodes meanwhile, ms
 #   detection    time from SIGKILL of a node to its monitor's nodedown, ms
 #   32 nodes     time for `run --nodes 32` to form a cluster; an idle node's RSS
+# Ping-pong, stream and 64 MB run on four systems: Synodic (encrypted, the
+# default), Synodic --no-encryption, Erlang (default settings) and Erlang
+# over TLS (-proto_dist inet_tls, a self-signed certificate made here,
+# verify_none); the other rows compare Synodic with Erlang.
 # --quick runs few iterations and 8 nodes (the CI smoke).
 # usage: bench/cluster/run.sh [--quick] [--repeat R]
 set -euo pipefail
@@ -24,12 +28,16 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) repeat=1; n_pingpong=2000; n_stream=20000; n_spawn=200; big=8; mb=8 ;;
     --repeat) repeat="$2"; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
 done
 need "apt-get install erlang-base" erl erlc epmd
+need "apt-get install openssl" openssl
+# Erlang over TLS needs the ssl application (and crypto, public_key, asn1).
+erl -noshell -eval 'halt(case ssl:start() of ok -> 0; _ -> 1 end)' >/dev/null 2>&1 ||
+  { echo "run.sh: Erlang's ssl application does not start (apt-get install erlang-ssl)" >&2; exit 1; }
 prepare
 host=$(hostname)
 bench_cleanup() { pkill -f "sname bench_peer_$$" 2>/dev/null || true; }
@@ -37,37 +45,64 @@ erlc -o "$work" "$here/cluster.erl" "$here/detect.erl"
 printf 'bench cookie for synodic cluster\n' > "$work/cookie"
 chmod 600 "$work/cookie"
 epmd -daemon
+# Erlang over TLS: a self-signed certificate; both nodes accept any peer
+# (verify_none) and still prove the cookie.
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=bench" \
+  -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+cat > "$work/ssl_dist.conf" <<EOF
+[{server, [{certfile, "$work/cert.pem"}, {keyfile, "$work/key.pem"},
+           {verify, verify_none}, {secure_renegotiate, true}]},
+ {client, [{verify, verify_none}, {secure_renegotiate, true}]}].
+EOF
+tls=(-proto_dist inet_tls -ssl_dist_optfile "$work/ssl_dist.conf")
 
 field() { echo "$1" | grep -o "$2=[0-9.]*" | head -1 | cut -d= -f2; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "–" }'; }
 now_ns() { date +%s%N; }
 
-syn() { "$synodic" run --nodes 2 --cookie-file "$work/cookie" "$here/cluster.lua" "$1" "$2"; }
-erl_peer() { erl -sname "bench_peer_$$" -setcookie bench -noshell -pa "$work" >/dev/null 2>&1 & echo $!; }
+# syn MODE N [RUN FLAGS...]; erl_run MODE N [ERL FLAGS...] (for both nodes)
+syn() { "$synodic" run --nodes 2 --cookie-file "$work/cookie" "${@:3}" "$here/cluster.lua" "$1" "$2"; }
+erl_peer() { erl -sname "bench_peer_$$" -setcookie bench -noshell -pa "$work" "$@" >/dev/null 2>&1 & echo $!; }
 erl_run() {
-  local peer
-  peer=$(erl_peer)
+  local mode=$1 n=$2
+  shift 2
+  erl_peer "$@" >/dev/null
   # The peer registers with epmd as it starts; the main node's ping waits.
   until epmd -names 2>/dev/null | grep -q "bench_peer_$$"; do sleep 0.05; done
-  erl -sname "bench_main_$$" -setcookie bench -noshell -pa "$work" -run cluster main "bench_peer_$$@$host" "$1" "$2"
-  wait "$peer" 2>/dev/null || true
+  erl -sname "bench_main_$$" -setcookie bench -noshell -pa "$work" "$@" -run cluster main "bench_peer_$$@$host" "$mode" "$n"
+  # The next run's peer takes the same name: this one must be gone.
+  while epmd -names 2>/dev/null | grep -q "bench_peer_$$"; do sleep 0.05; done
+}
+# system NAME MODE N: one run of a system (syn, syn_plain, erl, erl_tls)
+system() {
+  case "$1" in
+    syn) syn "$2" "$3" ;;
+    syn_plain) syn "$2" "$3" --no-encryption ;;
+    erl) erl_run "$2" "$3" ;;
+    erl_tls) erl_run "$2" "$3" "${tls[@]}" ;;
+  esac
 }
 
-# rows MODE N (FIELD LABEL GOAL)...: interleaved runs of one mode, and a
-# row of medians and their ratio for each field it prints
+# rows SYSTEMS MODE N (FIELD LABEL GOAL)...: interleaved runs of one mode
+# on each of SYSTEMS (those of `system`), and a row of medians and their
+# ratios for each field it prints ("–" for a system not in SYSTEMS)
 rows() {
-  local mode=$1 n=$2 s e
-  shift 2
-  : > "$work/syn.out"; : > "$work/erl.out"
+  local systems=$1 mode=$2 n=$3 sys
+  local -A m
+  shift 3
+  for sys in $systems; do : > "$work/$sys.out"; done
   for _ in $(seq "$repeat"); do
-    syn "$mode" "$n" >> "$work/syn.out"
-    erl_run "$mode" "$n" >> "$work/erl.out"
+    for sys in $systems; do system "$sys" "$mode" "$n" >> "$work/$sys.out"; done
   done
   while [ $# -gt 0 ]; do
-    s=$(grep -o "$1=[0-9.]*" "$work/syn.out" | cut -d= -f2 | median)
-    e=$(grep -o "$1=[0-9.]*" "$work/erl.out" | cut -d= -f2 | median)
-    echo "| $2 | $s | $e | $(ratio "$s" "$e") | $3 |"
+    for sys in syn syn_plain erl erl_tls; do
+      m[$sys]="–"
+      if [[ " $systems " == *" $sys "* ]]; then
+        m[$sys]=$(grep -o "$1=[0-9.]*" "$work/$sys.out" | cut -d= -f2 | median)
+      fi
+    done
+    echo "| $2 | ${m[syn]} | ${m[syn_plain]} | ${m[erl]} | ${m[erl_tls]} | $(ratio "${m[syn]}" "${m[erl]}") | $(ratio "${m[syn]}" "${m[erl_tls]}") | $3 |"
     shift 3
   done
 }
@@ -100,17 +135,18 @@ erl_detect() {
   wait "$E_PID" 2>/dev/null || true
 }
 
-echo "| measure | Synodic | Erlang | Synodic ÷ Erlang | goal |"
-echo "|---|---|---|---|---|"
-rows pingpong "$n_pingpong" pingpong_us "ping-pong round trip, µs" "≤ 0.5"
-rows stream "$n_stream" stream_msgs_per_s "one-way stream, msgs/s" "≥ 4"
-rows spawn "$n_spawn" spawn_us "remote spawn + first reply, µs" "≤ 1"
-rows big "$mb" big_gb_per_s "one $mb MB buffer node to node, GB/s" "≥ 1 GB/s" \
+echo "| measure | Synodic | Synodic --no-encryption | Erlang | Erlang TLS | Synodic ÷ Erlang | Synodic ÷ Erlang TLS | goal |"
+echo "|---|---|---|---|---|---|---|---|"
+all="syn syn_plain erl erl_tls"
+rows "$all" pingpong "$n_pingpong" pingpong_us "ping-pong round trip, µs" "≤ 0.5 × Erlang"
+rows "$all" stream "$n_stream" stream_msgs_per_s "one-way stream, msgs/s" "≥ 4 × Erlang, ≥ 3 × Erlang TLS"
+rows "syn erl" spawn "$n_spawn" spawn_us "remote spawn + first reply, µs" "≤ 1 × Erlang"
+rows "$all" big "$mb" big_gb_per_s "one $mb MB buffer node to node, GB/s" "≥ 2 GB/s" \
   big_p99_ms "small round trip meanwhile, p99 ms" "≤ 5 ms"
 : > "$work/syn"; : > "$work/erl"
 for _ in $(seq "$repeat"); do syn_detect >> "$work/syn"; erl_detect >> "$work/erl"; done
 s=$(median < "$work/syn"); e=$(median < "$work/erl")
-echo "| SIGKILLed node detected, ms | $s | $e | $(ratio "$s" "$e") | ≤ 3000 ms |"
+echo "| SIGKILLed node detected, ms | $s | – | $e | – | $(ratio "$s" "$e") | – | ≤ 3000 ms |"
 line=$("$synodic" run --nodes "$big" --cookie-file "$work/cookie" "$here/idle.lua")
-echo "| $big local nodes form a cluster, s | $(field "$line" formed_s) | – | – | ≤ 5 s (32 nodes) |"
-echo "| idle node RSS, MB | $(field "$line" max_idle_rss_mb) | – | – | ≤ 20 MB |"
+echo "| $big local nodes form a cluster, s | $(field "$line" formed_s) | – | – | – | – | – | ≤ 5 s (32 nodes) |"
+echo "| idle node RSS, MB | $(field "$line" max_idle_rss_mb) | – | – | – | – | – | ≤ 20 MB |"
