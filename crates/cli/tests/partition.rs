@@ -14,13 +14,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use common::proxy::Proxy;
-use common::{cookie_in, scratch_dir, synodic_command, KillOnDrop, LIMIT};
-
-/// A port nothing listens on now (for a node that must be told its
-/// address before it starts: its proxy forwards there).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use common::{cookie_in, free_port, scratch_dir, synodic_command, KillOnDrop, LIMIT};
 
 /// A program running as node `name`, listening on `port` and reached by
 /// the others through `proxy`; its stdout lines as they come.

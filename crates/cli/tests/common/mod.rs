@@ -173,6 +173,12 @@ pub fn run_lua_script_with(dir: &std::path::Path, name: &str, extra: &[&std::ffi
     assert!(stdout.contains(&format!("{name} ok")), "{name}.lua did not reach its end:\n{stdout}\n{stderr}");
 }
 
+/// A port nothing listens on now (for a node that must be told its
+/// address before it starts: a proxy forwards there).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 /// A directory with a cookie file of `secret`.
 pub fn cookie_in(dir: &std::path::Path, file: &str, secret: &str) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
