@@ -13,7 +13,9 @@
 //! | [`console`] | the console endpoint (`listen`), its line protocol (`HELLO`, `escape`, `unescape`) |
 //! | [`cookie`] | the shared secret: `default_file`, `load_or_create`, warnings about a weak one |
 //! | [`frame`] | the node protocol's frames: `Frame`, `Hello`, the `Decoder` of a byte stream |
-//! | `link` | one connection to a peer: its outbox and writes, its reads |
+//! | `link` | one connection to a peer: its state, queueing frames, whose senders wait |
+//! | `outbox` | what waits to be written on a link: sealed into records ahead, written in order |
+//! | `inbound` | what arrives on a link: records opened, frames cut, parts read straight into parcels |
 //! | `poller` | the links' readiness, for the scheduler's threads that read them |
 //! | [`parcel`] | long messages and messages with buffers cut into parts and put back together: `Parcel`, `Assembler` |
 //! | [`membership`] | SWIM membership and failure detection (foca), sans-IO: `Membership`, `Member`, `Event`; `seal`/`open` for its datagrams |
@@ -30,9 +32,11 @@ mod error;
 pub mod frame;
 mod gate;
 pub mod handshake;
+mod inbound;
 pub mod launch;
 mod link;
 pub mod membership;
+mod outbox;
 pub mod parcel;
 mod poller;
 pub mod record;

@@ -144,7 +144,13 @@ impl Slice {
 #[derive(Default)]
 pub struct Assembler {
     open: Option<Open>,
+    /// A parcel whose first bytes have come but not yet its whole envelope
+    /// (a part's header can arrive alone): stream, total, bytes so far.
+    envelope: Option<(u64, u64, Vec<u8>)>,
 }
+
+/// The most bytes a parcel's envelope takes (4097 pieces of 10-byte varints).
+const ENVELOPE_MAX: usize = 64 << 10;
 
 /// A parcel whose parts are arriving.
 struct Open {
@@ -168,23 +174,54 @@ impl Drop for Open {
 impl Assembler {
     /// Takes the first bytes of a part (the rest may follow through [`Assembler::room`]).
     pub fn begin(&mut self, stream: u64, total: u64, bytes: &[u8]) -> Result<(), Error> {
-        let bytes = match &self.open {
-            Some(open) if open.stream != stream => return Err(Error::Protocol(format!("a part of parcel {stream} inside parcel {}", open.stream))),
-            Some(open) if open.total != total => return Err(Error::Protocol(format!("parcel {stream} changed its length"))),
-            Some(_) => bytes,
-            None => {
-                let (open, rest) = Open::start(stream, total, bytes)?;
-                self.open = Some(open);
-                rest
+        let (open_stream, open_total) = match (&self.open, &self.envelope) {
+            (Some(open), _) => (open.stream, open.total),
+            (None, Some((s, t, _))) => (*s, *t),
+            (None, None) if total > MESSAGE_MAX => return Err(Error::Protocol(format!("parcel {stream}: {total} bytes (at most {MESSAGE_MAX})"))),
+            (None, None) => {
+                self.envelope = Some((stream, total, Vec::new()));
+                (stream, total)
             }
         };
-        self.open.as_mut().expect("opened above").fill(bytes)
+        if open_stream != stream {
+            return Err(Error::Protocol(format!("a part of parcel {stream} inside parcel {open_stream}")));
+        }
+        if open_total != total {
+            return Err(Error::Protocol(format!("parcel {stream} changed its length")));
+        }
+        match (&mut self.open, &mut self.envelope) {
+            (Some(open), _) => open.fill(bytes),
+            (None, Some((_, _, first))) => {
+                first.extend_from_slice(bytes);
+                self.try_open()
+            }
+            (None, None) => unreachable!("one of them was set above"),
+        }
+    }
+
+    /// Opens the parcel once its envelope has come whole.
+    fn try_open(&mut self) -> Result<(), Error> {
+        let Some((stream, total, first)) = &self.envelope else { return Ok(()) };
+        match Open::start(*stream, *total, first)? {
+            Some((mut open, rest)) => {
+                open.fill(rest)?;
+                self.open = Some(open);
+                self.envelope = None;
+                Ok(())
+            }
+            None if first.len() < ENVELOPE_MAX => Ok(()),
+            None => Err(Error::Protocol(format!("parcel {stream}: its first part does not hold the envelope"))),
+        }
     }
 
     /// Where the next bytes of the open parcel go, and how many that piece
     /// still takes; the caller appends to it and then calls
     /// [`Assembler::filled`].
     pub fn room(&mut self) -> Option<(&mut Vec<u8>, usize)> {
+        if let (None, Some((_, _, first))) = (&self.open, &mut self.envelope) {
+            let left = ENVELOPE_MAX.saturating_sub(first.len()).max(1);
+            return Some((first, left));
+        }
         let open = self.open.as_mut()?;
         let len = *open.lens.get(open.piece)?;
         let piece = &mut open.pieces[open.piece];
@@ -197,11 +234,24 @@ impl Assembler {
         Some((piece, left))
     }
 
+    /// Whether a parcel is coming (its first part has come, not its last).
+    pub fn is_open(&self) -> bool {
+        self.open.is_some() || self.envelope.is_some()
+    }
+
+    /// The piece the next bytes go to, as it is (no room made).
+    pub fn piece(&mut self) -> Option<&mut Vec<u8>> {
+        let open = self.open.as_mut()?;
+        open.pieces.get_mut(open.piece).filter(|_| open.piece < open.lens.len())
+    }
+
     /// Bytes were appended to the piece [`Assembler::room`] gave.
-    pub fn filled(&mut self) {
+    pub fn filled(&mut self) -> Result<(), Error> {
         if let Some(open) = &mut self.open {
             open.skip_whole();
+            return Ok(());
         }
+        self.try_open()
     }
 
     /// The carried frame and its attachments, once the parcel is whole.
@@ -231,20 +281,21 @@ impl Assembler {
 }
 
 impl Open {
-    /// Reads the envelope from the first part; returns the bytes after it.
-    fn start(stream: u64, total: u64, first: &[u8]) -> Result<(Open, &[u8]), Error> {
+    /// Reads the envelope from the first bytes of the parcel; returns the
+    /// bytes after it, or `None` if they do not hold all of it yet.
+    fn start(stream: u64, total: u64, first: &[u8]) -> Result<Option<(Open, &[u8])>, Error> {
         let bad = |why: &str| Error::Protocol(format!("parcel {stream}: {why}"));
         if total > MESSAGE_MAX {
             return Err(bad(&format!("{total} bytes (at most {MESSAGE_MAX})")));
         }
         let mut r = Reader::fields(first);
-        let count = r.varint().map_err(|_| bad("its first part does not hold the envelope"))?;
+        let Ok(count) = r.varint() else { return Ok(None) };
         if count == 0 || count > 1 + ATTACHMENTS_MAX as u64 {
             return Err(bad(&format!("{count} pieces")));
         }
         let (mut lens, mut kinds) = (Vec::with_capacity(count as usize), Vec::with_capacity(count as usize));
         for i in 0..count {
-            let word = r.varint().map_err(|_| bad("its first part does not hold the envelope"))?;
+            let Ok(word) = r.varint() else { return Ok(None) };
             if (i == 0 && word & 3 != 0) || word & 3 == 3 {
                 return Err(bad("a piece of an unknown kind"));
             }
@@ -268,7 +319,7 @@ impl Open {
         let mut open = Open { stream, total, pieces: Vec::new(), lens, kinds, piece: 0, preallocated };
         open.pieces = pieces.map_err(|_| bad(&format!("no memory for its {total} bytes")))?;
         open.skip_whole();
-        Ok((open, &first[r.position()..]))
+        Ok(Some((open, &first[r.position()..])))
     }
 
     fn fill(&mut self, mut bytes: &[u8]) -> Result<(), Error> {
@@ -344,12 +395,17 @@ mod tests {
 
     #[test]
     fn junk_parcels_are_errors() {
+        // A first part without its envelope waits for it; past the most an
+        // envelope takes, it is an error.
         let mut a = Assembler::default();
-        assert!(part(&mut a, 1, 10, &[]).unwrap_err().to_string().contains("envelope"));
+        assert!(part(&mut a, 1, 10, &[]).unwrap().is_none());
         assert!(part(&mut a, 1, 10, &[1, 4, 5]).unwrap_err().to_string().contains("add up"));
+        let mut a = Assembler::default();
+        assert!(part(&mut a, 1, 1 << 20, &[0x80; ENVELOPE_MAX - 1]).unwrap().is_none());
+        assert!(part(&mut a, 1, 1 << 20, &[0x80; 2]).unwrap_err().to_string().contains("does not hold the envelope"));
         assert!(part(&mut Assembler::default(), 1, 10, &[1, 6, 5]).unwrap_err().to_string().contains("unknown kind"));
         assert!(part(&mut Assembler::default(), 1, 10, &[2, 4, 7, 5]).unwrap_err().to_string().contains("unknown kind"));
-        assert!(part(&mut a, 1, MESSAGE_MAX + 1, &[1]).unwrap_err().to_string().contains("at most"));
+        assert!(part(&mut Assembler::default(), 1, MESSAGE_MAX + 1, &[1]).unwrap_err().to_string().contains("at most"));
         // One piece of 2 bytes: a bare frame of one kind byte and one body byte.
         let mut a = Assembler::default();
         assert!(part(&mut a, 2, 4, &[1, 8, 99]).unwrap().is_none());
@@ -397,6 +453,35 @@ mod tests {
         drop(one);
         let mut three = big(3);
         assert!(cap(&mut three) >= 200 << 20);
+    }
+
+    #[test]
+    fn a_part_whose_header_came_alone_gets_its_envelope_later() {
+        let frame = Frame::Send { to: Pid::new(0, 1, 1), from: Pid::new(0, 2, 1), message: vec![7; 1000] };
+        let buffers = vec![Carried::Bytes(Arc::new(vec![3; 5000].into()))];
+        let mut parcel = Parcel::new(frame.clone(), buffers.clone()).unwrap();
+        let (header, slices) = parcel.next_part().unwrap();
+        let payload: Vec<u8> = slices.iter().flat_map(|s| s.as_slice().to_vec()).collect();
+        let mut d = Decoder::authenticated();
+        d.space(header.len()).extend_from_slice(&header);
+        let Some(crate::frame::Next::Part { stream, total, bytes, more }) = d.next().unwrap() else { panic!("a part") };
+        assert!(bytes.is_empty() && more == payload.len());
+        let mut a = Assembler::default();
+        a.begin(stream, total, &[]).unwrap();
+        assert!(a.is_open());
+        // The payload comes the way the link gives it: into `room`, a few bytes at a time.
+        for chunk in payload.chunks(7) {
+            let mut chunk = chunk;
+            while !chunk.is_empty() {
+                let (piece, left) = a.room().unwrap();
+                let take = left.min(chunk.len());
+                piece.extend_from_slice(&chunk[..take]);
+                chunk = &chunk[take..];
+                a.filled().unwrap();
+            }
+        }
+        let (got, attached) = a.finish().unwrap().expect("whole");
+        assert_eq!((got, attached), (frame, buffers));
     }
 
     #[test]

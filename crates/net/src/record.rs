@@ -44,7 +44,7 @@ impl Protection {
     /// The AEAD whose key the handshake derives for this protection.
     pub(crate) fn algorithm(self) -> &'static aead::Algorithm {
         match self {
-            Protection::Encrypted => &aead::AES_256_GCM,
+            Protection::Encrypted => &aead::AES_128_GCM,
             Protection::Authenticated => &aead::CHACHA20_POLY1305,
         }
     }
@@ -161,6 +161,49 @@ impl Opener {
         self.buf.len() - self.start
     }
 
+    /// The body length the next record's header announces, once the header
+    /// has arrived (the caller may then read that record elsewhere: see
+    /// [`Opener::open_elsewhere`]).
+    pub fn next_len(&self) -> Option<usize> {
+        let pending = &self.buf[self.start..];
+        (pending.len() >= HEADER).then(|| u32::from_le_bytes(pending[..HEADER].try_into().expect("a header")) as usize)
+    }
+
+    /// Takes the next record's header out, for a record whose body and tag
+    /// the caller reads into a place of its own; `None` unless exactly the
+    /// header is buffered and it announces at most [`RECORD_MAX`] bytes of
+    /// an encrypted record (authenticated-only records are checked over
+    /// header and body together, so they are read here).
+    pub fn take_header(&mut self) -> Option<[u8; HEADER]> {
+        if self.poisoned || self.keyed.protection != Protection::Encrypted || self.buffered() != HEADER || self.next_len()? > RECORD_MAX {
+            return None;
+        }
+        let header = self.buf[self.start..self.start + HEADER].try_into().expect("a header");
+        self.start += HEADER;
+        Some(header)
+    }
+
+    /// Checks and opens, where it lies, the record whose header
+    /// [`Opener::take_header`] took: `record` is its body and tag, read by
+    /// the caller straight into where the plaintext belongs (a long
+    /// message's bytes are then copied once, by the cipher, not once more).
+    /// Returns the plaintext's length (at the front of `record`).
+    pub fn open_elsewhere(&mut self, header: [u8; HEADER], record: &mut [u8]) -> Result<usize, Error> {
+        let len = u32::from_le_bytes(header) as usize;
+        if self.poisoned || record.len() != len + TAG {
+            self.poisoned = true;
+            return Err(refused());
+        }
+        let nonce = self.keyed.nonce()?;
+        match self.keyed.key.open_in_place(nonce, Aad::from(header), record) {
+            Ok(_) => Ok(len),
+            Err(_) => {
+                self.poisoned = true;
+                Err(refused())
+            }
+        }
+    }
+
     /// The plaintext of the next record, once all of it has arrived and
     /// passed its check.
     pub fn next(&mut self) -> Result<Option<&[u8]>, Error> {
@@ -209,7 +252,7 @@ mod tests {
     use super::*;
 
     fn pair(protection: Protection) -> (Sealer, Opener) {
-        let key = || UnboundKey::new(protection.algorithm(), &[9; 32]).unwrap();
+        let key = || UnboundKey::new(protection.algorithm(), &[9; 32][..protection.algorithm().key_len()]).unwrap();
         (Sealer::new(key(), protection), Opener::new(key(), protection))
     }
 
@@ -277,13 +320,49 @@ mod tests {
             opener.feed(&[first.clone(), first.clone()].concat());
             assert_eq!(opener.next().unwrap(), Some(&b"first record"[..]));
             assert!(opener.next().is_err(), "a replay");
-            let other = UnboundKey::new(protection.algorithm(), &[8; 32]).unwrap();
+            let other = UnboundKey::new(protection.algorithm(), &[8; 32][..protection.algorithm().key_len()]).unwrap();
             let mut forged = Vec::new();
             Sealer::new(other, protection).seal(b"first record", &mut forged).unwrap();
             refused(&forged);
             // A record longer than allowed is refused before it is buffered.
             refused(&[0xff, 0xff, 0xff, 0x7f]);
         }
+    }
+
+    #[test]
+    fn a_record_read_elsewhere_opens_in_its_place_and_keeps_the_count() {
+        let (mut sealer, mut opener) = pair(Protection::Encrypted);
+        let mut wire = Vec::new();
+        for text in [&b"first"[..], b"second, read elsewhere", b"third"] {
+            sealer.seal(text, &mut wire).unwrap();
+        }
+        let (first, rest) = wire.split_at(HEADER + 5 + TAG);
+        opener.feed(first);
+        assert_eq!(opener.next().unwrap(), Some(&b"first"[..]));
+        opener.feed(&rest[..HEADER]);
+        assert_eq!(opener.next_len(), Some(22));
+        let header = opener.take_header().expect("exactly a header");
+        let mut elsewhere = rest[HEADER..HEADER + 22 + TAG].to_vec();
+        assert_eq!(opener.open_elsewhere(header, &mut elsewhere).unwrap(), 22);
+        assert_eq!(&elsewhere[..22], b"second, read elsewhere");
+        opener.feed(&rest[HEADER + 22 + TAG..]);
+        assert_eq!(opener.next().unwrap(), Some(&b"third"[..]), "the count went on");
+        // An altered record read elsewhere fails, and poisons the opener.
+        let (mut sealer, mut opener) = pair(Protection::Encrypted);
+        let mut wire = Vec::new();
+        sealer.seal(b"altered", &mut wire).unwrap();
+        opener.feed(&wire[..HEADER]);
+        let header = opener.take_header().unwrap();
+        let mut body = wire[HEADER..].to_vec();
+        body[0] ^= 1;
+        assert!(opener.open_elsewhere(header, &mut body).is_err());
+        assert!(opener.next().is_err());
+        // Authenticated-only records are always read in place.
+        let (mut sealer, mut opener) = pair(Protection::Authenticated);
+        let mut wire = Vec::new();
+        sealer.seal(b"x", &mut wire).unwrap();
+        opener.feed(&wire[..HEADER]);
+        assert!(opener.take_header().is_none());
     }
 
     #[test]

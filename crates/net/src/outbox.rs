@@ -1,0 +1,423 @@
+//! A link's outbox: what waits to be written to the peer, and how it gets
+//! there. Frames queue whole; long messages and messages with buffers
+//! queue as parcels, cut into parts as they go (`parcel`). Who writes:
+//!
+//! 1. A frame is queued (`Link::push`). On a scheduler thread the link is
+//!    noted as that thread's to write when the process's run ends
+//!    (`link::flush_dirty`), or at once once a run has queued 64 KiB;
+//!    anywhere else the link's writer task is woken.
+//! 2. One sealer at a time (`Outbox::sealing`) takes what is queued —
+//!    the frames' bytes, then one part of the parcel in front, its payload
+//!    borrowed from the buffer itself — and seals it into records
+//!    (`record`), frames together and each part's payload in records of
+//!    its own; small frames queued meanwhile go out before the parcel's
+//!    next part. The copy the cipher makes is the only one on this side.
+//! 3. One writer at a time (`Outbox::writing`) writes the sealed records,
+//!    in order, sealing more itself when none are waiting.
+//! 4. A writer that finds the socket full (or has written its budget)
+//!    leaves the rest to the writer task, which waits on the I/O thread
+//!    until the socket has room.
+//!
+//! Sealing and writing are apart (a queue of sealed records between them)
+//! so that they could run on two threads; tried with a thread of the I/O
+//! runtime's blocking pool sealing ahead, it was slower on two cores (the
+//! receiving node needs the other one), so the writer seals for itself.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use synodic_core::Pid;
+use tokio::io::unix::AsyncFd;
+
+use crate::frame::Frame;
+use crate::link::{Link, FULL, ROOM};
+use crate::parcel::{Parcel, Slice};
+use crate::record::{Sealer, RECORD_MAX};
+use crate::Error;
+
+/// What a scheduler thread writes in one flush before it leaves the rest
+/// to the writer task (a long message is not the thread's to carry).
+pub(crate) const FLUSH_BUDGET: usize = 1 << 20;
+/// What a sealer seals in one go (a few records: the copy stays in the
+/// cache on its way to the cipher and the socket).
+const SEAL_STEP: usize = 4 * RECORD_MAX;
+/// Sealed records waiting to be written, at most: sealing ahead stops there.
+const SEALED_AHEAD: usize = 4 << 20;
+
+#[derive(Default)]
+pub(crate) struct Outbox {
+    /// Whole frames, written in order.
+    pub(crate) bytes: Vec<u8>,
+    /// Parcels being cut into parts, one part per write, so that what
+    /// queues in `bytes` meanwhile waits for one part at most; and frames
+    /// held behind a parcel for the same receiving process.
+    long: VecDeque<Long>,
+    /// The bytes of `long` not yet cut.
+    long_bytes: u64,
+    next_stream: u64,
+    /// What the writer has taken and not yet sealed, in order.
+    pending: VecDeque<Chunk>,
+    pending_bytes: usize,
+    /// Records sealed and not yet written: the front one being written
+    /// (from `wire_at` on; the writer's), the others after it.
+    wire: Vec<u8>,
+    wire_at: usize,
+    sealed: VecDeque<Vec<u8>>,
+    sealed_bytes: usize,
+    /// A written record buffer, kept for the next seal (no fresh memory
+    /// for each step of a long message).
+    spare: Vec<u8>,
+    /// The key that seals records, and whether someone is sealing with it
+    /// (who seals also owns `pending`).
+    sealer: Option<Sealer>,
+    sealing: bool,
+    /// Processes of this node slowed in `send` until the outbox drains.
+    pub(crate) slowed: Vec<Pid>,
+    /// Aliases of ours the peer has been told about.
+    pub(crate) announced: BTreeSet<u16>,
+    pub(crate) closed: bool,
+    /// Set when another link to the same peer is kept instead: the writer
+    /// writes what is queued, then closes its side.
+    pub(crate) draining: bool,
+    /// Someone (the writer task, or a scheduler thread) is writing:
+    /// whatever queues meanwhile is theirs to write next.
+    pub(crate) writing: bool,
+}
+
+/// A message-carrying frame on its way into an outbox: whole, or already
+/// made a parcel (outside the outbox's lock: a long message is not copied
+/// while others wait to queue theirs).
+pub(crate) enum Outgoing {
+    Frame(Frame),
+    Parcel(Parcel),
+}
+
+/// What waits in an outbox's `long` queue.
+enum Long {
+    /// `to` and `from`: the processes a message goes between, if it is one.
+    Parcel { to: Option<Pid>, from: Option<Pid>, parcel: Parcel },
+    /// An encoded frame for `to`, which a parcel for `to` ahead of it keeps
+    /// waiting: messages between two processes arrive in the order sent.
+    Held { to: Pid, frame: Vec<u8> },
+}
+
+impl Long {
+    fn to(&self) -> Option<Pid> {
+        match self {
+            Long::Parcel { to, .. } => *to,
+            Long::Held { to, .. } => Some(*to),
+        }
+    }
+}
+
+/// Bytes on their way to the socket: frames of the outbox, or a part's
+/// payload in the buffer it comes from; `start` bytes of it are written.
+enum Chunk {
+    Own(Vec<u8>, usize),
+    Shared(Slice),
+}
+
+impl Chunk {
+    fn rest(&self) -> &[u8] {
+        match self {
+            Chunk::Own(bytes, start) => &bytes[*start..],
+            Chunk::Shared(slice) => slice.as_slice(),
+        }
+    }
+
+    fn advance(&mut self, n: usize) {
+        match self {
+            Chunk::Own(_, start) => *start += n,
+            Chunk::Shared(slice) => slice.range.start += n,
+        }
+    }
+}
+
+impl Outbox {
+    /// An empty outbox whose records `sealer` seals.
+    pub(crate) fn new(sealer: Sealer) -> Outbox {
+        Outbox { sealer: Some(sealer), ..Outbox::default() }
+    }
+
+    /// Whether `sender` fills the outbox: more than [`FULL`] bytes wait in
+    /// it and a parcel of `sender`'s is among them, or whole frames alone
+    /// pass [`FULL`] (a peer that stopped reading).
+    pub(crate) fn filled_by(&self, sender: Pid) -> bool {
+        self.bytes.len() > FULL || (self.queued() > FULL && self.long.iter().any(|l| matches!(l, Long::Parcel { from: Some(f), .. } if *f == sender)))
+    }
+
+    pub(crate) fn queued(&self) -> usize {
+        self.bytes.len() + self.long_bytes as usize + self.pending_bytes + self.sealed_bytes + (self.wire.len() - self.wire_at)
+    }
+
+    fn holds_for(&self, to: Pid) -> bool {
+        self.long.iter().any(|l| l.to() == Some(to))
+    }
+
+    /// Queues a frame or a parcel, between the processes `between` (from,
+    /// to) if it is a message.
+    pub(crate) fn enqueue(&mut self, item: Outgoing, between: Option<(Pid, Pid)>) {
+        let (from, to) = (between.map(|b| b.0), between.map(|b| b.1));
+        match item {
+            Outgoing::Frame(frame) => match to.filter(|&to| self.holds_for(to)) {
+                None => frame.encode(&mut self.bytes),
+                Some(to) => {
+                    let mut encoded = Vec::new();
+                    frame.encode(&mut encoded);
+                    self.long_bytes += encoded.len() as u64;
+                    self.long.push_back(Long::Held { to, frame: encoded });
+                }
+            },
+            Outgoing::Parcel(mut parcel) => {
+                self.next_stream += 1;
+                parcel.stream = self.next_stream;
+                self.long_bytes += parcel.left();
+                self.long.push_back(Long::Parcel { to, from, parcel });
+            }
+        }
+    }
+
+    /// Step 3 of writing: once what was taken has been sealed, takes the
+    /// frames queued since, then the frames held at the front of `long`
+    /// and one part of the parcel there.
+    fn refill(&mut self) {
+        if !self.pending.is_empty() {
+            return;
+        }
+        if !self.bytes.is_empty() {
+            let bytes = std::mem::take(&mut self.bytes);
+            self.take(Chunk::Own(bytes, 0));
+        }
+        let mut cut_one = false;
+        while let Some(front) = self.long.front_mut() {
+            match front {
+                Long::Held { frame, .. } => {
+                    let frame = std::mem::take(frame);
+                    self.long_bytes -= frame.len() as u64;
+                    self.take(Chunk::Own(frame, 0));
+                }
+                Long::Parcel { .. } if cut_one => return,
+                Long::Parcel { parcel, .. } => {
+                    let before = parcel.left();
+                    let part = parcel.next_part();
+                    let left = parcel.left();
+                    self.long_bytes -= before - left;
+                    cut_one = true;
+                    if let Some((header, slices)) = part {
+                        self.take(Chunk::Own(header, 0));
+                        slices.into_iter().for_each(|s| self.take(Chunk::Shared(s)));
+                    }
+                    if left > 0 {
+                        return;
+                    }
+                }
+            }
+            self.long.pop_front();
+        }
+    }
+
+    fn take(&mut self, chunk: Chunk) {
+        self.pending_bytes += chunk.rest().len();
+        self.pending.push_back(chunk);
+    }
+}
+
+
+/// How a write ended.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Wrote {
+    /// Nothing is left to write.
+    Done,
+    /// Another writer is writing: what is queued is theirs.
+    Busy,
+    /// The socket is full, or the writer has written its budget.
+    Stopped,
+    /// The link is closed, or the socket failed.
+    Failed,
+}
+
+
+/// Seals what the writer has taken, up to [`SEAL_STEP`] of it, into
+/// records on `wire`; returns how many bytes of `pending` it took.
+/// Frames and part headers share records; a part's payload (a slice of a
+/// buffer) gets records of its own, so that the receiver can read them
+/// straight into the parcel (`Inbound::read`).
+fn seal(sealer: &mut Sealer, pending: &mut VecDeque<Chunk>, wire: &mut Vec<u8>) -> Result<usize, Error> {
+    let mut sealed = 0;
+    while !pending.is_empty() && sealed < SEAL_STEP {
+        let payload = matches!(pending.front(), Some(Chunk::Shared(_)));
+        let mut same = pending.iter().take_while(|c| matches!(c, Chunk::Shared(_)) == payload).map(Chunk::rest);
+        let mut took = match payload {
+            true => sealer.seal_gathered(&mut same.take(1), wire)?,
+            false => sealer.seal_gathered(&mut same, wire)?,
+        };
+        sealed += took;
+        while let Some(front) = pending.front_mut() {
+            let len = front.rest().len();
+            if took < len {
+                front.advance(took);
+                break;
+            }
+            took -= len;
+            pending.pop_front();
+        }
+    }
+    Ok(sealed)
+}
+
+
+/// Writes what the socket takes of `bytes` now, without waiting.
+fn send_bytes(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
+    if bytes.is_empty() {
+        return Ok(0);
+    }
+    // SAFETY: the slice is valid for its length for the whole call.
+    let sent = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(sent as usize)
+}
+
+impl Link {
+    /// Writes what the socket takes now, up to a budget; the writer task
+    /// takes the rest.
+    pub(crate) fn flush(&self) {
+        if self.write_out(FLUSH_BUDGET) == Wrote::Stopped {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Step 2: seals what is queued into records, one step of it, unless
+    /// someone else is sealing or enough is sealed already; true when it
+    /// sealed something.
+    pub(crate) fn seal_some(&self) -> bool {
+        let mut out = self.outbox.lock();
+        if out.sealing || out.closed || out.sealed_bytes >= SEALED_AHEAD {
+            return false;
+        }
+        out.refill();
+        if out.pending.is_empty() {
+            return false;
+        }
+        let Some(mut sealer) = out.sealer.take() else { return false };
+        out.sealing = true;
+        let mut pending = std::mem::take(&mut out.pending);
+        let mut records = std::mem::take(&mut out.spare);
+        drop(out);
+        records.clear();
+        let sealed = seal(&mut sealer, &mut pending, &mut records);
+        let mut out = self.outbox.lock();
+        (out.pending, out.sealer, out.sealing) = (pending, Some(sealer), false);
+        match sealed {
+            Ok(n) => {
+                out.pending_bytes -= n;
+                out.sealed_bytes += records.len();
+                out.sealed.push_back(records);
+                true
+            }
+            // A direction's records are used up (2^64): nothing more goes.
+            Err(_) => {
+                out.closed = true;
+                false
+            }
+        }
+    }
+
+    /// Step 3 of writing: writes the sealed records, in order, sealing
+    /// more when none wait, until nothing is left, the socket is full or
+    /// `budget` bytes have gone.
+    pub(crate) fn write_out(&self, mut budget: usize) -> Wrote {
+        let mut out = self.outbox.lock();
+        if out.writing {
+            return Wrote::Busy;
+        }
+        out.writing = true;
+        let wrote = loop {
+            if out.closed {
+                break Wrote::Failed;
+            }
+            if out.wire_at == out.wire.len() {
+                match out.sealed.pop_front() {
+                    Some(next) => {
+                        out.sealed_bytes -= next.len();
+                        let written = std::mem::replace(&mut out.wire, next);
+                        out.wire_at = 0;
+                        if written.capacity() > out.spare.capacity() {
+                            out.spare = written;
+                        }
+                    }
+                    // Another thread seals: it wakes the writer task after.
+                    None if out.sealing => break Wrote::Busy,
+                    None => {
+                        drop(out);
+                        let sealed = self.seal_some();
+                        out = self.outbox.lock();
+                        if !sealed && out.sealed.is_empty() {
+                            break if out.closed { Wrote::Failed } else if out.sealing { Wrote::Busy } else { Wrote::Done };
+                        }
+                        continue;
+                    }
+                }
+            }
+            if budget == 0 {
+                break Wrote::Stopped;
+            }
+            // Only the writer touches `wire`: it is written without the lock.
+            let (wire, at) = (std::mem::take(&mut out.wire), out.wire_at);
+            drop(out);
+            let sent = send_bytes(self.fd(), &wire[at..]);
+            out = self.outbox.lock();
+            let written = *sent.as_ref().unwrap_or(&0);
+            (out.wire, out.wire_at) = (wire, at + written);
+            budget = budget.saturating_sub(written);
+            match sent {
+                Ok(_) if out.wire_at == out.wire.len() => {}
+                Ok(_) => break Wrote::Stopped,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Wrote::Stopped,
+                Err(_) => break Wrote::Failed,
+            }
+        };
+        out.writing = false;
+        let drained = match out.queued() < ROOM && self.congested.load(Relaxed) {
+            true => {
+                self.congested.store(false, Relaxed);
+                std::mem::take(&mut out.slowed)
+            }
+            false => Vec::new(),
+        };
+        drop(out);
+        drained.into_iter().for_each(|pid| self.rt.nudge(pid));
+        wrote
+    }
+
+    /// Step 4 of writing: the writer task, on the I/O thread.
+    pub(crate) async fn write_task(self: Arc<Link>, socket: AsyncFd<std::net::TcpStream>) {
+        loop {
+            let Ok(mut ready) = socket.writable().await else { break };
+            match self.write_out(usize::MAX) {
+                Wrote::Stopped => ready.clear_ready(),
+                Wrote::Done | Wrote::Busy => {
+                    drop(ready);
+                    let draining = {
+                        let out = self.outbox.lock();
+                        if out.closed {
+                            break;
+                        }
+                        out.draining && out.queued() == 0
+                    };
+                    if draining {
+                        let _ = socket.get_ref().shutdown(std::net::Shutdown::Write);
+                        break;
+                    }
+                    self.wake.notified().await;
+                }
+                Wrote::Failed => break,
+            }
+        }
+        self.close();
+    }
+}
