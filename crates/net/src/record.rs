@@ -12,7 +12,7 @@
 //! count is the AEAD's nonce, so a record is accepted only in its place:
 //!
 //! - **encrypted** (the default): the body is the plaintext sealed with
-//!   AES-256-GCM, the header being the associated data;
+//!   AES-128-GCM, the header being the associated data;
 //! - **authenticated only** (`--no-encryption` on both sides): the body is
 //!   the plaintext itself, and the tag is ChaCha20-Poly1305's over the
 //!   header and body as associated data with nothing to encrypt — that is,

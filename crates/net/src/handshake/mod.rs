@@ -20,7 +20,7 @@
 //!    over the whole transcript.
 //! 4. The connecting side checks that proof. Both now derive one key per
 //!    direction from the same secret and the whole transcript: records
-//!    (`record`) carry everything after, encrypted with AES-256-GCM, or,
+//!    (`record`) carry everything after, encrypted with AES-128-GCM, or,
 //!    when both sides were started with `--no-encryption`, authenticated
 //!    only. Either side's flag is in the transcript, so a relay cannot
 //!    downgrade it.
