@@ -45,7 +45,9 @@ fn one(data: &[u8]) {
                     assert!(left > 0, "room() gave a piece with no room left (the link would spin)");
                     let take = left.min(bytes.len());
                     piece.extend_from_slice(&bytes[..take]);
-                    a.filled();
+                    if a.filled().is_err() {
+                        return;
+                    }
                     bytes = &bytes[take..];
                 }
                 Ok(None)
