@@ -5,7 +5,8 @@
 //! (`tests/lua/chaos/`) print what they did and saw; the checkers here
 //! verify the histories against SPEC §2, §5 and §9: messages in order per
 //! pair and never twice; every acknowledged tuple taken at most once, and
-//! exactly once unless a take whose answer a fault lost removed it.
+//! exactly once unless a take whose answer a fault lost removed it; every
+//! skeleton result exactly once; a name with one holder after healing.
 //!
 //! The schedule is random but seeded: a failure prints the seed and the
 //! faults, and `SYNODIC_CHAOS_SEED=N` replays the same schedule.
@@ -236,4 +237,25 @@ fn acknowledged_tuples_are_taken_once() {
     assert!(missing.len() <= failed, "{} acknowledged tuples lost, {failed} takes failed: {missing:?}\nfaults: {log:#?}", missing.len());
     assert!(acked.len() > 100, "work got done: {} acknowledged\nfaults: {log:#?}", acked.len());
     eprintln!("{} acknowledged, {} taken or left, {} lost to {failed} failed takes", acked.len(), seen.len(), missing.len());
+}
+
+#[test]
+fn skeleton_results_come_once_and_names_have_one_holder() {
+    let (output, log) = run_chaos("skeletons", "skeletons.lua", 3, true);
+    let added: u64 = output.iter().find_map(|l| l.strip_prefix("tasks ")).expect("the run said how many tasks").parse().unwrap();
+    let mut results: HashMap<u64, u32> = HashMap::new();
+    for line in output.iter().filter_map(|l| l.strip_prefix("result ")) {
+        let n: Vec<u64> = line.split(' ').map(|w| w.parse().unwrap()).collect();
+        let (task, input, echoed, square) = (n[0], n[1], n[2], n[3]);
+        assert!(echoed == input && square == input * input, "task {task}: wrong result {line}\nfaults: {log:#?}");
+        *results.entry(task).or_default() += 1;
+    }
+    let twice: Vec<_> = results.iter().filter(|(_, &n)| n > 1).collect();
+    assert!(twice.is_empty(), "results given twice: {twice:?}\nfaults: {log:#?}");
+    let missing: Vec<u64> = (1..=added).filter(|t| !results.contains_key(t)).collect();
+    assert!(missing.is_empty(), "results missing: {missing:?}\nfaults: {log:#?}");
+    assert!(added > 100, "work got done: {added} tasks\nfaults: {log:#?}");
+    let leaders: Vec<&str> = output.iter().find_map(|l| l.strip_prefix("leaders ")).expect("the leaders were asked").split(' ').collect();
+    assert!(leaders.len() >= 2 && leaders.iter().all(|l| *l == leaders[0] && *l != "false"), "\"leader\" does not have one holder: {leaders:?}\nfaults: {log:#?}");
+    eprintln!("{added} tasks, each result once; \"leader\" held by {}", leaders[0]);
 }
