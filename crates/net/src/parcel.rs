@@ -30,6 +30,7 @@ use synodic_core::remote::Carried;
 use synodic_core::wire::{Reader, Writer};
 
 use crate::frame::{Frame, PART};
+use crate::record::TAG;
 use crate::Error;
 
 pub use synodic_core::remote::{ATTACHMENTS_MAX, MESSAGE_MAX};
@@ -229,7 +230,9 @@ impl Assembler {
         if piece.capacity() - piece.len() < left.min(GROWTH) {
             // A piece that grows as its bytes come: by half its size, at
             // least a megabyte, never past its length.
-            piece.reserve_exact(left.min((piece.len() / 2).max(GROWTH)));
+            // (And room for a record's tag past it: records are read
+            // straight into the piece, tag included.)
+            piece.reserve_exact(left.min((piece.len() / 2).max(GROWTH)) + TAG);
         }
         Some((piece, left))
     }
@@ -313,8 +316,11 @@ impl Open {
             Err(_) => 0,
         };
         // Past the budget a piece starts empty: a few bytes announcing
-        // thousands of pieces reserve nothing.
-        let initial = |l: usize| if preallocated > 0 { l } else { 0 };
+        // thousands of pieces reserve nothing. Within it, the piece has
+        // room for the tag of the record that ends it (records are read
+        // straight into the piece): a piece that had to grow by those 16
+        // bytes would be copied whole into fresh memory.
+        let initial = |l: usize| if preallocated > 0 { l + TAG } else { 0 };
         let pieces = lens.iter().map(|&l| synodic_core::payload::with_capacity(initial(l))).collect::<Result<_, _>>();
         let mut open = Open { stream, total, pieces: Vec::new(), lens, kinds, piece: 0, preallocated };
         open.pieces = pieces.map_err(|_| bad(&format!("no memory for its {total} bytes")))?;
@@ -444,7 +450,7 @@ mod tests {
         assert!(cap(&mut one) >= 200 << 20, "within the budget: its final size at once");
         // A second one would pass the budget: it grows as bytes come.
         let mut two = big(2);
-        assert!(cap(&mut two) <= GROWTH, "reserved only as bytes come");
+        assert!(cap(&mut two) <= GROWTH + TAG, "reserved only as bytes come");
         let (piece, left) = two.room().unwrap();
         piece.extend_from_slice(&vec![1; GROWTH]);
         assert_eq!(left, 200 << 20);
