@@ -8,6 +8,9 @@
 #   64 MB        one buffer to the other node, GB/s, and the p99 of small round
 #                trips between the same nodes meanwhile, ms
 #   detection    time from SIGKILL of a node to its monitor's nodedown, ms
+#   heal         a node stopped (SIGSTOP) long enough to be declared down while
+#                both sides register a name and use a space: time from SIGCONT
+#                until every node agrees on members, name and space home, ms
 #   32 nodes     time for `run --nodes 32` to form a cluster; an idle node's RSS
 # Ping-pong, stream and 64 MB run on four systems: Synodic (encrypted, the
 # default), Synodic --no-encryption, Erlang (default settings) and Erlang
@@ -24,11 +27,12 @@ n_stream=500000
 n_spawn=5000
 big=32
 mb=64
+stall=10
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) repeat=1; n_pingpong=2000; n_stream=20000; n_spawn=200; big=8; mb=8 ;;
+    --quick) repeat=1; n_pingpong=2000; n_stream=20000; n_spawn=200; big=8; mb=8; stall=3 ;;
     --repeat) repeat="$2"; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -147,6 +151,9 @@ rows "$all" big "$mb" big_gb_per_s "one $mb MB buffer node to node, GB/s" "≥ 2
 for _ in $(seq "$repeat"); do syn_detect >> "$work/syn"; erl_detect >> "$work/erl"; done
 s=$(median < "$work/syn"); e=$(median < "$work/erl")
 echo "| SIGKILLed node detected, ms | $s | – | $e | – | $(ratio "$s" "$e") | – | ≤ 3000 ms |"
+: > "$work/heal"
+for _ in $(seq "$repeat"); do "$synodic" run --nodes 3 --cookie-file "$work/cookie" "$here/heal.lua" "$stall" >> "$work/heal"; done
+echo "| node stopped ${stall} s back in one cluster after SIGCONT, ms | $(median < "$work/heal") | – | – | – | – | – | ≤ 5000 ms |"
 line=$("$synodic" run --nodes "$big" --cookie-file "$work/cookie" "$here/idle.lua")
 echo "| $big local nodes form a cluster, s | $(field "$line" formed_s) | – | – | – | – | – | ≤ 5 s (32 nodes) |"
 echo "| idle node RSS, MB | $(field "$line" max_idle_rss_mb) | – | – | – | – | – | ≤ 20 MB |"
