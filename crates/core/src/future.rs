@@ -175,6 +175,16 @@ impl Store {
         }
     }
 
+    /// Weight of a hold made here (see [`Store::hold`]) came back home with
+    /// a handle; weight for a hold not known here (spent, or forged) is
+    /// ignored and leaves nothing behind.
+    pub fn release_held(&mut self, id: FutureId, weight: u64) -> Freed {
+        match self.entries.contains_key(&id) {
+            true => self.release(id, weight, 0),
+            false => Freed(None),
+        }
+    }
+
     /// Another node is given `weight` of a hold on `value` (a private
     /// space's handle leaving its home: see `remote::carry`): the value is
     /// kept until all weight given out has come back.
@@ -276,10 +286,6 @@ impl Store {
     /// come get `lost` (an encoded error), it asks for nothing more, and
     /// what only its requests made here is forgotten.
     pub fn home_lost(&mut self, home: u16, lost: &Message) -> Vec<Delivery> {
-        let asked: Vec<FutureId> = self.entries.iter().filter(|(_, e)| e.asked_by == home).map(|(id, _)| *id).collect();
-        for id in asked {
-            self.remove(id);
-        }
         let mut deliveries = Vec::new();
         for e in self.entries.values_mut() {
             e.fetchers.retain(|&f| f != home);
@@ -287,6 +293,12 @@ impl Store {
                 deliveries.extend(e.waiters.drain(..).map(|w| (w, Completion::Value(lost.clone()))));
                 e.value = Some(lost.clone());
             }
+        }
+        // Entries made for requests of the lost node alone; one that other
+        // nodes have asked about since stays theirs.
+        let asked: Vec<FutureId> = self.entries.iter().filter(|(_, e)| e.asked_by == home && e.fetchers.is_empty()).map(|(id, _)| *id).collect();
+        for id in asked {
+            self.remove(id);
         }
         deliveries
     }
@@ -601,6 +613,30 @@ mod tests {
         st.home_lost(4, &failure("lost"));
         assert_eq!(st.len(), 1);
         assert_eq!(st.provisional, 0);
+    }
+
+    #[test]
+    fn a_request_other_nodes_joined_outlives_the_node_that_made_it() {
+        let mut st = Store::default();
+        assert_eq!(st.fetch(A, 3), Fetch::Later);
+        assert_eq!(st.fetch(A, 4), Fetch::Later);
+        st.home_lost(3, &failure("lost"));
+        assert_eq!(st.len(), 1, "node 4 still waits for the value");
+        let (r, _) = st.resolve(A, msg(b"v"));
+        assert_eq!(r.fetchers, vec![4]);
+    }
+
+    #[test]
+    fn weight_back_home_for_an_unknown_hold_leaves_nothing() {
+        let mut st = Store::default();
+        for seq in 0..1000 {
+            assert!(st.release_held(FutureId { origin: 0, seq }, 5).0.is_none());
+        }
+        assert!(st.is_empty());
+        st.hold(A, || msg(b"space"), 10);
+        assert!(st.release_held(A, 4).0.is_none());
+        assert_eq!(st.release_held(A, 6).0, Some(msg(b"space")));
+        assert!(st.is_empty());
     }
 
     #[test]

@@ -221,7 +221,7 @@ pub fn arrive_space(bytes: &[u8], rt: &Runtime) -> Option<Attachment> {
                 0 => {
                     // Back home: the weight it brought is returned at once.
                     let home = rt.spaces().get(serial).map_or(Home::Gone, |s| Home::Here(serial, s));
-                    drop(rt.futures().with(|st| st.release(id, weight, 0)));
+                    drop(rt.futures().with(|st| st.release_held(id, weight)));
                     SpaceRef { name: None, home, hold: None }
                 }
                 alias => SpaceRef { name: None, home: Home::There(alias, serial), hold: Some(rt.ticket(id, alias, weight)) },

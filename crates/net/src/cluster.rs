@@ -361,18 +361,22 @@ impl Cluster {
         Ok(peer)
     }
 
-    /// Reads what has arrived on `link` and delivers it; `rearm`: the
-    /// caller was told by the poller, which must watch the link again.
-    fn read_link(&self, link: &Arc<Link>, rearm: bool) {
-        match link.drain(&mut |frame, shared| self.receive(link, frame, shared)) {
-            Ok(Drained::Open) if rearm => self.inner.poller.rearm(link.fd(), link.token),
-            Ok(Drained::Open) => {}
+    /// Reads what has arrived on `link`, up to a budget, and delivers it;
+    /// `rearm`: the caller was told by the poller, which must watch the
+    /// link again. True when the budget ended the read (more may wait).
+    fn read_link(&self, link: &Arc<Link>, rearm: bool) -> bool {
+        let drained = link.drain(&mut |frame, shared| self.receive(link, frame, shared));
+        let more = matches!(drained, Ok(Drained::Budget));
+        match drained {
+            Ok(Drained::Open | Drained::Budget) if rearm => self.inner.poller.rearm(link.fd(), link.token),
+            Ok(Drained::Open | Drained::Budget) => {}
             Ok(Drained::Closed) => self.end(link),
             Err(e) => {
                 eprintln!("synodic: link to node {} closed: {e}", link.peer.name);
                 self.end(link);
             }
         }
+        more
     }
 
     /// `retired` gives way to `kept`, a link to the same peer: what
@@ -498,7 +502,11 @@ impl Cluster {
                 rt.send(to, attach(message));
                 // A process that takes messages slower than they come: its
                 // senders over there wait, until it has taken them down.
-                if rt.busy(to) && link.told_busy.lock().insert(to) {
+                // The lock is held from the check to the push: a drain
+                // noticed meanwhile finds `to` told, and its Ready follows
+                // this Busy.
+                let mut told = link.told_busy.lock();
+                if rt.busy(to) && told.insert(to) {
                     link.push(|out| Frame::Busy { pid: to }.encode(&mut out.bytes));
                 }
             }
@@ -731,8 +739,9 @@ impl Cluster {
                 Output::Event(Event::Down(member)) => {
                     let gone: Vec<_> = self.inner.links.lock().values().filter(|l| l.peer.name == member.name).cloned().collect();
                     for link in gone {
-                        // What it sent before it left, if it did, is read first.
-                        self.read_link(&link, false);
+                        // What it sent before it left, if it did, is read
+                        // first: all of it, not one budget's worth.
+                        while self.read_link(&link, false) {}
                         self.end(&link);
                     }
                     // Gone for good, as far as this node knows: its alias may

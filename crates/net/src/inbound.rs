@@ -48,10 +48,15 @@ impl Inbound {
             while let Some(plain) = opener.next()? {
                 consume(plain, decoder, parcels, more, deliver)?;
             }
-            if emptied || read >= READ_BUDGET {
+            if emptied {
                 return Ok(Drained::Open);
             }
-            if direct.is_none() && *more > 0 && opener.buffered() == HEADER {
+            if read >= READ_BUDGET {
+                return Ok(Drained::Budget);
+            }
+            // Only into a piece of an open parcel: while its envelope is
+            // still coming, the bytes go to the envelope the usual way.
+            if direct.is_none() && *more > 0 && opener.buffered() == HEADER && parcels.piece().is_some() {
                 if let (Some(len), Some((piece, room))) = (opener.next_len(), parcels.room()) {
                     if len > 0 && len <= (*more).min(room) {
                         // All the room the record needs, made now: the piece
@@ -100,7 +105,7 @@ impl Inbound {
                 (true, Some(len)) => (HEADER + len + TAG).saturating_sub(opener.buffered()).max(1),
             };
             match recv_into(fd, opener.space(want), want) {
-                Ok(0) if opener.buffered() > 0 || decoder.buffered() > 0 || *more > 0 => {
+                Ok(0) if opener.buffered() > 0 || decoder.buffered() > 0 || *more > 0 || parcels.is_open() => {
                     return Err(Error::Protocol("the peer closed the connection in the middle of a frame".into()));
                 }
                 Ok(0) => return Ok(Drained::Closed),

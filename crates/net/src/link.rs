@@ -113,6 +113,8 @@ impl Awaited {
 pub(crate) enum Drained {
     /// The link is open; the poller should report it again.
     Open,
+    /// The link is open and the read stopped at its budget: more may wait.
+    Budget,
     /// The peer closed the connection between frames.
     Closed,
 }
@@ -365,7 +367,7 @@ impl Link {
             return Ok(Drained::Closed);
         }
         let drained = inbound.read(self.fd(), deliver);
-        inbound.over = !matches!(drained, Ok(Drained::Open));
+        inbound.over = !matches!(drained, Ok(Drained::Open | Drained::Budget));
         drained
     }
 }

@@ -65,6 +65,9 @@ pub(crate) struct Outbox {
     /// (from `wire_at` on; the writer's), the others after it.
     wire: Vec<u8>,
     wire_at: usize,
+    /// The unwritten bytes of `wire` while the writer has taken it out to
+    /// write without the lock (they still count as queued).
+    wire_out: usize,
     sealed: VecDeque<Vec<u8>>,
     sealed_bytes: usize,
     /// A written record buffer, kept for the next seal (no fresh memory
@@ -150,7 +153,12 @@ impl Outbox {
     }
 
     pub(crate) fn queued(&self) -> usize {
-        self.bytes.len() + self.long_bytes as usize + self.pending_bytes + self.sealed_bytes + (self.wire.len() - self.wire_at)
+        self.bytes.len() + self.long_bytes as usize + self.pending_bytes + self.sealed_bytes + (self.wire.len() - self.wire_at) + self.wire_out
+    }
+
+    /// Whether anything waits to be sealed.
+    fn unsealed(&self) -> bool {
+        !self.bytes.is_empty() || !self.long.is_empty() || !self.pending.is_empty()
     }
 
     fn holds_for(&self, to: Pid) -> bool {
@@ -356,10 +364,21 @@ impl Link {
                         drop(out);
                         let sealed = self.seal_some();
                         out = self.outbox.lock();
-                        if !sealed && out.sealed.is_empty() {
-                            break if out.closed { Wrote::Failed } else if out.sealing { Wrote::Busy } else { Wrote::Done };
+                        if sealed || !out.sealed.is_empty() {
+                            continue;
                         }
-                        continue;
+                        if out.closed {
+                            break Wrote::Failed;
+                        }
+                        if out.sealing {
+                            break Wrote::Busy;
+                        }
+                        // Queued while the lock was free: its sender saw
+                        // `writing` and left it to us.
+                        if out.unsealed() {
+                            continue;
+                        }
+                        break Wrote::Done;
                     }
                 }
             }
@@ -367,12 +386,13 @@ impl Link {
                 break Wrote::Stopped;
             }
             // Only the writer touches `wire`: it is written without the lock.
-            let (wire, at) = (std::mem::take(&mut out.wire), out.wire_at);
+            let (wire, at) = (std::mem::take(&mut out.wire), std::mem::take(&mut out.wire_at));
+            out.wire_out = wire.len() - at;
             drop(out);
             let sent = send_bytes(self.fd(), &wire[at..]);
             out = self.outbox.lock();
             let written = *sent.as_ref().unwrap_or(&0);
-            (out.wire, out.wire_at) = (wire, at + written);
+            (out.wire, out.wire_at, out.wire_out) = (wire, at + written, 0);
             budget = budget.saturating_sub(written);
             match sent {
                 Ok(_) if out.wire_at == out.wire.len() => {}
