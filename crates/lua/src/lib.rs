@@ -5,35 +5,49 @@
 //! and resume in a continuation. "SPEC §n" in comments is a section of
 //! `docs/spec.md`, the contract programs rely on.
 //!
-//! The native surface, in one place:
+//! Two layers, each a folder:
 //!
-//! | module | Lua name | gives |
+//! - **`vm/`, the VM layer**: Lua states made, copied, run and kept
+//!   small; Lua values carried as the core's messages; blocking as
+//!   yielding. It names no API module: what it needs of them it reads from
+//!   the registry through `vm::module` (a test, `tests/layers.rs`, holds
+//!   that).
+//! - **`api/`, the API layer**: the `synodic.*` modules, one file each,
+//!   declared once in `api/registry.rs` (name, opener, lazy functions,
+//!   bundled Lua source, userdata kinds that cross). A new module is a
+//!   file in `api/` and one entry in the registry.
+//!
+//! | file | Lua name | gives |
 //! |---|---|---|
-//! | [`kernel`] | `synodic` | spawn, spawn_opt, spawn_on, self, main, send, receive, receive_match, sleep, monitor, demonitor, monitor_node, register, whereis, exit, halt, node, nodes, is_alive, clock |
-//! | [`chan`] | `synodic.chan` | new, send, receive, delete |
-//! | [`linda`] | `synodic.linda` | open, new, default, formals, where; space methods out, take/in, rd, inp, rdp, take_within, rd_within, count, take_all, clear, eval |
-//! | [`buffer`] | `synodic.buffer` | new, from, fromtable, shares; get/set/[i], #, kind, size, view, bytes, fill, totable |
-//! | [`control`] | `synodic.control` | write (to a console), processes, probe |
-//! | [`coroutine`] | `coroutine.resume`, `wrap`, `yield`, `isyieldable` | scheduler-aware replacements |
-//! | [`codec`] | – | Lua values ⇄ wire format; `Sendable`, the userdata kinds that cross (buffers, space handles) |
-//! | `linda_remote` | – | space methods on another node's space: requests, and waiting for their answers |
-//! | `wait` | – | what a blocked process waits for, and withdrawing it |
-//! | `remote` | – | requests another node answers (`spawn_on` elsewhere): sent, then the reply awaited by its tag |
-//! | [`state`] | – | state creation, `require`, `print`, `warn`; a new state's first collection (`csrc/gc.c`) |
-//! | `lazy` | – | lazy library tables (the vendored Lua's hooks, `csrc/lazy.c`); every library's template |
-//! | [`preempt`] | – | the signal handler and hook that make an overrunning process yield (`csrc/preempt.c`) |
-//! | `heap` | – | the per-process allocator of a Lua state, and its memory limit |
-//! | `prefault` | – | fresh memory for new states, made ready by spinning workers (`synodic_core::idle`) |
-//! | `hot` | – | hints of the memory a blocked process will touch, for its wakers (`csrc/hot.c`) |
-//! | `peek` | – | one-call reads of plain stack values (`csrc/peek.c`) |
-//! | `plain` | – | the codec's short path: messages of plain values in one C call each way (`csrc/plain.c`) |
-//! | `deferred` | – | large buffers of tuples left on their producer's node, and fetching them before a tuple is decoded |
-//! | `dumps` | – | the bytecode of functions a process has sent, kept for its next sends |
-//! | `shared` | – | the code and strings every process of a node shares: the bundled modules, compiled once (`csrc/shared.c`) |
-//! | `template` | – | prebuilt states that new processes start as copies of (`csrc/template.c`) |
-//! | `prefix` | – | templates of states that have decoded a spawn message's leading values, for spawns that start alike |
-//! | `lualib` | `synodic.alua`, `synodic.console`, `synodic.entity`, `synodic.entity.loop`, `synodic.future`, `synodic.skel` | modules written in Lua, bundled from `lualib/` |
-//! | [`process`] | – | `LuaProcess`, the core `Body` of a Lua process |
+//! | `api/kernel` | `synodic` | spawn, spawn_opt, spawn_on, self, main, send, receive, receive_match, sleep, monitor, demonitor, monitor_node, register, whereis, exit, halt, node, nodes, is_alive, clock |
+//! | `api/chan` | `synodic.chan` | new, send, receive, delete |
+//! | `api/linda` | `synodic.linda` | open, new, default, formals, where; space methods out, take/in, rd, inp, rdp, take_within, rd_within, count, take_all, clear, eval |
+//! | `api/linda_remote` | – | space methods on another node's space: requests, and waiting for their answers |
+//! | `api/buffer` | `synodic.buffer` | new, from, fromtable, shares; get/set/`[i]`, #, kind, size, view, bytes, fill, totable |
+//! | `api/control` | `synodic.control` | write (to a console), processes, probe |
+//! | `api/coroutine` | `coroutine.resume`, `wrap`, `yield`, `isyieldable` | scheduler-aware replacements |
+//! | `api/future` | (`synodic.future`'s natives) | future handles, the node's pool workers |
+//! | `api/remote` | – | requests another node answers (`spawn_on` elsewhere): sent, then the reply awaited by its tag |
+//! | `api/deferred` | – | large buffers of tuples left on their producer's node, and fetching them before a tuple is decoded |
+//! | `api/registry` | `synodic.alua`, `synodic.console`, `synodic.entity`, `synodic.entity.loop`, `synodic.future`, `synodic.skel` | the list of modules; the Lua ones bundled from `lualib/` |
+//! | `vm/module` | – | what the VM knows of a module, read from the registry |
+//! | `vm/bundled` | – | `require` of the bundled Lua modules (`package.preload` loaders) |
+//! | `vm/codec` | – | Lua values ⇄ wire format; `Sendable`, the userdata kinds that cross |
+//! | `vm/wait` | – | what a blocked process waits for, and withdrawing it |
+//! | `vm/state` | – | state creation, `require`, `print`, `warn`; a new state's first collection (`csrc/gc.c`) |
+//! | `vm/lazy` | – | lazy library tables (the vendored Lua's hooks, `csrc/lazy.c`); every library's template |
+//! | `vm/preempt` | – | the signal handler and hook that make an overrunning process yield (`csrc/preempt.c`) |
+//! | `vm/heap` | – | the per-process allocator of a Lua state, and its memory limit |
+//! | `vm/prefault` | – | fresh memory for new states, made ready by spinning workers (`synodic_core::idle`) |
+//! | `vm/hot` | – | hints of the memory a blocked process will touch, for its wakers (`csrc/hot.c`) |
+//! | `vm/peek` | – | one-call reads of plain stack values (`csrc/peek.c`) |
+//! | `vm/plain` | – | the codec's short path: messages of plain values in one C call each way (`csrc/plain.c`) |
+//! | `vm/dumps` | – | the bytecode of functions a process has sent, kept for its next sends |
+//! | `vm/shared` | – | the code and strings every process of a node shares: the bundled modules, compiled once (`csrc/shared.c`) |
+//! | `vm/template` | – | prebuilt states that new processes start as copies of (`csrc/template.c`) |
+//! | `vm/prefix` | – | templates of states that have decoded a spawn message's leading values, for spawns that start alike |
+//! | `vm/cputime` | – | a process's processor time across its runs, for those that ask |
+//! | `vm/process` | – | `LuaProcess`, the core `Body` of a Lua process |
 //!
 //! # Safety
 //!
@@ -62,35 +76,9 @@
 #![allow(non_snake_case)] // `L` is the Lua state, as in the C API.
 #![allow(clippy::missing_safety_doc)]
 
-pub mod buffer;
-pub mod chan;
-pub mod codec;
-pub mod control;
-pub mod coroutine;
-mod ctx;
-pub mod future;
-mod deferred;
-mod dumps;
+pub mod api;
 mod error;
-mod heap;
-mod hot;
-pub mod kernel;
-mod lazy;
-pub mod linda;
-mod linda_remote;
-mod lualib;
-mod peek;
-mod plain;
-pub mod preempt;
-mod prefault;
-mod prefix;
-pub mod process;
-mod remote;
-mod shared;
-pub mod state;
-mod template;
-mod util;
-mod wait;
+pub mod vm;
 
 pub use error::Error;
-pub use process::LuaProcess;
+pub use vm::process::LuaProcess;

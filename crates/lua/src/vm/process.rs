@@ -18,12 +18,12 @@ use std::ffi::{c_int, CString};
 use mlua_sys as ffi;
 use synodic_core::{Body, ExitReason, Message, Pid, Process, Runtime, Spawn, Step};
 
-use crate::codec;
-use crate::ctx::{ctx, Boot, Ctx, Pending};
-use crate::heap::Heap;
-use crate::hot::HotPlace;
-use crate::state::new_state;
-use crate::util::{push_bytes, raise, to_bytes};
+use crate::vm::codec;
+use crate::vm::ctx::{ctx, Boot, Ctx, Pending};
+use crate::vm::heap::Heap;
+use crate::vm::hot::HotPlace;
+use crate::vm::state::new_state;
+use crate::vm::util::{push_bytes, raise, to_bytes};
 
 /// `repr(C)`: the state pointer and the context come first, in the two lines
 /// a waker warms (see `Runtime::warm` in synodic-core).
@@ -44,17 +44,17 @@ impl LuaProcess {
     /// Starts a process running the function and arguments of the spawn
     /// message `msg`, with a memory limit in bytes if given (else the node's).
     pub fn spawn(rt: &Runtime, msg: Message, max_memory: Option<u64>) -> Result<Pid, synodic_core::Error> {
-        let leading = crate::prefix::leading_values(&msg);
+        let leading = crate::vm::prefix::leading_values(&msg);
         LuaProcess::spawn_marked(rt, msg, leading, max_memory)
     }
 
     /// [`LuaProcess::spawn`] of a message whose leading values are known
     /// (`codec::encode_spawn`).
-    pub(crate) fn spawn_marked(rt: &Runtime, msg: Message, leading: Option<crate::codec::Leading>, max_memory: Option<u64>) -> Result<Pid, synodic_core::Error> {
+    pub(crate) fn spawn_marked(rt: &Runtime, msg: Message, leading: Option<crate::vm::codec::Leading>, max_memory: Option<u64>) -> Result<Pid, synodic_core::Error> {
         let heap = max_memory.map_or_else(Heap::new, Heap::limited);
         let template = leading
-            .and_then(|range| crate::prefix::for_leading(&msg, msg.get(range)?))
-            .or_else(|| crate::codec::leading_module(&msg).and_then(crate::template::of_module));
+            .and_then(|range| crate::vm::prefix::for_leading(&msg, msg.get(range)?))
+            .or_else(|| crate::vm::codec::leading_module(&msg).and_then(crate::vm::template::of_module));
         rt.spawn_with(LuaProcess::booting(Boot::Spawned(template), heap), Spawn { first: Some(msg), max_memory })
     }
 
@@ -76,7 +76,7 @@ impl LuaProcess {
 impl Drop for LuaProcess {
     fn drop(&mut self) {
         if !self.L.is_null() {
-            unsafe { crate::state::close_state(self.L, &mut self.heap) };
+            unsafe { crate::vm::state::close_state(self.L, &mut self.heap) };
             self.L = std::ptr::null_mut();
         }
     }
@@ -120,15 +120,15 @@ impl Body for LuaProcess {
             }
             let L = self.L;
             let mut nres = 0;
-            if self.ctx.pool_worker {
-                crate::future::run_starts(L);
+            if self.ctx.timed {
+                crate::vm::cputime::run_starts(L);
             }
-            crate::preempt::enter(L);
+            crate::vm::preempt::enter(L);
             let status = ffi::lua_resume(L, std::ptr::null_mut(), nargs, &mut nres);
-            crate::preempt::leave(L);
-            // (A process becomes a pool worker during a run: its clock starts then.)
-            if self.ctx.pool_worker {
-                crate::future::run_ends(L);
+            crate::vm::preempt::leave(L);
+            // (A process's clock may start during a run: it is counted from then.)
+            if self.ctx.timed {
+                crate::vm::cputime::run_ends(L);
             }
             match status {
                 ffi::LUA_YIELD => {
@@ -185,7 +185,7 @@ impl LuaProcess {
             None if ffi::lua_isnil(T, 1) != 0 => ExitReason::Error(String::new()),
             None => codec::encode(T, 1, 1).map(|m| ExitReason::Value(m.to_vec())).unwrap_or_else(|_| ExitReason::Error(String::new())),
         };
-        let text = text.unwrap_or_else(|| format!("(error object is a {} value)", crate::util::type_name(T, 1)));
+        let text = text.unwrap_or_else(|| format!("(error object is a {} value)", crate::vm::util::type_name(T, 1)));
         if self.ctx.load_error {
             eprintln!("synodic: {text}");
         } else {
@@ -280,7 +280,7 @@ unsafe fn prepare_spawned(L: *mut ffi::lua_State) -> Result<c_int, String> {
 /// Pushes `require(module).main` and `arg`.
 unsafe fn prepare_module(L: *mut ffi::lua_State, module: &str, arg: i64) -> Result<c_int, String> {
     ffi::lua_settop(L, 0);
-    crate::state::push_module(L, module.as_bytes())?;
+    crate::vm::state::push_module(L, module.as_bytes())?;
     if ffi::lua_getfield(L, -1, c"main".as_ptr()) != ffi::LUA_TFUNCTION {
         return Err(format!("module {module} has no main function"));
     }

@@ -36,7 +36,7 @@ use synodic_core::hash::FastBuild;
 use synodic_core::wire::Shape;
 use synodic_core::Message;
 
-use crate::template::Template;
+use crate::vm::template::Template;
 
 /// How many of a message's values lead: the function and its first argument.
 pub(crate) const LEADING: usize = 2;
@@ -71,7 +71,7 @@ thread_local! {
 /// Where the leading values of a message from elsewhere (another node)
 /// lie, if they may have a template: a walk over its bytes, where a spawn
 /// made here has its encoder say (`codec::encode_spawn`).
-pub(crate) fn leading_values(msg: &Message) -> Option<crate::codec::Leading> {
+pub(crate) fn leading_values(msg: &Message) -> Option<crate::vm::codec::Leading> {
     let (leading, last) = synodic_core::wire::leading_values(msg, LEADING)?;
     let start = leading.as_ptr() as usize - msg.as_ptr() as usize;
     (last == Shape::Table).then_some(start..start + leading.len())
@@ -122,8 +122,8 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
     }
     // Built under the lock: once per leading values, and a spawn that comes
     // meanwhile with the same ones waits for it rather than building again.
-    let function = crate::codec::leading_library(msg);
-    let stack_slots = crate::template::stack_slots(function.map(|(module, _)| module));
+    let function = crate::vm::codec::leading_library(msg);
+    let stack_slots = crate::vm::template::stack_slots(function.map(|(module, _)| module));
     let preparer = function.and_then(|(module, field)| PREPARED.iter().find(|(m, f, _)| (*m, *f) == (module, field)));
     let template = unsafe { build(leading, stack_slots, preparer) }.map(|t| &*Box::leak(Box::new(t)));
     cache.built += 1;
@@ -138,9 +138,9 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
 /// `template::stack_slots`), if it can be built.
 unsafe fn build(leading: &[u8], stack_slots: std::ffi::c_int, preparer: Option<&Preparer>) -> Option<Template> {
     Template::build_with_stack(stack_slots, |L| {
-        let kept = crate::codec::keep_prefix(L, leading).is_ok() && preparer.is_none_or(|p| prepare(L, p));
+        let kept = crate::vm::codec::keep_prefix(L, leading).is_ok() && preparer.is_none_or(|p| prepare(L, p));
         if kept {
-            crate::util::hold_pids(L);
+            crate::vm::util::hold_pids(L);
         }
         kept
     })
@@ -158,8 +158,8 @@ const PREPARED: [Preparer; 1] = [(b"synodic.entity.loop", b"main", b"prepare")];
 /// Replaces the first argument among the values `codec::keep_prefix` kept
 /// in `L` by what `preparer` makes of it; false when it fails.
 unsafe fn prepare(L: *mut ffi::lua_State, (module, _, preparer): &Preparer) -> bool {
-    crate::codec::with_kept_argument(L, |L| {
-        if !crate::shared::push_frozen_field(L, module, preparer) {
+    crate::vm::codec::with_kept_argument(L, |L| {
+        if !crate::vm::shared::push_frozen_field(L, module, preparer) {
             return false;
         }
         ffi::lua_rotate(L, -2, 1);
@@ -170,9 +170,9 @@ unsafe fn prepare(L: *mut ffi::lua_State, (module, _, preparer): &Preparer) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::tests::TestState;
-    use crate::heap::Heap;
-    use crate::template::tests::{run, Copy};
+    use crate::vm::codec::tests::TestState;
+    use crate::vm::heap::Heap;
+    use crate::vm::template::tests::{run, Copy};
     use mlua_sys as ffi;
     use synodic_core::Message;
 
@@ -198,11 +198,11 @@ mod tests {
     #[test]
     fn a_copy_holds_the_leading_values_and_decodes_the_rest() {
         let (msg, t) = template_of("local t = {7} local function f() return t end return f, {t = t, g = f}, {8}, 'x'");
-        let plain = Copy::of(crate::template::base().unwrap(), Heap::new()).unwrap();
+        let plain = Copy::of(crate::vm::template::base().unwrap(), Heap::new()).unwrap();
         let decoded_whole = unsafe {
             assert_eq!(ffi::lua_gettop(plain.L), 0, "a plain state starts with an empty stack");
             let before = plain.heap.used();
-            assert_eq!(crate::codec::decode(plain.L, &Message::from_slice(&msg)).unwrap(), 4);
+            assert_eq!(crate::vm::codec::decode(plain.L, &Message::from_slice(&msg)).unwrap(), 4);
             plain.heap.used() - before
         };
         for _ in 0..2 {
@@ -210,7 +210,7 @@ mod tests {
             unsafe {
                 assert_eq!(ffi::lua_gettop(c.L), 4, "the two values, their length and how many objects they hold");
                 let before = c.heap.used();
-                assert_eq!(crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 4);
+                assert_eq!(crate::vm::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 4);
                 assert!(c.heap.used() - before < decoded_whole / 2, "only the rest is decoded");
                 name_values(c.L, &[c"f", c"a", c"u", c"x"]);
                 assert!(run(c.L, "local t = f() return a.t == t and a.g == f and t[1] == 7 and u[1] == 8 and x == 'x'"));
@@ -226,7 +226,7 @@ mod tests {
         let (msg, t) = template_of("local t = {7} local function f() return t end return f, {t = t, g = f}, t, f, 'x'");
         let c = Copy::of(&t, Heap::new()).unwrap();
         unsafe {
-            assert_eq!(crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 5);
+            assert_eq!(crate::vm::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 5);
             assert_eq!(ffi::lua_gettop(c.L), 5, "the values alone");
             name_values(c.L, &[c"f", c"a", c"t", c"g", c"x"]);
             assert!(run(c.L, "return f() == t and a.t == t and a.g == f and g == f and t[1] == 7 and x == 'x'"), "references across the leading values and the rest hold");
@@ -255,11 +255,11 @@ mod tests {
         let preparer = PREPARED.iter().find(|(m, f, _)| (*m, *f) == (&b"synodic.entity.loop"[..], &b"main"[..]));
         let msg = st.encode("return require('synodic.entity.loop').main, {methods = {m = function() return 7 end}, frame_rate = 4}, 'own'");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
-        let stack = crate::template::stack_slots(Some(b"synodic.entity.loop"));
+        let stack = crate::vm::template::stack_slots(Some(b"synodic.entity.loop"));
         let t = unsafe { build(leading, stack, preparer) }.expect("a template");
         let c = Copy::of(&t, Heap::new()).unwrap();
         unsafe {
-            assert_eq!(crate::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 3);
+            assert_eq!(crate::vm::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 3);
             name_values(c.L, &[c"f", c"st", c"own"]);
             let prepared = "return st[1] == false and st[9].m() == 7 and st[12] == 0.25 and own == 'own' \
                 and require('debug').getregistry()['synodic.entity.running'] == st";
@@ -305,7 +305,7 @@ mod tests {
         let other = st.encode("return function(x) return x + 12345 end, {k = 'the_second_spawn_alike'}, 2, 3");
         assert!(std::ptr::eq(t, for_message(&other).unwrap()), "the same leading values, other values after");
         let c = Copy::of(t, Heap::new()).unwrap();
-        assert!(c.ctx.pid_meta && crate::template::tests::has_pid_metatable(c.L), "a copy starts with pids' metatable made");
+        assert!(c.ctx.pid_meta && crate::vm::template::tests::has_pid_metatable(c.L), "a copy starts with pids' metatable made");
         let scalar = st.encode("return function(x) return x + 12345 end, 'the_second_spawn_alike'");
         assert!(for_message(&scalar).is_none() && for_message(&scalar).is_none(), "a scalar first argument gets none");
     }

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use mlua_sys as ffi;
 use synodic_core::Attachment;
 
-use crate::codec::Sendable;
-use crate::util::*;
+use crate::vm::codec::Sendable;
+use crate::vm::util::*;
 
 /// A buffer's bytes, shared between the buffers that view them.
 pub(crate) type Payload = Arc<synodic_core::payload::Payload>;
@@ -91,7 +91,7 @@ const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"totable", totable),
 ];
 
-crate::lazy::lazy_module!(b"synodic.buffer");
+crate::vm::lazy::lazy_module!(b"synodic.buffer");
 
 /// Zeroed bytes for a new payload, or an error when there is no memory.
 fn zeroed(bytes: usize, fname: &str) -> Result<Vec<u8>, String> {
@@ -115,32 +115,13 @@ fn writable<'a>(b: &'a mut Buffer, fname: &str) -> Result<&'a mut Vec<u8>, Strin
 /// Pushes a buffer over `payload`, counted against the process's memory
 /// limit; an error (nothing pushed) when it does not fit.
 pub(crate) unsafe fn push_new(L: *mut ffi::lua_State, payload: Payload, kind: Kind, fname: &str) -> Result<(), String> {
-    if !crate::heap::charge(L, payload.len() as i64) {
+    if !crate::vm::heap::charge(L, payload.len() as i64) {
         return Err(format!("{fname}: not enough memory (over the process's memory limit)"));
     }
-    let c = crate::ctx::ctx(L);
+    let c = crate::vm::ctx::ctx(L);
     c.payload_kib = c.payload_kib.saturating_add((payload.len() >> 10) as u32);
     push(L, payload, kind);
     Ok(())
-}
-
-/// Before a process that has made or received a megabyte or more of
-/// buffers (or futures, which hold results elsewhere) blocks, its collector
-/// does the work that much allocation would have asked for: a payload lives
-/// outside the Lua heap, so without this a process that drops large buffers
-/// keeps them (and their memory) until its heap grows by itself, and the
-/// next large message finds no memory to reuse (`synodic_core::payload`).
-/// Erlang's binary heap works the same way. A collector the program stopped
-/// stays stopped.
-pub(crate) unsafe fn collect_dropped(L: *mut ffi::lua_State) {
-    let c = crate::ctx::ctx(L);
-    if c.payload_kib < 1024 {
-        return;
-    }
-    let kib = std::mem::take(&mut c.payload_kib);
-    if ffi::lua_gc(L, ffi::LUA_GCISRUNNING) != 0 {
-        ffi::lua_gc(L, ffi::LUA_GCSTEP, kib.min(c_int::MAX as u32) as c_int);
-    }
 }
 
 /// Pushes a buffer over `payload` (already counted).
@@ -405,7 +386,7 @@ unsafe extern "C-unwind" fn tostring(L: *mut ffi::lua_State) -> c_int {
 
 unsafe extern "C-unwind" fn gc(L: *mut ffi::lua_State) -> c_int {
     if let Some(b) = to_buffer(L, 1) {
-        crate::heap::charge(L, -(b.payload.len() as i64));
+        crate::vm::heap::charge(L, -(b.payload.len() as i64));
         std::ptr::drop_in_place(b as *mut Buffer);
         // Disarm: a resurrected userdata must not drop twice.
         ffi::lua_pushnil(L);

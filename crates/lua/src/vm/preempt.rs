@@ -24,7 +24,7 @@ use std::sync::Once;
 
 use mlua_sys as ffi;
 
-use crate::ctx::{ctx, Pending};
+use crate::vm::ctx::{ctx, Pending};
 
 /// The signal the monitor sends (ignored by default, like Go's choice).
 pub const SIGNAL: libc::c_int = libc::SIGURG;
@@ -97,7 +97,7 @@ pub(crate) fn leave(L: *mut ffi::lua_State) {
 pub(crate) unsafe extern "C-unwind" fn gethook(L: *mut ffi::lua_State) -> c_int {
     let thread = if ffi::lua_type(L, 1) == ffi::LUA_TTHREAD { ffi::lua_tothread(L, 1) } else { L };
     disarm(thread);
-    ffi::lua_pushcfunction(L, crate::lazy::original("debug", b"gethook").expect("the debug library has gethook"));
+    ffi::lua_pushcfunction(L, crate::vm::lazy::original("debug", b"gethook").expect("the debug library has gethook"));
     ffi::lua_rotate(L, 1, 1);
     ffi::lua_call(L, ffi::lua_gettop(L) - 1, ffi::LUA_MULTRET);
     ffi::lua_gettop(L)

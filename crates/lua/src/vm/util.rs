@@ -11,8 +11,8 @@ use std::time::Duration;
 use mlua_sys as ffi;
 use synodic_core::Pid;
 
-use crate::ctx::{ctx, Pending};
-use crate::peek::{peek, Plain};
+use crate::vm::ctx::{ctx, Pending};
+use crate::vm::peek::{peek, Plain};
 
 pub(crate) unsafe fn push_bytes(L: *mut ffi::lua_State, b: &[u8]) {
     ffi::lua_pushlstring(L, b.as_ptr().cast(), b.len());
@@ -46,14 +46,14 @@ pub(crate) fn try_vec(bytes: usize) -> Result<Vec<u8>, String> {
 /// errors: the one way this crate calls Lua code from Rust (a module's
 /// `__index`, a `where` predicate, a `receive_match` filter, a module
 /// loader). An error that must not be caught (the process is ending: see
-/// `kernel::synodic_uncatchable`) goes on unwinding, as through `pcall`; any
+/// [`synodic_uncatchable`]) goes on unwinding, as through `pcall`; any
 /// other is left on top of the stack, and `Err` says so.
 pub(crate) unsafe fn protected(L: *mut ffi::lua_State, nargs: c_int, nresults: c_int) -> Result<(), ()> {
     let status = ffi::lua_pcall(L, nargs, nresults, 0);
     if status == ffi::LUA_OK {
         return Ok(());
     }
-    if crate::kernel::synodic_uncatchable(L, status) != 0 {
+    if synodic_uncatchable(L, status) != 0 {
         ffi::lua_error(L);
     }
     Err(())
@@ -207,7 +207,7 @@ pub(crate) unsafe fn yield_to_scheduler(L: *mut ffi::lua_State, why: Pending, k:
         return raise(L, msg);
     }
     if matches!(why, Pending::Block) {
-        crate::buffer::collect_dropped(L);
+        collect_dropped(L);
     }
     ctx(L).pending = why;
     ffi::lua_yieldk(L, 0, 0, Some(k))
@@ -234,4 +234,38 @@ pub(crate) unsafe fn set_class(L: *mut ffi::lua_State, name: &CStr, meta: &Funct
         ffi::lua_setfield(L, -2, methods_at.as_ptr());
     }
     ffi::lua_setmetatable(L, -2);
+}
+
+/// Whether the error on top of `L`, being caught with `status` by `pcall`,
+/// `xpcall` or a coroutine's resume, must go on unwinding instead: the
+/// process is ending (an `exit`, or a memory error under a memory limit:
+/// the process ends with reason "memory limit"). Called by the vendored
+/// `lbaselib.c` ([Synodic]).
+#[no_mangle]
+pub unsafe extern "C-unwind" fn synodic_uncatchable(L: *mut ffi::lua_State, status: c_int) -> c_int {
+    // Only states made for processes have a context.
+    let Some(heap) = crate::vm::heap::of_state(L) else { return 0 };
+    if status == ffi::LUA_ERRMEM && heap.is_limited() {
+        ctx(L).exit = Some(Box::new(synodic_core::ExitReason::Error(synodic_core::MEMORY_LIMIT.into())));
+    }
+    ctx(L).exit.is_some() as c_int
+}
+
+/// Before a process that has made or received a megabyte or more of
+/// buffers (or futures, which hold results elsewhere) blocks, its collector
+/// does the work that much allocation would have asked for: a payload lives
+/// outside the Lua heap, so without this a process that drops large buffers
+/// keeps them (and their memory) until its heap grows by itself, and the
+/// next large message finds no memory to reuse (`synodic_core::payload`).
+/// Erlang's binary heap works the same way. A collector the program stopped
+/// stays stopped.
+pub(crate) unsafe fn collect_dropped(L: *mut ffi::lua_State) {
+    let c = crate::vm::ctx::ctx(L);
+    if c.payload_kib < 1024 {
+        return;
+    }
+    let kib = std::mem::take(&mut c.payload_kib);
+    if ffi::lua_gc(L, ffi::LUA_GCISRUNNING) != 0 {
+        ffi::lua_gc(L, ffi::LUA_GCSTEP, kib.min(c_int::MAX as u32) as c_int);
+    }
 }

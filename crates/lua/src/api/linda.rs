@@ -31,11 +31,11 @@ use synodic_core::spaces::{Home, Refused, Space, SpaceRef};
 use synodic_core::waiting::{Completion, Waiter};
 use synodic_core::{Attachment, Pid};
 
-use crate::codec::{self, Sendable};
-use crate::ctx::ctx;
-use crate::peek::{peek, Plain};
-use crate::util::*;
-use crate::wait::{self, Poll};
+use crate::vm::codec::{self, Sendable};
+use crate::vm::ctx::ctx;
+use crate::vm::peek::{peek, Plain};
+use crate::vm::util::*;
+use crate::vm::wait::{self, Poll};
 
 /// Registry name of the metatable of space handles.
 const SPACE: &CStr = c"synodic.space";
@@ -68,7 +68,7 @@ struct Method {
     there: unsafe fn(*mut ffi::lua_State, &SpaceRef, u16) -> c_int,
 }
 
-use crate::linda_remote as far;
+use crate::api::linda_remote as far;
 
 const METHODS: [Method; 11] = [
     Method { name: "out", here: out, there: far::out },
@@ -342,7 +342,7 @@ unsafe extern "C-unwind" fn claimed_k(L: *mut ffi::lua_State, _status: c_int, k:
             if wait::take_withdrawn(L) {
                 return wait::cannot_block(L, METHODS[m].name);
             }
-            return crate::kernel::block_on_mailbox(L, claimed_k, ((next << 8) | m) as ffi::lua_KContext, METHODS[m].name);
+            return crate::api::kernel::block_on_mailbox(L, claimed_k, ((next << 8) | m) as ffi::lua_KContext, METHODS[m].name);
         }
     };
     ffi::lua_settop(L, -2);
@@ -378,7 +378,7 @@ pub(crate) unsafe fn field(L: *mut ffi::lua_State, idx: c_int, n: c_int, what: &
         Plain::Str(s) => Field::Str(Arc::new(try_copy(s).map_err(|e| format!("{what}: {e}"))?)),
         Plain::Light(p) => Pid::from_raw(p as usize as u64).map_or(Field::Opaque(Kind::Other), |p| Field::Pid(p.raw())),
         Plain::Other if ffi::lua_type(L, idx) == ffi::LUA_TTABLE => Field::Opaque(Kind::Table),
-        Plain::Other if crate::buffer::to_buffer(L, idx).is_some() => Field::Opaque(Kind::Buffer),
+        Plain::Other if crate::api::buffer::to_buffer(L, idx).is_some() => Field::Opaque(Kind::Buffer),
         Plain::Other => Field::Opaque(Kind::Other),
     })
 }
@@ -548,7 +548,7 @@ unsafe fn attempt(L: *mut ffi::lua_State, q: Box<Query>) -> Result<Got, String> 
 /// Returns a tuple's values (once the bytes of its buffers left on other
 /// nodes are here).
 unsafe fn handed(L: *mut ffi::lua_State, values: synodic_core::Message) -> c_int {
-    crate::deferred::deliver(L, values, "take", Box::new(|L, values| crate::linda_remote::results(L, values, "take")))
+    crate::api::deferred::deliver(L, values, "take", Box::new(|L, values| crate::api::linda_remote::results(L, values, "take")))
 }
 
 /// Returns the tuple's values, or blocks with `blocking_k` as continuation.
@@ -754,7 +754,7 @@ unsafe fn take_all(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
     // Buffers left on their producers' nodes are fetched first, for the list as a whole.
     if tuples.iter().any(|t| t.values.attachments().iter().any(|a| a.is::<synodic_core::future::Ticket>())) {
         let list = synodic_core::linda_remote::list(tuples.into_iter().map(|t| (None, t)));
-        return crate::deferred::deliver(L, list, "take_all", Box::new(|L, list| crate::linda_remote::results(L, list, "take_all")));
+        return crate::api::deferred::deliver(L, list, "take_all", Box::new(|L, list| crate::api::linda_remote::results(L, list, "take_all")));
     }
     ffi::lua_createtable(L, tuples.len() as c_int, 0);
     let list = ffi::lua_gettop(L);
@@ -810,7 +810,7 @@ unsafe extern "C-unwind" fn eval(L: *mut ffi::lua_State) -> c_int {
         Ok(())
     })();
     match loaded {
-        Ok(()) => crate::kernel::spawn_somewhere(L, b"any", 1, "eval"),
+        Ok(()) => crate::api::kernel::spawn_somewhere(L, b"any", 1, "eval"),
         Err(e) => raise(L, e),
     }
 }

@@ -36,7 +36,7 @@ pub(crate) struct Dumps {
 /// `L` must be a process state (see `ctx`) with a Lua function at `idx`.
 pub(crate) unsafe fn dump(L: *mut ffi::lua_State, idx: c_int, out: &mut Vec<u8>) -> bool {
     let proto = synodic_proto(L, idx);
-    let cache = &mut crate::ctx::ctx(L).dumps;
+    let cache = &mut crate::vm::ctx::ctx(L).dumps;
     if let Some((_, bytes)) = cache.as_ref().and_then(|c| c.entries.get(&proto)) {
         if out.try_reserve(bytes.len()).is_err() {
             return false;

@@ -11,12 +11,12 @@ use synodic_core::{ExitReason, Pid};
 use synodic_core::linda::Field;
 use synodic_core::wire::{Reader, Tag};
 
-use crate::codec;
-use crate::ctx::{ctx, Pending};
-use crate::peek::{peek, Plain};
-use crate::process::LuaProcess;
-use crate::util::*;
-use crate::wait;
+use crate::vm::codec;
+use crate::vm::ctx::{ctx, Pending};
+use crate::vm::peek::{peek, Plain};
+use crate::vm::process::LuaProcess;
+use crate::vm::util::*;
+use crate::vm::wait;
 
 pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"spawn", spawn),
@@ -39,21 +39,21 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"clock", clock),
     (c"halt", halt),
     (c"main", main_pid),
-    (c"async", crate::future::async_),
-    (c"async_on", crate::future::async_on),
-    (c"_submit", crate::future::submit_),
-    (c"_pool_take", crate::future::pool_take),
-    (c"_resolve", crate::future::resolve),
-    (c"_pool_load", crate::future::pool_load),
-    (c"_is_future", crate::future::is_future),
-    (c"_fetched", crate::future::fetched),
-    (c"_futures_held", crate::future::futures_held),
-    (c"_store", crate::future::store),
-    (c"_cpu_clock", crate::future::cpu_clock),
-    (c"_isatty", crate::future::isatty),
+    (c"async", crate::api::future::async_),
+    (c"async_on", crate::api::future::async_on),
+    (c"_submit", crate::api::future::submit_),
+    (c"_pool_take", crate::api::future::pool_take),
+    (c"_resolve", crate::api::future::resolve),
+    (c"_pool_load", crate::api::future::pool_load),
+    (c"_is_future", crate::api::future::is_future),
+    (c"_fetched", crate::api::future::fetched),
+    (c"_futures_held", crate::api::future::futures_held),
+    (c"_store", crate::api::future::store),
+    (c"_cpu_clock", crate::vm::cputime::cpu_clock),
+    (c"_isatty", crate::api::future::isatty),
 ];
 
-crate::lazy::lazy_module!(b"synodic");
+crate::vm::lazy::lazy_module!(b"synodic");
 
 /// Encodes `f, args...` from `first` and starts a process running it.
 unsafe fn spawn_from(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Result<Pid, String> {
@@ -147,7 +147,7 @@ pub(crate) unsafe fn spawn_somewhere(L: *mut ffi::lua_State, asked: &[u8], first
         named => String::from_utf8_lossy(named).into(),
     };
     if node != rt.node_name() {
-        return crate::remote::spawn_on(L, &node, first);
+        return crate::api::remote::spawn_on(L, &node, first);
     }
     match spawn_from(L, first, fname) {
         Ok(pid) => {
@@ -241,7 +241,7 @@ pub(crate) unsafe fn block_on_mailbox(L: *mut ffi::lua_State, k: unsafe extern "
     if ffi::lua_isyieldable(L) == 0 {
         return wait::cannot_block(L, what);
     }
-    crate::buffer::collect_dropped(L);
+    crate::vm::util::collect_dropped(L);
     ctx(L).pending = Pending::Block;
     ffi::lua_yieldk(L, 0, cursor, Some(k))
 }
@@ -476,7 +476,7 @@ unsafe extern "C-unwind" fn register(L: *mut ffi::lua_State) -> c_int {
         Err(e) => return raise(L, e),
     };
     if ctx(L).rt().remote().is_some() {
-        return crate::remote::register(L, name, pid);
+        return crate::api::remote::register(L, name, pid);
     }
     let failed = ctx(L).rt().register(name, pid).err().map(|e| format!("register: {e}"));
     match failed {
@@ -527,27 +527,12 @@ pub(crate) unsafe fn end_process_here(L: *mut ffi::lua_State) -> ! {
 
 /// Ends the calling process, whose `exit` reason is set: by yielding to the
 /// scheduler, or where that cannot be, by an error that no `pcall` keeps
-/// (see [`synodic_uncatchable`]).
+/// (see `vm::util::synodic_uncatchable`).
 unsafe fn end_process(L: *mut ffi::lua_State, k: ffi::lua_KFunction) -> c_int {
     if ffi::lua_isyieldable(L) == 0 {
         end_process_here(L);
     }
     yield_to_scheduler(L, Pending::Exit, k, "exit")
-}
-
-/// Whether the error on top of `L`, being caught with `status` by `pcall`,
-/// `xpcall` or a coroutine's resume, must go on unwinding instead: the
-/// process is ending (an `exit`, or a memory error under a memory limit:
-/// the process ends with reason "memory limit"). Called by the vendored
-/// `lbaselib.c` ([Synodic]).
-#[no_mangle]
-pub unsafe extern "C-unwind" fn synodic_uncatchable(L: *mut ffi::lua_State, status: c_int) -> c_int {
-    // Only states made for processes have a context.
-    let Some(heap) = crate::heap::of_state(L) else { return 0 };
-    if status == ffi::LUA_ERRMEM && heap.is_limited() {
-        ctx(L).exit = Some(Box::new(ExitReason::Error(synodic_core::MEMORY_LIMIT.into())));
-    }
-    ctx(L).exit.is_some() as c_int
 }
 
 /// The error object of an `exit` that had to unwind (its address is unique).

@@ -11,7 +11,7 @@
 //! of its prototypes and constants (7 to 12 KB), and a new state takes the
 //! metamethod names as they are instead of interning 25 strings.
 //!
-//! Some bundled modules are *frozen* ([`FROZEN`]): their main chunk runs
+//! Some bundled modules are *frozen* (`frozen` in the registry): their main chunk runs
 //! in the node's state too, before it is frozen, and every process shares
 //! the functions it made, closures and upvalues included, as it shares the
 //! code (`csrc/shared.c` checks that no process could write them). A
@@ -25,8 +25,8 @@ use std::sync::OnceLock;
 
 use mlua_sys as ffi;
 
-use crate::lualib::BUNDLED;
-use crate::util::to_bytes;
+use crate::vm::module::{bundled, lazy_functions};
+use crate::vm::util::to_bytes;
 
 extern "C" {
     fn synodic_share(L: *mut ffi::lua_State);
@@ -38,11 +38,13 @@ extern "C" {
     fn synodic_push_frozen(L: *mut ffi::lua_State, f: *const c_void);
 }
 
-/// The bundled modules that are frozen (see the module's docs). Their main
-/// chunk may only define functions (no global read, no table kept: see
-/// `lualib/entity_loop.lua`), and the `synodic` module it may require
-/// holds the kernel's functions only.
-const FROZEN: [&[u8]; 1] = [b"synodic.entity.loop"];
+/// The functions a frozen module's main chunk finds in the one module it
+/// may require (`vm::module::FROZEN_SEES`). Its main chunk may only
+/// define functions (no global read, no table kept: see
+/// `lualib/entity_loop.lua`).
+fn frozen_sees() -> &'static crate::vm::util::Functions {
+    lazy_functions(crate::vm::module::FROZEN_SEES).unwrap_or(&[])
+}
 
 /// A frozen module's function: its field name and its address.
 type FrozenField = (Box<[u8]>, usize);
@@ -59,14 +61,14 @@ unsafe impl Sync for Module {}
 
 /// The node's shared code.
 struct Shared {
-    /// Each bundled module's, in `BUNDLED`'s order.
+    /// Each bundled module's, in the registry's order.
     modules: Vec<Module>,
-    /// Each bundled module's functions if it is frozen, in `BUNDLED`'s order.
+    /// Each bundled module's functions if it is frozen, in the registry's order.
     frozen: Vec<Option<Frozen>>,
     /// Every shared prototype's address, sorted.
     protos: Vec<usize>,
     /// Every frozen function's address, sorted, with its module's index in
-    /// `BUNDLED` and its field's in the module's `Frozen`.
+    /// the bundled modules and its field's in the module's `Frozen`.
     frozen_functions: Vec<(usize, usize, usize)>,
 }
 
@@ -88,23 +90,23 @@ unsafe fn build() -> Shared {
     ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
     ffi::luaL_openlibs(L);
     // Room for the names, the modules' chunks and what freezing pushes.
-    let room = crate::kernel::FUNCTIONS.len() + BUNDLED.len() + 8;
+    let room = frozen_sees().len() + bundled().len() + 8;
     assert!(ffi::lua_checkstack(L, room as c_int) != 0, "no stack for the node's shared Lua state");
-    for (name, _) in crate::kernel::FUNCTIONS {
+    for (name, _) in frozen_sees() {
         ffi::lua_pushstring(L, name.as_ptr());
     }
     let names = ffi::lua_gettop(L);
-    let modules: Vec<Module> = BUNDLED
+    let modules: Vec<Module> = bundled()
         .iter()
-        .map(|(_, chunk, source)| {
+        .map(|&crate::vm::module::Bundled { chunk, source, .. }| {
             if ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), chunk.as_ptr(), c"t".as_ptr()) != ffi::LUA_OK {
                 return Module(Err(String::from_utf8_lossy(to_bytes(L, -1).unwrap_or_default()).into_owned()));
             }
             Module(Ok(synodic_proto_of(L, -1)))
         })
         .collect();
-    provide_kernel(L);
-    let frozen: Vec<Option<Frozen>> = (0..BUNDLED.len()).map(|i| freeze(L, i, names + 1 + i as c_int)).collect();
+    provide_frozen_sees(L);
+    let frozen: Vec<Option<Frozen>> = (0..bundled().len()).map(|i| freeze(L, i, names + 1 + i as c_int)).collect();
     synodic_share(L);
     let mut protos = Vec::new();
     for proto in modules.iter().filter_map(|m| m.0.as_ref().ok()) {
@@ -124,16 +126,17 @@ unsafe fn build() -> Shared {
     Shared { modules, frozen, protos, frozen_functions }
 }
 
-/// Makes `require "synodic"` in the node's state give the kernel's
-/// functions, for frozen modules' main chunks (which keep only functions).
-unsafe fn provide_kernel(L: *mut ffi::lua_State) {
+/// Makes `require` of the module frozen modules see give its functions in
+/// the node's state, for frozen modules' main chunks (which keep only
+/// functions).
+unsafe fn provide_frozen_sees(L: *mut ffi::lua_State) {
     ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
-    ffi::lua_createtable(L, 0, crate::kernel::FUNCTIONS.len() as c_int);
-    for (field, f) in crate::kernel::FUNCTIONS {
+    ffi::lua_createtable(L, 0, frozen_sees().len() as c_int);
+    for (field, f) in frozen_sees() {
         ffi::lua_pushcfunction(L, *f);
         ffi::lua_setfield(L, -2, field.as_ptr());
     }
-    ffi::lua_setfield(L, -2, c"synodic".as_ptr());
+    ffi::lua_setfield(L, -2, crate::vm::module::FROZEN_SEES.as_ptr());
     ffi::lua_settop(L, -2);
 }
 
@@ -141,12 +144,13 @@ unsafe fn provide_kernel(L: *mut ffi::lua_State) {
 /// one of [`FROZEN`], and returns its functions if they may be shared. The
 /// module table stays on the stack, to be frozen with the rest.
 unsafe fn freeze(L: *mut ffi::lua_State, i: usize, chunk: c_int) -> Option<Frozen> {
-    let name = BUNDLED[i].0.to_bytes();
-    if !FROZEN.contains(&name) || ffi::lua_type(L, chunk) != ffi::LUA_TFUNCTION {
+    let module = &bundled()[i];
+    let name = module.name.to_bytes();
+    if !module.frozen || ffi::lua_type(L, chunk) != ffi::LUA_TFUNCTION {
         return None;
     }
     ffi::lua_pushvalue(L, chunk);
-    crate::util::push_bytes(L, name);
+    crate::vm::util::push_bytes(L, name);
     if ffi::lua_pcall(L, 1, 1, 0) != ffi::LUA_OK || synodic_freezable(L, -1) == 0 {
         ffi::lua_settop(L, -2);
         return None;
@@ -191,7 +195,7 @@ pub(crate) unsafe fn push_frozen_module(L: *mut ffi::lua_State, i: usize) -> boo
     ffi::lua_createtable(L, 0, fields.len() as c_int);
     for (name, f) in fields {
         ffi::luaL_checkstack(L, 2, std::ptr::null());
-        crate::util::push_bytes(L, name);
+        crate::vm::util::push_bytes(L, name);
         synodic_push_frozen(L, *f as *const c_void);
         ffi::lua_rawset(L, -3);
     }
@@ -201,7 +205,7 @@ pub(crate) unsafe fn push_frozen_module(L: *mut ffi::lua_State, i: usize) -> boo
 /// Pushes the shared function `field` of frozen module `module`; false
 /// (nothing pushed) when there is none.
 pub(crate) unsafe fn push_frozen_field(L: *mut ffi::lua_State, module: &[u8], field: &[u8]) -> bool {
-    let found = crate::lualib::index_of(module).and_then(frozen_fields).and_then(|fields| fields.iter().find(|(n, _)| &**n == field));
+    let found = crate::vm::bundled::index_of(module).and_then(frozen_fields).and_then(|fields| fields.iter().find(|(n, _)| &**n == field));
     let Some((_, f)) = found else { return false };
     if ffi::lua_checkstack(L, 1) == 0 {
         return false;
@@ -221,12 +225,12 @@ pub(crate) unsafe fn frozen_name(p: *const c_void) -> Option<Vec<u8>> {
     let at = shared.frozen_functions.binary_search_by_key(&p, |&(g, _, _)| g).ok()?;
     let (_, module, field) = shared.frozen_functions[at];
     let (field, _) = &shared.frozen[module].as_ref()?.0[field];
-    Some([BUNDLED[module].0.to_bytes(), b"\0", field].concat())
+    Some([bundled()[module].name.to_bytes(), b"\0", field].concat())
 }
 
 /// Whether module `name` is frozen (its functions shared, as they are).
 pub(crate) fn is_frozen_module(name: &[u8]) -> bool {
-    crate::lualib::index_of(name).and_then(frozen_fields).is_some()
+    crate::vm::bundled::index_of(name).and_then(frozen_fields).is_some()
 }
 
 #[cfg(test)]

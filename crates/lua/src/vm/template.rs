@@ -32,9 +32,9 @@ use std::sync::OnceLock;
 use libmimalloc_sys::{mi_free, mi_good_size, mi_malloc, mi_usable_size};
 use mlua_sys as ffi;
 
-use crate::ctx::{Boot, Ctx};
-use crate::heap::{self, Heap, Layout, FIRST_CHUNK};
-use crate::lazy::LazyTable;
+use crate::vm::ctx::{Boot, Ctx};
+use crate::vm::heap::{self, Heap, Layout, FIRST_CHUNK};
+use crate::vm::lazy::LazyTable;
 
 extern "C" {
     fn synodic_state_movable(L: *mut ffi::lua_State, values: c_int, lo: *const u8, hi: *const u8) -> i32;
@@ -102,10 +102,10 @@ pub(crate) fn of_module(name: &[u8]) -> Option<&'static Template> {
     let i = TEMPLATED.iter().position(|(m, _)| *m == name)?;
     let load = |L: *mut ffi::lua_State| unsafe {
         let module = TEMPLATED[i].0;
-        let loaded = crate::shared::is_frozen_module(module) || crate::state::push_module(L, module).is_ok();
+        let loaded = crate::vm::shared::is_frozen_module(module) || crate::vm::state::push_module(L, module).is_ok();
         ffi::lua_settop(L, 0);
         if loaded {
-            crate::util::hold_pids(L);
+            crate::vm::util::hold_pids(L);
         }
         loaded
     };
@@ -135,7 +135,7 @@ pub extern "C" fn synodic_main_stack() -> c_int {
 /// native libraries) and [`TEMPLATED`]. (Another module's main chunk may
 /// call what only a running process can, or read files.)
 pub(crate) fn loads_outside_a_process(name: &[u8]) -> bool {
-    name == b"_G" || name == b"package" || crate::lazy::is_lazy_module(name) || TEMPLATED.iter().any(|(m, _)| *m == name)
+    name == b"_G" || name == b"package" || crate::vm::lazy::is_lazy_module(name) || TEMPLATED.iter().any(|(m, _)| *m == name)
 }
 
 /// One build of a template's state, with the heap and context it uses.
@@ -150,7 +150,7 @@ impl Build {
         let mut heap = Box::new(Heap::zeroed(BUILD_CHUNK)?);
         let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
         MAIN_STACK.with(|s| s.set(stack_slots));
-        let L = crate::state::fresh_state(&mut *ctx, &mut *heap);
+        let L = crate::vm::state::fresh_state(&mut *ctx, &mut *heap);
         MAIN_STACK.with(|s| s.set(0));
         let L = L?;
         let build = Build { L, heap, ctx };
@@ -160,7 +160,7 @@ impl Build {
 
 impl Drop for Build {
     fn drop(&mut self) {
-        unsafe { crate::state::close_state(self.L, &mut self.heap) }
+        unsafe { crate::vm::state::close_state(self.L, &mut self.heap) }
     }
 }
 
@@ -225,7 +225,7 @@ impl Template {
             return None;
         }
         let bytes = mi_usable_size(chunk.cast()).min(u32::MAX as usize);
-        crate::prefault::taken(chunk, bytes);
+        crate::vm::prefault::taken(chunk, bytes);
         if !(*heap).adopt(chunk, bytes, &self.layout) {
             mi_free(chunk.cast());
             return None;
@@ -278,7 +278,7 @@ pub(crate) mod tests {
 
     impl Drop for Copy {
         fn drop(&mut self) {
-            unsafe { crate::state::close_state(self.L, &mut self.heap) }
+            unsafe { crate::vm::state::close_state(self.L, &mut self.heap) }
         }
     }
 

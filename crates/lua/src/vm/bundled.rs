@@ -1,31 +1,23 @@
-//! The Lua modules bundled into the binary from `lualib/`: policy written in
-//! Lua on top of the native primitives. `require` finds them through
+//! The Lua modules bundled into the binary from `lualib/` (listed in the
+//! registry, `vm::module::bundled`): policy written in Lua on top of the
+//! native primitives. `require` finds them through
 //! `package.preload`; their chunk names point at their source files, so
 //! tracebacks read naturally. A module is compiled once per node, into the
-//! code every process shares (see [`crate::shared`]): loading it in a
+//! code every process shares (see [`crate::vm::shared`]): loading it in a
 //! process makes a closure of its main chunk and runs it, with no parse
 //! (about 75 µs a module) and no copy of its code; loading a frozen one
-//! makes a table of the node's functions (see [`crate::shared`]).
+//! makes a table of the node's functions (see [`crate::vm::shared`]).
 
-use std::ffi::{c_int, CStr};
+use std::ffi::c_int;
 
 use mlua_sys as ffi;
 
-use crate::util::{push_bytes, raise};
+use crate::vm::module::bundled;
+use crate::vm::util::{push_bytes, raise};
 
-/// (module name, chunk name, source).
-pub(crate) const BUNDLED: &[(&CStr, &CStr, &str)] = &[
-    (c"synodic.alua", c"@lualib/alua.lua", include_str!("../../../lualib/alua.lua")),
-    (c"synodic.console", c"@lualib/console.lua", include_str!("../../../lualib/console.lua")),
-    (c"synodic.entity", c"@lualib/entity.lua", include_str!("../../../lualib/entity.lua")),
-    (c"synodic.entity.loop", c"@lualib/entity_loop.lua", include_str!("../../../lualib/entity_loop.lua")),
-    (c"synodic.future", c"@lualib/future.lua", include_str!("../../../lualib/future.lua")),
-    (c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../lualib/skel.lua")),
-];
-
-/// The index in [`BUNDLED`] of the module called `name`, if bundled.
+/// The index among the bundled modules of the one called `name`, if bundled.
 pub(crate) fn index_of(name: &[u8]) -> Option<usize> {
-    BUNDLED.iter().position(|(n, _, _)| n.to_bytes() == name)
+    bundled().iter().position(|b| b.name.to_bytes() == name)
 }
 
 /// Whether `name` is a bundled module's.
@@ -35,9 +27,9 @@ pub(crate) fn is_bundled(name: &[u8]) -> bool {
 
 /// Adds a loader for every bundled module to the `package.preload` table at `preload`.
 pub(crate) unsafe fn register_preloads(L: *mut ffi::lua_State, preload: c_int) {
-    for (name, _, _) in BUNDLED {
-        push_loader(L, name.to_bytes());
-        ffi::lua_setfield(L, preload, name.as_ptr());
+    for b in bundled() {
+        push_loader(L, b.name.to_bytes());
+        ffi::lua_setfield(L, preload, b.name.as_ptr());
     }
 }
 
@@ -54,11 +46,11 @@ pub(crate) unsafe fn push_loader(L: *mut ffi::lua_State, name: &[u8]) -> bool {
 /// (or, for a frozen module, makes its table of the node's functions).
 unsafe extern "C-unwind" fn load_bundled(L: *mut ffi::lua_State) -> c_int {
     let i = ffi::lua_tointegerx(L, ffi::lua_upvalueindex(1), std::ptr::null_mut()) as usize;
-    if crate::shared::push_frozen_module(L, i) {
+    if crate::vm::shared::push_frozen_module(L, i) {
         return 1;
     }
-    let name = BUNDLED[i].0;
-    if let Err(why) = crate::shared::push_module_chunk(L, i) {
+    let name = bundled()[i].name;
+    if let Err(why) = crate::vm::shared::push_module_chunk(L, i) {
         return raise(L, format!("bundled module {}: {why}", name.to_string_lossy()));
     }
     push_bytes(L, name.to_bytes());

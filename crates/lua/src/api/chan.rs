@@ -9,10 +9,10 @@ use std::ffi::{c_int, CStr};
 use mlua_sys as ffi;
 use synodic_core::waiting::Completion;
 
-use crate::codec;
-use crate::ctx::ctx;
-use crate::util::*;
-use crate::wait::{self, Poll};
+use crate::vm::codec;
+use crate::vm::ctx::ctx;
+use crate::vm::util::*;
+use crate::vm::wait::{self, Poll};
 
 /// A send or receive queued on a channel.
 struct Queued(Box<[u8]>);
@@ -28,7 +28,7 @@ impl wait::Queue for Queued {
 
 pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"new", new), (c"send", send), (c"receive", receive), (c"delete", delete)];
 
-crate::lazy::lazy_module!(b"synodic.chan");
+crate::vm::lazy::lazy_module!(b"synodic.chan");
 
 unsafe fn name<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a [u8], String> {
     match ffi::lua_type(L, 1) {

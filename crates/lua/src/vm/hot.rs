@@ -13,8 +13,8 @@ use mlua_sys as ffi;
 use synodic_core::process::HOT_WINDOW;
 use synodic_core::Process;
 
-use crate::heap::{Heap, FIRST_CHUNK};
-use crate::template::Template;
+use crate::vm::heap::{Heap, FIRST_CHUNK};
+use crate::vm::template::Template;
 
 extern "C" {
     /// Marks in `map` the lines of the 128-line window at `base` that `L`,
@@ -75,7 +75,7 @@ impl HotPlace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::tests::TestState;
+    use crate::vm::codec::tests::TestState;
 
     /// Copies of one template stand at the same place relative to their
     /// first chunk, where their state, frame and stack are (so copies that
@@ -83,8 +83,8 @@ mod tests {
     /// addresses.
     #[test]
     fn copies_of_a_template_stand_at_one_place() {
-        let t = crate::template::base().expect("a template");
-        let copies: Vec<_> = (0..2).map(|_| crate::template::tests::Copy::of(t, Heap::new()).unwrap()).collect();
+        let t = crate::vm::template::base().expect("a template");
+        let copies: Vec<_> = (0..2).map(|_| crate::vm::template::tests::Copy::of(t, Heap::new()).unwrap()).collect();
         let places: Vec<usize> = copies.iter().map(|c| unsafe { synodic_hot_place(c.L, c.heap.first_chunk_line()) }).collect();
         assert_ne!(copies[0].L, copies[1].L);
         assert_eq!(places[0], places[1]);
@@ -113,7 +113,7 @@ mod tests {
             assert_eq!(ffi::lua_resume(co, L, 0, &mut nres), ffi::LUA_YIELD);
             ffi::lua_pop(co, nres);
 
-            let heap = crate::heap::of_state(L).unwrap();
+            let heap = crate::vm::heap::of_state(L).unwrap();
             let base = heap.first_chunk_line();
             let mut place = HotPlace::default();
             let map = place.lines(co, heap).expect("a first walk gives a map");

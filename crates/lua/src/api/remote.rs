@@ -11,11 +11,11 @@ use std::ffi::c_int;
 use mlua_sys as ffi;
 use synodic_core::remote::reply_tag;
 
-use crate::codec;
-use crate::ctx::ctx;
-use crate::kernel::block_on_mailbox;
-use crate::util::*;
-use crate::wait;
+use crate::vm::codec;
+use crate::vm::ctx::ctx;
+use crate::api::kernel::block_on_mailbox;
+use crate::vm::util::*;
+use crate::vm::wait;
 
 /// `spawn_on(node, f, ...)` for a node other than this one; `f` is at
 /// `first`. Returns what the Lua function returns (the pid), or raises.

@@ -33,7 +33,7 @@ pub(crate) enum Boot {
     /// A spawned process: its function and arguments are the first message
     /// in its mailbox (the spawn message); its state is a copy of the
     /// template, if it has one (see `template`).
-    Spawned(Option<&'static crate::template::Template>),
+    Spawned(Option<&'static crate::vm::template::Template>),
     /// The main script and its command-line arguments (boxed, as the next:
     /// one process of a run has them, and this enum's size is paid by every
     /// process).
@@ -42,7 +42,7 @@ pub(crate) enum Boot {
     Module(Box<(&'static str, i64)>),
     /// A spawned process that started as a copy of this template, until it
     /// first blocks (its hot lines may be the template's: see `hot`).
-    Started(&'static crate::template::Template),
+    Started(&'static crate::vm::template::Template),
 }
 
 pub(crate) struct Ctx {
@@ -54,18 +54,20 @@ pub(crate) struct Ctx {
     /// size decides an idle process's allocation class).
     pub deadline: Option<std::num::NonZeroU64>,
     /// The store wait in progress, if any (see `wait`).
-    pub blocked: Option<crate::wait::Blocked>,
+    pub blocked: Option<crate::vm::wait::Blocked>,
     /// The current wait was withdrawn (see `wait::withdraw`).
     pub withdrawn: bool,
     /// Store waits numbered so far (the last one's ticket).
     pub tickets: u32,
     /// KiB of buffers made or received since the process last blocked (see
-    /// `buffer::collect_dropped`).
+    /// `vm::util::collect_dropped`).
     pub payload_kib: u32,
     /// This process is one of the node's pool workers (see `future`)...
     pub pool_worker: bool,
     /// ...and is waiting in `get`, uncounted by the pool.
     pub pool_waiting: bool,
+    /// Its processor time is counted across its runs (see `vm::cputime`).
+    pub timed: bool,
     /// A `receive_match` filter is running (it must not take messages).
     pub in_filter: bool,
     /// The preempting hook made a thread yield (see `preempt::enter`).
@@ -77,17 +79,17 @@ pub(crate) struct Ctx {
     pub load_error: bool,
     pub pid_meta: bool,
     /// The state's lazy tables (see `lazy`).
-    pub lazy: Vec<crate::lazy::LazyTable>,
+    pub lazy: Vec<crate::vm::lazy::LazyTable>,
     /// A module was stored in `package.loaded` since the codec last looked.
     pub modules_changed: bool,
     /// Bytecode of the functions this process has sent (boxed: most processes send none).
-    pub dumps: Option<Box<crate::dumps::Dumps>>,
+    pub dumps: Option<Box<crate::vm::dumps::Dumps>>,
 }
 
 impl Ctx {
     /// The template the process started as a copy of, the first time it is
     /// asked after the start (see `Boot::Started`).
-    pub fn take_started(&mut self) -> Option<&'static crate::template::Template> {
+    pub fn take_started(&mut self) -> Option<&'static crate::vm::template::Template> {
         match self.boot {
             Some(Boot::Started(t)) => {
                 self.boot = None;
@@ -108,6 +110,7 @@ impl Ctx {
             tickets: 0,
             payload_kib: 0,
             pool_worker: false,
+            timed: false,
             pool_waiting: false,
             in_filter: false,
             hook_yielded: false,
@@ -141,7 +144,7 @@ impl Ctx {
 /// The context of the process that owns `L`.
 ///
 /// # Safety
-/// `L` must be a state created by [`crate::state::new_state`].
+/// `L` must be a state created by [`crate::vm::state::new_state`].
 pub(crate) unsafe fn ctx<'a>(L: *mut ffi::lua_State) -> &'a mut Ctx {
     &mut **(ffi::lua_getextraspace(L) as *mut *mut Ctx)
 }

@@ -22,9 +22,9 @@ use synodic_core::waiting::Waiter;
 use synodic_core::wire::{self, shared, Tag, Writer};
 use synodic_core::{Attachment, Message, Runtime};
 
-use crate::ctx::ctx;
-use crate::util::raise;
-use crate::wait::{self, Poll};
+use crate::vm::ctx::ctx;
+use crate::vm::util::raise;
+use crate::vm::wait::{self, Poll};
 
 /// The smallest buffer left on its producer's node.
 pub(crate) const DEFER_MIN: usize = 64 << 10;
@@ -154,7 +154,7 @@ unsafe extern "C-unwind" fn fetching_k(L: *mut ffi::lua_State, _status: c_int, _
             if let (true, Some(size)) = (f.asked, came) {
                 // Other readers of the tuple here may not have their answers yet.
                 ctx(L).rt().futures().keep(f.ticket.clone());
-                crate::future::add_fetched(L, size as i64);
+                crate::api::future::add_fetched(L, size as i64);
             }
             // The producer's node was lost: what came is the failure.
             if came.is_none() {
@@ -174,7 +174,7 @@ pub(crate) unsafe fn rebuild(L: *mut ffi::lua_State, shared: &Attachment) -> Res
     let value = ctx(L).rt().futures().with(|st| st.value(ticket.id)).ok_or("a buffer whose bytes are on another node")?;
     let variant = buffer_variant(&value).ok_or("a buffer of this tuple was on a node that is lost")?;
     let payload = value.attachments().first().ok_or("a buffer left on another node without its bytes")?;
-    (crate::buffer::SENDABLE.rebuild)(L, variant, payload)
+    (crate::api::buffer::SENDABLE.rebuild)(L, variant, payload)
 }
 
 /// The element kind of the buffer a fetched value holds; `None` when it

@@ -2,7 +2,7 @@
 //! (nil, booleans, numbers, strings, pids) that fits inline is written from
 //! the stack, and pushed back onto it, in one C call each way. Everything
 //! else, and every malformed message, is refused here and taken by the
-//! general encoder and decoder in [`crate::codec`], which write the same
+//! general encoder and decoder in [`crate::vm::codec`], which write the same
 //! bytes and report the errors. The tests below hold the two paths to the
 //! same bytes and the same values.
 
@@ -44,7 +44,7 @@ pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &[u8]) -> Option<c_int>
         return None;
     }
     if pids != 0 {
-        crate::util::give_pids_their_metatable(L);
+        crate::vm::util::give_pids_their_metatable(L);
     }
     Some(n)
 }
@@ -52,8 +52,8 @@ pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &[u8]) -> Option<c_int>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::tests::TestState;
-    use crate::codec::{decode_parts, encode_general};
+    use crate::vm::codec::tests::TestState;
+    use crate::vm::codec::{decode_parts, encode_general};
 
     /// Values the short path takes, at the edges of their encodings.
     const PLAIN: &[&str] = &[

@@ -18,12 +18,12 @@ use mlua_sys as ffi;
 use synodic_core::linda::Field;
 use synodic_core::Pid;
 
-use crate::ctx::ctx;
-use crate::util::{pid_arg, push_bytes, push_pid, raise, to_bytes};
+use crate::vm::ctx::ctx;
+use crate::vm::util::{pid_arg, push_bytes, push_pid, raise, to_bytes};
 
 pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"write", write), (c"processes", processes), (c"probe", probe), (c"spaces", spaces), (c"tuples", tuples)];
 
-crate::lazy::lazy_module!(b"synodic.control");
+crate::vm::lazy::lazy_module!(b"synodic.control");
 
 /// `write(port, kind, text)`: sends `kind text` to a console, which makes it
 /// one protocol line; false when the console is gone.
@@ -130,7 +130,7 @@ unsafe extern "C-unwind" fn tuples(L: *mut ffi::lua_State) -> c_int {
         let id = ffi::lua_tointegerx(L, 1, std::ptr::null_mut()) as u64;
         let arity = ffi::lua_tointegerx(L, 2, std::ptr::null_mut()).max(0) as usize;
         let first = match ffi::lua_isnil(L, 3) {
-            0 => Some(crate::linda::field(L, 3, 1, "tuples")?),
+            0 => Some(crate::api::linda::field(L, 3, 1, "tuples")?),
             _ => None,
         };
         let max = match ffi::lua_tointegerx(L, 4, std::ptr::null_mut()) {
@@ -147,8 +147,8 @@ unsafe extern "C-unwind" fn tuples(L: *mut ffi::lua_State) -> c_int {
     ffi::lua_createtable(L, found.len() as c_int, 0);
     for (i, t) in found.iter().enumerate() {
         let base = ffi::lua_gettop(L);
-        match crate::codec::decode(L, &t.values) {
-            Ok(n) => crate::util::pack(L, n),
+        match crate::vm::codec::decode(L, &t.values) {
+            Ok(n) => crate::vm::util::pack(L, n),
             Err(e) => push_bytes(L, format!("(cannot show: {e})").as_bytes()),
         }
         ffi::lua_rawseti(L, base, i as ffi::lua_Integer + 1);

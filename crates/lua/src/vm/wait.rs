@@ -23,8 +23,8 @@ use std::ffi::c_int;
 use mlua_sys as ffi;
 use synodic_core::waiting::{Completion, Waiter};
 
-use crate::ctx::{ctx, Pending};
-use crate::util::{raise, yield_to_scheduler};
+use crate::vm::ctx::{ctx, Pending};
+use crate::vm::util::{raise, yield_to_scheduler};
 
 /// A store a process can be queued in, and what the operation needs to go
 /// on when woken. Each blocking module has its own.

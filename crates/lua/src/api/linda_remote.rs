@@ -27,12 +27,12 @@ use synodic_core::spaces::{Home, SpaceRef};
 use synodic_core::waiting::{Completion, Waiter};
 use synodic_core::{wire, Message};
 
-use crate::codec;
-use crate::ctx::ctx;
-use crate::deferred::deliver;
-use crate::linda::{check, seconds, template, tuple, Wheres};
-use crate::util::*;
-use crate::wait::{self, Poll};
+use crate::vm::codec;
+use crate::vm::ctx::ctx;
+use crate::api::deferred::deliver;
+use crate::api::linda::{check, seconds, template, tuple, Wheres};
+use crate::vm::util::*;
+use crate::vm::wait::{self, Poll};
 
 /// What the answers of a method's requests are made into.
 #[derive(Clone, Copy, PartialEq)]
@@ -108,7 +108,7 @@ impl Asked {
             shape: shape_of(&[Pattern::Any]).0,
             actuals: no_values(),
             waits: false,
-            args: crate::linda::args(),
+            args: crate::api::linda::args(),
             cancelled: Cell::new(false),
             base: 0,
             wheres: Vec::new(),
@@ -180,7 +180,7 @@ unsafe fn ask(L: *mut ffi::lua_State, mut asked: Box<Asked>, op: Op, flags: u8, 
     let sent = ctx(L).rt().remote().is_some_and(|r| r.linda(alias, waiter, msg, true));
     if !sent {
         wait::end::<Asked>(L);
-        return crate::linda::lost(L, lost);
+        return crate::api::linda::lost(L, lost);
     }
     drop(lost);
     wait::block(L, asked_k, "linda")
@@ -217,13 +217,13 @@ unsafe fn answered(L: *mut ffi::lua_State, asked: Box<Asked>, answer: Completion
         Completion::Deleted => {
             let lost = asked.lost();
             drop(asked);
-            return crate::linda::lost(L, lost);
+            return crate::api::linda::lost(L, lost);
         }
         // The space moved (a healed partition): the method runs again where it is now.
         Completion::Moved => {
             let (fname, args) = (asked.fname, asked.args);
             drop(asked);
-            return crate::linda::run_again(L, fname, args);
+            return crate::api::linda::run_again(L, fname, args);
         }
         // Tuples whose large buffers stayed on their producers' nodes: their bytes first.
         Completion::Value(values) => {
@@ -425,7 +425,7 @@ unsafe fn actuals(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Result<(
 pub(crate) unsafe fn out(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
     let prepared = (|| {
         yieldable(L, "out")?;
-        let values = crate::deferred::defer_large(ctx(L).rt(), tuple(L)?.values);
+        let values = crate::api::deferred::defer_large(ctx(L).rt(), tuple(L)?.values);
         synodic_core::remote::crossing(&values).map_err(|e| format!("out: {e}"))?;
         Ok(values)
     })();

@@ -21,8 +21,8 @@ use std::ffi::c_int;
 
 use mlua_sys as ffi;
 
-use crate::ctx::{ctx, Pending};
-use crate::util::raise;
+use crate::vm::ctx::{ctx, Pending};
+use crate::vm::util::raise;
 
 extern "C-unwind" {
     // Lua 5.4.6 and later (mlua-sys declares it only for its own build of Lua).
@@ -46,9 +46,9 @@ enum Driven {
 unsafe fn drive(L: *mut ffi::lua_State, co: *mut ffi::lua_State, mut nargs: c_int) -> Driven {
     loop {
         let mut nres = 0;
-        let outer = crate::preempt::enter(co);
+        let outer = crate::vm::preempt::enter(co);
         let status = ffi::lua_resume(co, L, nargs, &mut nres);
-        crate::preempt::enter(outer);
+        crate::vm::preempt::enter(outer);
         match status {
             ffi::LUA_YIELD if ctx(L).pending != Pending::None => {
                 ffi::lua_settop(co, -nres - 1);
@@ -60,8 +60,8 @@ unsafe fn drive(L: *mut ffi::lua_State, co: *mut ffi::lua_State, mut nargs: c_in
                     // Not now, then: go on.
                     Pending::Preempt | Pending::None => {}
                     // The process ends all the same, by unwinding `L`.
-                    Pending::Exit => crate::kernel::end_process_here(L),
-                    Pending::Block => crate::wait::withdraw(L),
+                    Pending::Exit => crate::api::kernel::end_process_here(L),
+                    Pending::Block => crate::vm::wait::withdraw(L),
                 }
                 nargs = 0;
             }
@@ -77,7 +77,7 @@ unsafe fn drive(L: *mut ffi::lua_State, co: *mut ffi::lua_State, mut nargs: c_in
             _ => {
                 ffi::lua_xmove(co, L, 1);
                 // A process ending through the coroutine goes on ending.
-                if crate::kernel::synodic_uncatchable(L, status) != 0 {
+                if crate::vm::util::synodic_uncatchable(L, status) != 0 {
                     ffi::lua_error(L);
                 }
                 return Driven::Error;
@@ -121,7 +121,7 @@ unsafe fn resume_results(L: *mut ffi::lua_State, driven: Driven) -> c_int {
 unsafe extern "C-unwind" fn resume(L: *mut ffi::lua_State) -> c_int {
     let co = ffi::lua_tothread(L, 1);
     if co.is_null() {
-        return raise(L, format!("bad argument #1 to 'resume' (coroutine expected, got {})", crate::util::type_name(L, 1)));
+        return raise(L, format!("bad argument #1 to 'resume' (coroutine expected, got {})", crate::vm::util::type_name(L, 1)));
     }
     let nargs = ffi::lua_gettop(L) - 1;
     if let Err(msg) = start(L, co, nargs) {
@@ -142,7 +142,7 @@ unsafe extern "C-unwind" fn resume_k(L: *mut ffi::lua_State, _status: c_int, _k:
 
 unsafe extern "C-unwind" fn wrap(L: *mut ffi::lua_State) -> c_int {
     if ffi::lua_type(L, 1) != ffi::LUA_TFUNCTION {
-        return raise(L, format!("bad argument #1 to 'wrap' (function expected, got {})", crate::util::type_name(L, 1)));
+        return raise(L, format!("bad argument #1 to 'wrap' (function expected, got {})", crate::vm::util::type_name(L, 1)));
     }
     let co = ffi::lua_newthread(L);
     ffi::lua_pushvalue(L, 1);
@@ -204,7 +204,7 @@ unsafe fn is_main_thread(L: *mut ffi::lua_State, co: *mut ffi::lua_State) -> boo
 unsafe extern "C-unwind" fn isyieldable(L: *mut ffi::lua_State) -> c_int {
     let co = if ffi::lua_isnone(L, 1) != 0 { L } else { ffi::lua_tothread(L, 1) };
     if co.is_null() {
-        return raise(L, format!("bad argument #1 to 'isyieldable' (coroutine expected, got {})", crate::util::type_name(L, 1)));
+        return raise(L, format!("bad argument #1 to 'isyieldable' (coroutine expected, got {})", crate::vm::util::type_name(L, 1)));
     }
     let yieldable = !is_main_thread(L, co) && ffi::lua_isyieldable(co) != 0;
     ffi::lua_pushboolean(L, yieldable as c_int);

@@ -2,36 +2,23 @@
 //!
 //! Nothing is opened whole up front: the global table, `package.loaded`, the
 //! standard libraries and Synodic's modules are lazy tables (see
-//! [`crate::lazy`]), whose entries are made the first time they are used,
+//! `crate::vm::lazy`), whose entries are made the first time they are used,
 //! in a way no program can observe. `require` is made cheap for what is
 //! built in: a standard library or one of Synodic's modules is made on the
 //! spot, and only other modules open the package library and search for
 //! them, as `require` does.
 //!
-//! Preemption is not set up here: see [`crate::preempt`].
+//! Preemption is not set up here: see [`crate::vm::preempt`].
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 use mlua_sys as ffi;
 
-use crate::ctx::Ctx;
-use crate::heap::{self, Heap};
-use crate::lazy;
-use crate::template::Template;
-use crate::util::{push_bytes, raise, to_bytes};
-
-type Opener = ffi::lua_CFunction;
-
-/// Modules `require` finds without a search: Synodic's own native ones
-/// (the bundled Lua ones are in `lualib`).
-const NATIVE: &[(&CStr, Opener)] =
-    &[
-        (c"synodic", crate::kernel::open),
-        (c"synodic.chan", crate::chan::open),
-        (c"synodic.linda", crate::linda::open),
-        (c"synodic.buffer", crate::buffer::open),
-        (c"synodic.control", crate::control::open),
-    ];
+use crate::vm::ctx::Ctx;
+use crate::vm::heap::{self, Heap};
+use crate::vm::lazy;
+use crate::vm::template::Template;
+use crate::vm::util::{push_bytes, raise, to_bytes};
 
 unsafe extern "C-unwind" fn panic_handler(L: *mut ffi::lua_State) -> c_int {
     let msg = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
@@ -41,10 +28,10 @@ unsafe extern "C-unwind" fn panic_handler(L: *mut ffi::lua_State) -> c_int {
 
 /// A new state for a process whose context is `ctx`, allocating from
 /// `heap` (both must outlive the state): a copy of `template` if given,
-/// else of the node's template of a fresh state (see [`crate::template`]),
+/// else of the node's template of a fresh state (see [`crate::vm::template`]),
 /// or, without one, made afresh.
 pub(crate) unsafe fn new_state(ctx: *mut Ctx, heap: *mut Heap, template: Option<&'static Template>) -> Option<*mut ffi::lua_State> {
-    if let Some(L) = template.or_else(crate::template::base).and_then(|t| t.copy(ctx, heap)) {
+    if let Some(L) = template.or_else(crate::vm::template::base).and_then(|t| t.copy(ctx, heap)) {
         return Some(L);
     }
     fresh_state(ctx, heap)
@@ -52,7 +39,7 @@ pub(crate) unsafe fn new_state(ctx: *mut Ctx, heap: *mut Heap, template: Option<
 
 /// A state made afresh, as [`new_state`]'s are.
 pub(crate) unsafe fn fresh_state(ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ffi::lua_State> {
-    crate::shared::ensure();
+    crate::vm::shared::ensure();
     let L = ffi::lua_newstate(heap::lua_alloc, heap.cast());
     if L.is_null() {
         return None;
@@ -128,7 +115,7 @@ pub(crate) unsafe fn close_state(L: *mut ffi::lua_State, heap: &mut Heap) {
     if heap.holds_every_block() && synodic_close_runs_code(L) == 0 {
         return;
     }
-    ffi::lua_setallocf(L, crate::heap::lua_alloc_closing, heap as *mut Heap as *mut std::ffi::c_void);
+    ffi::lua_setallocf(L, crate::vm::heap::lua_alloc_closing, heap as *mut Heap as *mut std::ffi::c_void);
     ffi::lua_close(L)
 }
 
@@ -138,7 +125,7 @@ pub(crate) unsafe fn close_state(L: *mut ffi::lua_State, heap: &mut Heap) {
 /// which searches for it.
 pub(crate) unsafe extern "C-unwind" fn require(L: *mut ffi::lua_State) -> c_int {
     if ffi::lua_type(L, 1) != ffi::LUA_TSTRING && ffi::lua_type(L, 1) != ffi::LUA_TNUMBER {
-        return raise(L, format!("bad argument #1 to 'require' (string expected, got {})", crate::util::type_name(L, 1)));
+        return raise(L, format!("bad argument #1 to 'require' (string expected, got {})", crate::vm::util::type_name(L, 1)));
     }
     ffi::lua_settop(L, 1);
     ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
@@ -148,9 +135,9 @@ pub(crate) unsafe extern "C-unwind" fn require(L: *mut ffi::lua_State) -> c_int 
     }
     ffi::lua_settop(L, 2);
     let name = to_bytes(L, 1).unwrap_or_default();
-    if let Some((_, open)) = NATIVE.iter().find(|(n, _)| n.to_bytes() == name) {
-        ffi::lua_pushcfunction(L, *open);
-    } else if !crate::lualib::push_loader(L, name) {
+    if let Some((_, open, _)) = crate::vm::module::native().find(|(n, _, _)| n.to_bytes() == name) {
+        ffi::lua_pushcfunction(L, open);
+    } else if !crate::vm::bundled::push_loader(L, name) {
         // The package library's own `require` searches for it.
         ffi::lua_getfield(L, 2, c"package".as_ptr());
         ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, REQUIRE.as_ptr());
@@ -186,7 +173,7 @@ pub(crate) unsafe fn push_module(L: *mut ffi::lua_State, name: &[u8]) -> Result<
     }
     ffi::lua_pushcfunction(L, require);
     push_bytes(L, name);
-    crate::util::protected(L, 1, 1).map_err(|()| crate::util::pop_error(L))
+    crate::vm::util::protected(L, 1, 1).map_err(|()| crate::vm::util::pop_error(L))
 }
 
 /// Opens `package`, registers Synodic's modules in `package.preload`, and
@@ -200,11 +187,11 @@ pub(crate) unsafe extern "C-unwind" fn open_package(L: *mut ffi::lua_State) -> c
     ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, REQUIRE.as_ptr());
     ffi::lua_settop(L, package);
     ffi::lua_getfield(L, package, c"preload".as_ptr());
-    for (name, f) in NATIVE {
-        ffi::lua_pushcfunction(L, *f);
+    for (name, open, _) in crate::vm::module::native() {
+        ffi::lua_pushcfunction(L, open);
         ffi::lua_setfield(L, -2, name.as_ptr());
     }
-    crate::lualib::register_preloads(L, ffi::lua_gettop(L));
+    crate::vm::bundled::register_preloads(L, ffi::lua_gettop(L));
     ffi::lua_settop(L, package);
     let triple = format!("{}-linux-gnu", std::env::consts::ARCH);
     if std::env::var_os("LUA_PATH_5_4").is_none() && std::env::var_os("LUA_PATH").is_none() {

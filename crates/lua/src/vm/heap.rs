@@ -257,7 +257,7 @@ impl Heap {
         if chunk.is_null() {
             return false;
         }
-        crate::prefault::taken(chunk, bytes);
+        crate::vm::prefault::taken(chunk, bytes);
         if first {
             self.first = chunk;
             self.bump = chunk;

@@ -24,10 +24,10 @@ use synodic_core::future::{FutureId, Read, Ticket};
 use synodic_core::waiting::{Completion, Waiter};
 use synodic_core::{Attachment, Body};
 
-use crate::codec::{self, Sendable};
-use crate::ctx::ctx;
-use crate::util::*;
-use crate::wait::{self, Poll};
+use crate::vm::codec::{self, Sendable};
+use crate::vm::ctx::ctx;
+use crate::vm::util::*;
+use crate::vm::wait::{self, Poll};
 
 const FUTURE: &CStr = c"synodic.future";
 
@@ -35,7 +35,7 @@ const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[(c"get", get), (c"ready", read
 
 /// The body of the node's pool workers (`Config::pool_worker`).
 pub fn pool_worker() -> Box<dyn Body> {
-    crate::process::LuaProcess::module("synodic.future", 0)
+    crate::vm::process::LuaProcess::module("synodic.future", 0)
 }
 
 struct Handle {
@@ -52,7 +52,7 @@ unsafe fn share(L: *mut ffi::lua_State, idx: c_int) -> Option<(u8, Attachment)> 
 
 unsafe fn rebuild(L: *mut ffi::lua_State, variant: u8, shared: &Attachment) -> Result<(), String> {
     if variant == synodic_core::wire::shared::DEFERRED_BUFFER {
-        return crate::deferred::rebuild(L, shared);
+        return crate::api::deferred::rebuild(L, shared);
     }
     let ticket = shared.clone().downcast::<Ticket>().map_err(|_| "not a future")?;
     push_handle(L, ticket);
@@ -61,7 +61,7 @@ unsafe fn rebuild(L: *mut ffi::lua_State, variant: u8, shared: &Attachment) -> R
 
 /// What a handle counts for with the collector, in KiB: little in the Lua
 /// heap, it may hold a large result on some node, which is freed only once
-/// the handle is collected (see `buffer::collect_dropped`).
+/// the handle is collected (see `vm::util::collect_dropped`).
 const HANDLE_KIB: u32 = 64;
 
 unsafe fn push_handle(L: *mut ffi::lua_State, ticket: Arc<Ticket>) {
@@ -374,9 +374,8 @@ unsafe extern "C-unwind" fn pool_take_k(L: *mut ffi::lua_State, _status: c_int, 
 /// pushes whether it is still wanted, then the task's values.
 unsafe fn task_values(L: *mut ffi::lua_State, task: synodic_core::Message) -> c_int {
     ffi::lua_settop(L, 0);
-    if !std::mem::replace(&mut ctx(L).pool_worker, true) {
-        run_starts(L);
-    }
+    ctx(L).pool_worker = true;
+    crate::vm::cputime::start_timing(L);
     let wanted = match synodic_core::future::task_head(&task) {
         Some((id, weight)) => ctx(L).rt().futures().with(|st| st.grant(id, weight)),
         None => false,
@@ -416,51 +415,6 @@ pub(crate) unsafe extern "C-unwind" fn store(L: *mut ffi::lua_State) -> c_int {
     rt.futures().with(|st| st.grant(id, weight));
     rt.future_resolve(id, value);
     push_handle(L, ticket);
-    1
-}
-
-/// A pool worker's processor time, kept in its registry (few processes
-/// need it, and every idle one would pay for a field): nanoseconds used in
-/// its runs so far; during a run, what to add to the thread's clock.
-const CPU_USED: &CStr = c"synodic.cpu_used";
-const CPU_OFFSET: &CStr = c"synodic.cpu_offset";
-
-fn thread_cpu_ns() -> i64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: writes the clock into `ts`.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-}
-
-unsafe fn registry_int(L: *mut ffi::lua_State, key: &CStr) -> i64 {
-    ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr());
-    let n = ffi::lua_tointegerx(L, -1, std::ptr::null_mut());
-    ffi::lua_pop(L, 1);
-    n
-}
-
-unsafe fn set_registry_int(L: *mut ffi::lua_State, key: &CStr, n: i64) {
-    ffi::lua_pushinteger(L, n);
-    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr());
-}
-
-/// A pool worker's run begins (on whatever thread): its clock continues
-/// from the time it has used.
-pub(crate) unsafe fn run_starts(L: *mut ffi::lua_State) {
-    set_registry_int(L, CPU_OFFSET, registry_int(L, CPU_USED) - thread_cpu_ns());
-}
-
-/// A pool worker's run ends: the time it used is added up.
-pub(crate) unsafe fn run_ends(L: *mut ffi::lua_State) {
-    set_registry_int(L, CPU_USED, registry_int(L, CPU_OFFSET) + thread_cpu_ns());
-}
-
-/// `s._cpu_clock()`: the processor time this pool worker has used, in
-/// seconds, wherever its runs took place (how much of a task's time it
-/// computed).
-pub(crate) unsafe extern "C-unwind" fn cpu_clock(L: *mut ffi::lua_State) -> c_int {
-    let ns = registry_int(L, CPU_OFFSET) + thread_cpu_ns();
-    ffi::lua_pushnumber(L, ns as f64 * 1e-9);
     1
 }
 

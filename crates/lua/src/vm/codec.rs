@@ -10,7 +10,7 @@
 //!   every node) travel by name and resolve to the receiver's own
 //!   (`Globals`, `Library`).
 //! - Pids travel as their 64-bit value.
-//! - Userdata of the kinds listed in [`SENDABLE`] (buffers, tuple-space
+//! - Userdata of the kinds the registry lists (`vm::module::sendable`) (buffers, tuple-space
 //!   handles) travel as attachments shared with the sender.
 //! - Anything else (threads, other userdata, unknown C functions) is refused
 //!   with the path of the offending value, e.g. `(at [2].conn)`.
@@ -26,14 +26,14 @@ use synodic_core::wire::{Reader, Tag, Writer, MAX_DEPTH};
 use synodic_core::hash::FastBuild;
 use synodic_core::{Attachment, Message, Pid};
 
-use crate::peek::{peek, Object, Plain};
-use crate::util::{push_bytes, push_pid, to_bytes, type_name};
+use crate::vm::peek::{peek, Object, Plain};
+use crate::vm::util::{push_bytes, push_pid, to_bytes, type_name};
 use crate::Error;
 
 /// A kind of userdata that crosses between processes: what it shares (an
 /// attachment of the message) and how the receiver rebuilds it. A module
-/// with such a userdata declares one; [`SENDABLE`] lists them, so the codec
-/// knows none of their types.
+/// with such a userdata declares one in the registry (`vm::module::sendable`
+/// lists them), so the codec knows none of their types.
 pub(crate) struct Sendable {
     /// Its number on the wire (`docs/wire-format.md`, tag 13).
     pub kind: u8,
@@ -42,9 +42,6 @@ pub(crate) struct Sendable {
     /// Pushes a userdata of this kind for a received attachment.
     pub rebuild: unsafe fn(*mut ffi::lua_State, u8, &Attachment) -> Result<(), String>,
 }
-
-/// Every userdata kind that crosses.
-const SENDABLE: [&Sendable; 3] = [&crate::buffer::SENDABLE, &crate::linda::SENDABLE, &crate::future::SENDABLE];
 
 /// Its address is the registry key of the reverse map {module table =
 /// name} (built on demand). Keys by address, not by name: a lookup then
@@ -92,7 +89,7 @@ impl Scratch {
 /// Encodes the values at stack positions `first..=last` as one message.
 #[inline]
 pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Message, Error> {
-    match crate::plain::encode(L, first, last) {
+    match crate::vm::plain::encode(L, first, last) {
         Some(msg) => Ok(msg),
         None => encode_general(L, first, last),
     }
@@ -125,7 +122,7 @@ pub(crate) unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: 
 /// may keep them (see [`Leading`]), as the encoder met them: what the
 /// runtime would otherwise walk the message for.
 pub(crate) unsafe fn encode_spawn(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<(Message, Option<Leading>), Error> {
-    encode_marking(L, first, last, crate::prefix::LEADING)
+    encode_marking(L, first, last, crate::vm::prefix::LEADING)
 }
 
 /// The bytes of a message's first values (after its header), with nothing
@@ -199,7 +196,7 @@ fn write_plain(w: &mut Writer, v: Plain) -> bool {
 #[inline]
 pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
     if msg.attachments().is_empty() {
-        if let Some(n) = crate::plain::decode(L, msg) {
+        if let Some(n) = crate::vm::plain::decode(L, msg) {
             return Ok(n);
         }
     }
@@ -419,7 +416,7 @@ impl Encoder {
         if write_plain(&mut self.w, peek(L, idx)) {
             return Ok(());
         }
-        match crate::peek::object(L, idx) {
+        match crate::vm::peek::object(L, idx) {
             Object::Table(p) => return self.table(idx, p),
             Object::Globals => {
                 self.w.tag(Tag::Globals);
@@ -432,7 +429,7 @@ impl Encoder {
         match ffi::lua_type(L, idx) {
             ffi::LUA_TLIGHTUSERDATA => return Err(Failure::unsendable("light userdata")),
             ffi::LUA_TUSERDATA => {
-                let Some((kind, variant, shared)) = SENDABLE.iter().find_map(|s| (s.share)(L, idx).map(|(v, a)| (s.kind, v, a))) else {
+                let Some((kind, variant, shared)) = crate::vm::module::sendable().iter().find_map(|s| (s.share)(L, idx).map(|(v, a)| (s.kind, v, a))) else {
                     return Err(Failure::unsendable(type_name(L, idx)));
                 };
                 // What it shares goes beside the bytes, not copied.
@@ -534,11 +531,11 @@ impl Encoder {
     /// Writes the Lua function at `idx`, whose address is `p`.
     unsafe fn lua_function(&mut self, idx: c_int, p: *const c_void) -> Result<(), Failure> {
         let L = self.L;
-        if let Some(name) = crate::shared::frozen_name(p) {
+        if let Some(name) = crate::vm::shared::frozen_name(p) {
             self.library(&name);
             return Ok(());
         }
-        if crate::shared::is_shared_function(L, idx) {
+        if crate::vm::shared::is_shared_function(L, idx) {
             if let Some(name) = library_name(L, idx, &FUNCTION_NAMES, true) {
                 self.library(&name);
                 return Ok(());
@@ -552,12 +549,12 @@ impl Encoder {
         self.w.tag(Tag::Function);
         let at = self.w.placeholder_u32();
         let start = self.w.len();
-        if !crate::dumps::dump(L, idx, self.w.buffer()) {
+        if !crate::vm::dumps::dump(L, idx, self.w.buffer()) {
             return Err(Failure::wire(synodic_core::wire::WireError::TooLarge));
         }
         let len = (self.w.len() - start) as u32;
         self.w.patch_u32(at, len);
-        let nups = crate::peek::upvalue_count(L, idx);
+        let nups = crate::vm::peek::upvalue_count(L, idx);
         self.w.varint(nups as u64);
         for n in 1..=nups {
             let cell = ffi::lua_upvalueid(L, idx, n);
@@ -589,7 +586,7 @@ unsafe fn key_segment(L: *mut ffi::lua_State, key: c_int) -> Segment {
 /// The name under which the table at `idx` (whose address is `p`) is a
 /// loaded module, if it is one.
 unsafe fn module_name(L: *mut ffi::lua_State, idx: c_int, p: *const c_void) -> Option<Vec<u8>> {
-    if let Some(module) = crate::lazy::module_of(L, p) {
+    if let Some(module) = crate::vm::lazy::module_of(L, p) {
         return Some(module.as_bytes().to_vec());
     }
     library_name(L, idx, &MODULE_NAMES, false)
@@ -601,7 +598,7 @@ unsafe fn function_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
         ffi::lua_settop(L, -2);
         false
     };
-    if let Some((module, field)) = ffi::lua_tocfunction(L, idx).filter(|_| plain).and_then(crate::lazy::function_name) {
+    if let Some((module, field)) = ffi::lua_tocfunction(L, idx).filter(|_| plain).and_then(crate::vm::lazy::function_name) {
         return Some([module.as_bytes(), b"\0", field].concat());
     }
     library_name(L, idx, &FUNCTION_NAMES, true)
@@ -621,7 +618,7 @@ unsafe fn library_name(L: *mut ffi::lua_State, idx: c_int, map: &'static u8, fun
 /// see `lazy`). A module loaded since drops both maps (`ctx.modules_changed`).
 /// The walk leaves lazy tables' entries unmade.
 unsafe fn reverse_map(L: *mut ffi::lua_State, key: &'static u8, functions: bool) {
-    if std::mem::take(&mut crate::ctx::ctx(L).modules_changed) {
+    if std::mem::take(&mut crate::vm::ctx::ctx(L).modules_changed) {
         for k in [&MODULE_NAMES, &FUNCTION_NAMES] {
             ffi::lua_pushnil(L);
             ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, key_of(k));
@@ -635,15 +632,15 @@ unsafe fn reverse_map(L: *mut ffi::lua_State, key: &'static u8, functions: bool)
     ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
     let loaded = ffi::lua_gettop(L);
     ffi::lua_pushnil(L);
-    while crate::lazy::synodic_next_raw(L, loaded) != 0 {
+    while crate::vm::lazy::synodic_next_raw(L, loaded) != 0 {
         let (k, v) = (loaded + 1, loaded + 2);
         if ffi::lua_type(L, k) == ffi::LUA_TSTRING && ffi::lua_type(L, v) == ffi::LUA_TTABLE {
             if functions {
-                let bundled = crate::lualib::is_bundled(to_bytes(L, k).unwrap_or_default());
+                let bundled = crate::vm::bundled::is_bundled(to_bytes(L, k).unwrap_or_default());
                 ffi::lua_pushnil(L);
-                while crate::lazy::synodic_next_raw(L, v) != 0 {
+                while crate::vm::lazy::synodic_next_raw(L, v) != 0 {
                     let (fk, fv) = (v + 1, v + 2);
-                    let named = ffi::lua_iscfunction(L, fv) != 0 || (bundled && crate::shared::is_shared_function(L, fv));
+                    let named = ffi::lua_iscfunction(L, fv) != 0 || (bundled && crate::vm::shared::is_shared_function(L, fv));
                     if named && ffi::lua_type(L, fk) == ffi::LUA_TSTRING {
                         ffi::lua_pushvalue(L, fv);
                         ffi::lua_pushvalue(L, k);
@@ -757,7 +754,7 @@ impl<'a> Decoder<'a> {
                 let kind = self.r.byte_value()?;
                 let variant = self.r.byte_value()?;
                 let index = self.r.varint()?;
-                let sendable = SENDABLE.iter().find(|s| s.kind == kind).ok_or_else(|| junk(format!("unknown kind of shared value {kind}")))?;
+                let sendable = crate::vm::module::sendable().iter().find(|s| s.kind == kind).ok_or_else(|| junk(format!("unknown kind of shared value {kind}")))?;
                 let shared = self.attachments.get(index as usize).ok_or_else(|| junk("shared value without its attachment"))?;
                 (sendable.rebuild)(L, variant, shared).map_err(junk)?;
             }
@@ -845,10 +842,10 @@ impl<'a> Decoder<'a> {
         let code = self.r.bytes_raw(len)?;
         let mut chunk = Some(code);
         // A real chunk needs no block much larger than itself (16 bytes per byte covers constants).
-        let heap = crate::heap::of_state(L);
+        let heap = crate::vm::heap::of_state(L);
         let previous_cap = heap.map(|h| h.limit_blocks(16 * len + 4096));
         let status = ffi::lua_load(L, chunk_reader, (&mut chunk as *mut Option<&[u8]>).cast(), c"=message".as_ptr(), c"b".as_ptr());
-        if let (Some(h), Some(cap)) = (crate::heap::of_state(L), previous_cap) {
+        if let (Some(h), Some(cap)) = (crate::vm::heap::of_state(L), previous_cap) {
             h.limit_blocks(cap);
         }
         if status != ffi::LUA_OK {
@@ -895,21 +892,21 @@ impl<'a> Decoder<'a> {
         let L = self.L;
         let module = self.r.bytes()?;
         let field = self.r.bytes()?;
-        if crate::shared::push_frozen_field(L, module, field) {
+        if crate::vm::shared::push_frozen_field(L, module, field) {
             return Ok(());
         }
-        if self.outside && !crate::template::loads_outside_a_process(module) {
+        if self.outside && !crate::vm::template::loads_outside_a_process(module) {
             return Err(junk(format!("module '{}' is loaded in a process only", String::from_utf8_lossy(module))));
         }
-        crate::state::push_module(L, module).map_err(|e| junk(format!("module '{}': {e}", String::from_utf8_lossy(module))))?;
+        crate::vm::state::push_module(L, module).map_err(|e| junk(format!("module '{}': {e}", String::from_utf8_lossy(module))))?;
         if !field.is_empty() {
             // Not a raw get (library tables fill themselves on first use),
             // but protected: a module's own __index may raise.
             ffi::lua_pushcfunction(L, index_field);
             ffi::lua_rotate(L, -2, 1);
             push_bytes(L, field);
-            if crate::util::protected(L, 2, 1).is_err() {
-                let why = crate::util::pop_error(L);
+            if crate::vm::util::protected(L, 2, 1).is_err() {
+                let why = crate::vm::util::pop_error(L);
                 return Err(junk(format!("library field {}.{}: {why}", String::from_utf8_lossy(module), String::from_utf8_lossy(field))));
             }
         }
@@ -940,8 +937,8 @@ unsafe extern "C-unwind" fn chunk_reader(_L: *mut ffi::lua_State, ud: *mut c_voi
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::ctx::{Boot, Ctx};
-    use crate::heap::Heap;
+    use crate::vm::ctx::{Boot, Ctx};
+    use crate::vm::heap::Heap;
 
     /// A process-less state to encode and decode in.
     pub(crate) struct TestState {
@@ -954,7 +951,7 @@ pub(crate) mod tests {
         pub(crate) fn new() -> TestState {
             let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
             let mut heap = Box::new(Heap::new());
-            let L = unsafe { crate::state::new_state(&mut *ctx, &mut *heap, None) }.expect("state");
+            let L = unsafe { crate::vm::state::new_state(&mut *ctx, &mut *heap, None) }.expect("state");
             TestState { L, _ctx: ctx, _heap: heap }
         }
 
@@ -1017,7 +1014,7 @@ pub(crate) mod tests {
             assert_eq!(decode_parts(st.L, &msg, &[]).unwrap(), 1);
             ffi::lua_setglobal(st.L, c"t".as_ptr());
         }
-        assert!(unsafe { crate::template::tests::run(st.L, "return t.again == t[3] and t.late == t[39] and t[40][1] == 40 and t[3] ~= t[39]") });
+        assert!(unsafe { crate::vm::template::tests::run(st.L, "return t.again == t[3] and t.late == t[39] and t[40][1] == 40 and t[3] ~= t[39]") });
     }
 
     /// Encoding reuses its thread's buffer and reference maps: each message
@@ -1081,8 +1078,8 @@ pub(crate) mod tests {
         unsafe {
             decode_parts(idle.L, &member, &[]).unwrap();
             ffi::lua_settop(idle.L, 0);
-            let used = crate::heap::of_state(idle.L).unwrap().used();
-            assert!(used <= crate::heap::FIRST_CHUNK - 16, "an idle process takes {used} bytes");
+            let used = crate::vm::heap::of_state(idle.L).unwrap().used();
+            assert!(used <= crate::vm::heap::FIRST_CHUNK - 16, "an idle process takes {used} bytes");
         }
     }
 

@@ -22,8 +22,8 @@ use std::sync::OnceLock;
 
 use mlua_sys as ffi;
 
-use crate::ctx::ctx;
-use crate::util::{push_bytes, raise, to_bytes};
+use crate::vm::ctx::ctx;
+use crate::vm::util::{push_bytes, raise, to_bytes};
 
 /// How an entry of a lazy table is made.
 pub(crate) enum Entry {
@@ -142,8 +142,8 @@ unsafe fn build_templates() -> Vec<Template> {
         }
     }
     globals = globals
-        .with(b"print", Entry::Function(crate::state::print))
-        .with(b"require", Entry::Function(crate::state::require))
+        .with(b"print", Entry::Function(crate::vm::state::print))
+        .with(b"require", Entry::Function(crate::vm::state::require))
         .with(b"_G", Entry::Make(make_globals))
         .with(b"_VERSION", Entry::Str((*b"Lua 5.4").into()))
         .with(b"package", Entry::Make(make_loaded))
@@ -166,12 +166,16 @@ unsafe fn build_templates() -> Vec<Template> {
     ORIGINALS.get_or_init(|| all.iter().flat_map(|t| t.functions().map(move |(n, f)| ((t.module, n.to_vec()), f))).collect());
     templates.extend(all.into_iter().map(|t| match t.module {
         // The scheduler-aware replacements.
-        "coroutine" => t.with_functions(crate::coroutine::REPLACED),
-        "debug" => t.with_functions(&[(c"gethook", crate::preempt::gethook)]),
-        _ => t,
+        "debug" => t.with_functions(&[(c"gethook", crate::vm::preempt::gethook)]),
+        library => match crate::vm::module::replacements().find(|(name, _)| *name == library) {
+            Some((_, functions)) => t.with_functions(functions),
+            None => t,
+        },
     }));
-    for (module, functions) in native_libraries() {
-        templates.push(Template::new(module).with_functions(functions));
+    for (module, _, functions) in crate::vm::module::native() {
+        if let Some(functions) = functions {
+            templates.push(Template::new(module.to_str().expect("a module's name is ASCII")).with_functions(functions));
+        }
     }
     assert!(templates.len() <= u8::MAX as usize);
     templates
@@ -186,16 +190,6 @@ static ORIGINALS: OnceLock<std::collections::HashMap<(&str, Vec<u8>), ffi::lua_C
 pub(crate) fn original(module: &str, name: &[u8]) -> Option<ffi::lua_CFunction> {
     templates();
     ORIGINALS.get()?.get(&(module, name.to_vec())).copied()
-}
-
-/// Synodic's native modules that are lazy tables, with their functions.
-fn native_libraries() -> [(&'static str, &'static [(&'static CStr, ffi::lua_CFunction)]); 4] {
-    [
-        ("synodic", crate::kernel::FUNCTIONS),
-        ("synodic.chan", crate::chan::FUNCTIONS),
-        ("synodic.buffer", crate::buffer::FUNCTIONS),
-        ("synodic.control", crate::control::FUNCTIONS),
-    ]
 }
 
 /// The entries a library opener makes, read from the template state: plain
@@ -254,14 +248,14 @@ unsafe fn make_library(L: *mut ffi::lua_State, name: &[u8]) -> Result<(), String
 }
 
 unsafe fn make_package(L: *mut ffi::lua_State, _name: &[u8]) -> Result<(), String> {
-    ffi::lua_pushcfunction(L, crate::state::open_package);
+    ffi::lua_pushcfunction(L, crate::vm::state::open_package);
     ffi::lua_call(L, 0, 1);
     Ok(())
 }
 
 unsafe fn make_module(L: *mut ffi::lua_State, name: &[u8]) -> Result<(), String> {
     let module: &[u8] = if name == b"alua" { b"synodic.alua" } else { name };
-    crate::state::push_module(L, module)
+    crate::vm::state::push_module(L, module)
 }
 
 /// Pushes a new, empty lazy table of `template`.
@@ -510,7 +504,7 @@ extern "C" {
 macro_rules! lazy_module {
     ($name:expr) => {
         pub unsafe extern "C-unwind" fn open(L: *mut mlua_sys::lua_State) -> std::ffi::c_int {
-            if !$crate::lazy::push_library(L, $name) {
+            if !$crate::vm::lazy::push_library(L, $name) {
                 mlua_sys::lua_createtable(L, 0, 0);
             }
             1

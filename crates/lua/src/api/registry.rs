@@ -1,0 +1,40 @@
+//! The one list of Synodic's Lua API: every module, as it declares itself
+//! to the VM layer (see `crate::vm::module`). A new module is a file in
+//! `api/` and one entry here.
+
+use crate::api::{buffer, chan, control, coroutine, future, kernel, linda};
+use crate::vm::module::{Code, Module};
+
+/// Every module. Native modules with a lazy table come first in the order
+/// their tables are numbered; the bundled Lua ones are numbered in the
+/// order they appear.
+pub(crate) static MODULES: &[Module] = &[
+    native(c"synodic", kernel::open, Some(kernel::FUNCTIONS)),
+    native(c"synodic.chan", chan::open, Some(chan::FUNCTIONS)),
+    Module { sendable: Some(&linda::SENDABLE), ..native(c"synodic.linda", linda::open, None) },
+    Module { sendable: Some(&buffer::SENDABLE), ..native(c"synodic.buffer", buffer::open, Some(buffer::FUNCTIONS)) },
+    native(c"synodic.control", control::open, Some(control::FUNCTIONS)),
+    lua(c"synodic.alua", c"@lualib/alua.lua", include_str!("../../../../lualib/alua.lua")),
+    lua(c"synodic.console", c"@lualib/console.lua", include_str!("../../../../lualib/console.lua")),
+    lua(c"synodic.entity", c"@lualib/entity.lua", include_str!("../../../../lualib/entity.lua")),
+    Module {
+        name: c"synodic.entity.loop",
+        code: Code::Lua { chunk: c"@lualib/entity_loop.lua", source: include_str!("../../../../lualib/entity_loop.lua"), frozen: true },
+        sendable: None,
+    },
+    Module { sendable: Some(&future::SENDABLE), ..lua(c"synodic.future", c"@lualib/future.lua", include_str!("../../../../lualib/future.lua")) },
+    lua(c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../../lualib/skel.lua")),
+    Module { name: c"coroutine", code: Code::Replaces(coroutine::REPLACED), sendable: None },
+];
+
+/// The module a frozen module's main chunk may require (it gets this
+/// module's lazy functions, and nothing else).
+pub(crate) const FROZEN_SEES: &std::ffi::CStr = c"synodic";
+
+const fn native(name: &'static std::ffi::CStr, open: mlua_sys::lua_CFunction, lazy: Option<&'static crate::vm::util::Functions>) -> Module {
+    Module { name, code: Code::Native { open, lazy }, sendable: None }
+}
+
+const fn lua(name: &'static std::ffi::CStr, chunk: &'static std::ffi::CStr, source: &'static str) -> Module {
+    Module { name, code: Code::Lua { chunk, source, frozen: false }, sendable: None }
+}

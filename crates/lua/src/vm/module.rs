@@ -1,0 +1,98 @@
+//! What the VM layer knows of a module of the API layer: its name, how it
+//! is made, and the userdata kinds it lets cross between processes. Each
+//! module declares itself once, as a [`Module`] in `crate::api::registry`;
+//! the VM reads that list (to open modules on `require`, to build lazy
+//! tables, to compile bundled Lua once per node, to encode userdata) and
+//! names no module itself.
+
+use std::ffi::CStr;
+
+use mlua_sys as ffi;
+
+use crate::vm::codec::Sendable;
+use crate::vm::util::Functions;
+
+/// One module of the API.
+pub(crate) struct Module {
+    /// The name `require` knows it by.
+    pub name: &'static CStr,
+    pub code: Code,
+    /// Userdata kinds of this module that messages may carry.
+    pub sendable: Option<&'static Sendable>,
+}
+
+/// How a module is made.
+pub(crate) enum Code {
+    /// Written in Rust: `open` makes its table. With `lazy`, the table is
+    /// a lazy one (see `vm::lazy`): these functions are its entries, made
+    /// on first use, and `open` runs only for a program that reads the
+    /// whole table some other way.
+    Native { open: ffi::lua_CFunction, lazy: Option<&'static Functions> },
+    /// Written in Lua, bundled into the binary: compiled once per node into
+    /// the code every process shares (`vm::shared`). `chunk` names its
+    /// source for tracebacks. A `frozen` module's main chunk runs once, in
+    /// the node's shared state, and every process shares its functions.
+    Lua { chunk: &'static CStr, source: &'static str, frozen: bool },
+    /// Scheduler-aware replacements of some functions of the standard
+    /// library `name` (the rest stay Lua's own).
+    Replaces(&'static Functions),
+}
+
+/// The module a frozen module's main chunk may require.
+pub(crate) const FROZEN_SEES: &CStr = crate::api::registry::FROZEN_SEES;
+
+/// Every module, in the registry's order.
+pub(crate) fn modules() -> &'static [Module] {
+    crate::api::registry::MODULES
+}
+
+/// The native modules, with their openers and lazy functions.
+pub(crate) fn native() -> impl Iterator<Item = (&'static CStr, ffi::lua_CFunction, Option<&'static Functions>)> {
+    modules().iter().filter_map(|m| match m.code {
+        Code::Native { open, lazy } => Some((m.name, open, lazy)),
+        _ => None,
+    })
+}
+
+/// The functions of the native module `name`, if it has a lazy table.
+pub(crate) fn lazy_functions(name: &CStr) -> Option<&'static Functions> {
+    native().find(|(n, _, _)| *n == name).and_then(|(_, _, lazy)| lazy)
+}
+
+/// A bundled Lua module.
+pub(crate) struct Bundled {
+    pub name: &'static CStr,
+    pub chunk: &'static CStr,
+    pub source: &'static str,
+    pub frozen: bool,
+}
+
+/// The bundled Lua modules, in the registry's order (their index is their
+/// place in this list).
+pub(crate) fn bundled() -> &'static [Bundled] {
+    static B: std::sync::OnceLock<Vec<Bundled>> = std::sync::OnceLock::new();
+    B.get_or_init(|| {
+        modules()
+            .iter()
+            .filter_map(|m| match m.code {
+                Code::Lua { chunk, source, frozen } => Some(Bundled { name: m.name, chunk, source, frozen }),
+                _ => None,
+            })
+            .collect()
+    })
+}
+
+/// The standard libraries some of whose functions are replaced, with the
+/// replacements.
+pub(crate) fn replacements() -> impl Iterator<Item = (&'static str, &'static Functions)> {
+    modules().iter().filter_map(|m| match m.code {
+        Code::Replaces(functions) => Some((m.name.to_str().expect("a library's name is ASCII"), functions)),
+        _ => None,
+    })
+}
+
+/// Every userdata kind that crosses between processes.
+pub(crate) fn sendable() -> &'static [&'static Sendable] {
+    static S: std::sync::OnceLock<Vec<&'static Sendable>> = std::sync::OnceLock::new();
+    S.get_or_init(|| modules().iter().filter_map(|m| m.sendable).collect())
+}
