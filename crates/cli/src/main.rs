@@ -281,7 +281,7 @@ fn run(args: RunArgs) -> i32 {
 /// many will join).
 fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &RunArgs) -> anyhow::Result<usize>) -> i32 {
     signals::install();
-    let mut config = Config { workers: args.workers.into(), max_process_memory: args.limits.max_process_memory, preempt_signal: Some(synodic_lua::vm::preempt::install()), pool_worker: Some(synodic_lua::api::future::pool_worker), ..Config::default() };
+    let mut config = Config { workers: args.workers.into(), max_process_memory: args.limits.max_process_memory, preempt_signal: Some(synodic_lua::vm::preempt::install()), pool_worker: Some(synodic_lua::pool_worker), ..Config::default() };
     let say_where = args.cluster.listen.is_some();
     if args.nodes > 1 {
         args.cluster.listen.get_or_insert_with(|| "127.0.0.1:0".into());
@@ -338,7 +338,7 @@ fn node(mut args: NodeArgs) -> i32 {
             return 1;
         }
     };
-    let config = Config { workers: args.workers.into(), node_name: args.cluster.node_name(), max_process_memory: args.limits.max_process_memory, preempt_signal: Some(synodic_lua::vm::preempt::install()), pool_worker: Some(synodic_lua::api::future::pool_worker), ..Config::default() };
+    let config = Config { workers: args.workers.into(), node_name: args.cluster.node_name(), max_process_memory: args.limits.max_process_memory, preempt_signal: Some(synodic_lua::vm::preempt::install()), pool_worker: Some(synodic_lua::pool_worker), ..Config::default() };
     let rt = match Runtime::start(config) {
         Ok(rt) => rt,
         Err(e) => {

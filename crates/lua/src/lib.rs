@@ -78,7 +78,9 @@
 
 pub mod api;
 mod error;
+mod start;
 pub mod vm;
 
 pub use error::Error;
+pub use start::pool_worker;
 pub use vm::process::LuaProcess;

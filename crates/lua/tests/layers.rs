@@ -1,6 +1,7 @@
-//! The crate's two layers stay apart: the VM layer (`src/vm/`) names no
-//! module of the API layer (`src/api/`); it reads what it needs of them
-//! from the registry, through `vm/module.rs` alone.
+//! The crate's layers stay apart: the VM layer (`src/vm/`) names nothing
+//! of the API layer (`src/api/`) nor of the entry points above both
+//! (`src/start.rs`, which installs the API's registry into the VM); it
+//! reads what it needs of the modules through `vm/module.rs`.
 
 use std::path::Path;
 
@@ -21,8 +22,10 @@ fn vm_names_no_api_module() {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         for (n, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");
-            let names_api = code.contains("crate::api") || code.contains("super::super::api");
-            let allowed = name == "module.rs" && code.contains("crate::api::registry::");
+            let names_api = code.contains("crate::api") || code.contains("super::super::api") || code.contains("crate::start");
+            // Unit tests make states without the entry points: the
+            // registry's accessor installs it itself under cfg(test).
+            let allowed = name == "module.rs" && code.trim() == "crate::start::ready();";
             if names_api && !allowed {
                 crossings.push(format!("src/vm/{name}:{}: {}", n + 1, line.trim()));
             }

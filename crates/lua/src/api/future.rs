@@ -22,7 +22,7 @@ use std::sync::Arc;
 use mlua_sys as ffi;
 use synodic_core::future::{FutureId, Read, Ticket};
 use synodic_core::waiting::{Completion, Waiter};
-use synodic_core::{Attachment, Body};
+use synodic_core::Attachment;
 
 use crate::vm::codec::{self, Sendable};
 use crate::vm::ctx::ctx;
@@ -33,10 +33,6 @@ const FUTURE: &CStr = c"synodic.future";
 
 const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[(c"get", get), (c"ready", ready), (c"node", node)];
 
-/// The body of the node's pool workers (`Config::pool_worker`).
-pub fn pool_worker() -> Box<dyn Body> {
-    crate::vm::process::LuaProcess::module("synodic.future", 0)
-}
 
 struct Handle {
     ticket: Arc<Ticket>,

@@ -3,7 +3,10 @@
 //! `api/` and one entry here.
 
 use crate::api::{buffer, chan, control, coroutine, future, kernel, linda};
-use crate::vm::module::{Code, Module};
+use crate::vm::module::{Code, Module, Registry};
+
+/// The registry, as the VM layer reads it (installed by `start.rs`).
+pub(crate) static REGISTRY: Registry = Registry { modules: MODULES, frozen_sees: c"synodic" };
 
 /// Every module. Native modules with a lazy table come first in the order
 /// their tables are numbered; the bundled Lua ones are numbered in the
@@ -26,10 +29,6 @@ pub(crate) static MODULES: &[Module] = &[
     lua(c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../../lualib/skel.lua")),
     Module { name: c"coroutine", code: Code::Replaces(coroutine::REPLACED), sendable: None },
 ];
-
-/// The module a frozen module's main chunk may require (it gets this
-/// module's lazy functions, and nothing else).
-pub(crate) const FROZEN_SEES: &std::ffi::CStr = c"synodic";
 
 const fn native(name: &'static std::ffi::CStr, open: mlua_sys::lua_CFunction, lazy: Option<&'static crate::vm::util::Functions>) -> Module {
     Module { name, code: Code::Native { open, lazy }, sendable: None }

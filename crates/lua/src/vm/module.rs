@@ -1,9 +1,10 @@
 //! What the VM layer knows of a module of the API layer: its name, how it
 //! is made, and the userdata kinds it lets cross between processes. Each
-//! module declares itself once, as a [`Module`] in `crate::api::registry`;
-//! the VM reads that list (to open modules on `require`, to build lazy
-//! tables, to compile bundled Lua once per node, to encode userdata) and
-//! names no module itself.
+//! module declares itself once, as a [`Module`] in the API layer's
+//! registry, which the crate's entry points install here ([`install`])
+//! before the first Lua state is made; the VM reads that list (to open
+//! modules on `require`, to build lazy tables, to compile bundled Lua once
+//! per node, to encode userdata) and names no module itself.
 
 use std::ffi::CStr;
 
@@ -38,12 +39,36 @@ pub(crate) enum Code {
     Replaces(&'static Functions),
 }
 
+/// The modules of the API, as its registry lists them.
+pub struct Registry {
+    pub(crate) modules: &'static [Module],
+    /// The module a frozen module's main chunk may require (it gets this
+    /// module's lazy functions, and nothing else).
+    pub(crate) frozen_sees: &'static CStr,
+}
+
+static REGISTRY: std::sync::OnceLock<&'static Registry> = std::sync::OnceLock::new();
+
+/// Installs the registry the VM reads; the first one installed stays.
+pub(crate) fn install(registry: &'static Registry) {
+    REGISTRY.get_or_init(|| registry);
+}
+
+fn registry() -> &'static Registry {
+    // Unit tests make states without going through the entry points.
+    #[cfg(test)]
+    crate::start::ready();
+    REGISTRY.get().expect("the API registry is installed before the first Lua state (the crate's entry points in start.rs do it)")
+}
+
 /// The module a frozen module's main chunk may require.
-pub(crate) const FROZEN_SEES: &CStr = crate::api::registry::FROZEN_SEES;
+pub(crate) fn frozen_sees() -> &'static CStr {
+    registry().frozen_sees
+}
 
 /// Every module, in the registry's order.
 pub(crate) fn modules() -> &'static [Module] {
-    crate::api::registry::MODULES
+    registry().modules
 }
 
 /// The native modules, with their openers and lazy functions.

@@ -43,12 +43,12 @@ unsafe impl Send for LuaProcess {}
 impl LuaProcess {
     /// Starts a process running the function and arguments of the spawn
     /// message `msg`, with a memory limit in bytes if given (else the node's).
-    pub fn spawn(rt: &Runtime, msg: Message, max_memory: Option<u64>) -> Result<Pid, synodic_core::Error> {
+    pub(crate) fn spawn_message(rt: &Runtime, msg: Message, max_memory: Option<u64>) -> Result<Pid, synodic_core::Error> {
         let leading = crate::vm::prefix::leading_values(&msg);
         LuaProcess::spawn_marked(rt, msg, leading, max_memory)
     }
 
-    /// [`LuaProcess::spawn`] of a message whose leading values are known
+    /// [`LuaProcess::spawn_message`] of a message whose leading values are known
     /// (`codec::encode_spawn`).
     pub(crate) fn spawn_marked(rt: &Runtime, msg: Message, leading: Option<crate::vm::codec::Leading>, max_memory: Option<u64>) -> Result<Pid, synodic_core::Error> {
         let heap = max_memory.map_or_else(Heap::new, Heap::limited);
@@ -59,12 +59,12 @@ impl LuaProcess {
     }
 
     /// The main process: runs `path` with `args` as the `lua` command would.
-    pub fn main_script(path: String, args: Vec<String>) -> Box<dyn Body> {
+    pub(crate) fn script_body(path: String, args: Vec<String>) -> Box<dyn Body> {
         LuaProcess::booting(Boot::Script(Box::new((path, args))), Heap::new())
     }
 
     /// A process running `require(module).main(arg)`.
-    pub fn module(module: &'static str, arg: i64) -> Box<dyn Body> {
+    pub(crate) fn module_body(module: &'static str, arg: i64) -> Box<dyn Body> {
         LuaProcess::booting(Boot::Module(Box::new((module, arg))), Heap::new())
     }
 

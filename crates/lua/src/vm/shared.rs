@@ -39,11 +39,11 @@ extern "C" {
 }
 
 /// The functions a frozen module's main chunk finds in the one module it
-/// may require (`vm::module::FROZEN_SEES`). Its main chunk may only
+/// may require (`vm::module::frozen_sees`). Its main chunk may only
 /// define functions (no global read, no table kept: see
 /// `lualib/entity_loop.lua`).
 fn frozen_sees() -> &'static crate::vm::util::Functions {
-    lazy_functions(crate::vm::module::FROZEN_SEES).unwrap_or(&[])
+    lazy_functions(crate::vm::module::frozen_sees()).unwrap_or(&[])
 }
 
 /// A frozen module's function: its field name and its address.
@@ -136,7 +136,7 @@ unsafe fn provide_frozen_sees(L: *mut ffi::lua_State) {
         ffi::lua_pushcfunction(L, *f);
         ffi::lua_setfield(L, -2, field.as_ptr());
     }
-    ffi::lua_setfield(L, -2, crate::vm::module::FROZEN_SEES.as_ptr());
+    ffi::lua_setfield(L, -2, crate::vm::module::frozen_sees().as_ptr());
     ffi::lua_settop(L, -2);
 }
 
