@@ -352,13 +352,13 @@ mod tests {
     #[test]
     fn replies_and_downs_are_told_apart() {
         let pid = Pid::new(0, 3, 1);
-        assert_eq!(reply_tag(&reply(7, Ok(Some(pid))).to_vec()), Some(7));
-        assert_eq!(reply_of(&reply(9, Err("no")).to_vec()), Some((9, false)));
-        assert_eq!(reply_of(&reply(9, Ok(None)).to_vec()), Some((9, true)));
+        assert_eq!(reply_tag(&reply(7, Ok(Some(pid)))), Some(7));
+        assert_eq!(reply_of(&reply(9, Err("no"))), Some((9, false)));
+        assert_eq!(reply_of(&reply(9, Ok(None))), Some((9, true)));
         let down = crate::runtime::down_message(pid, &crate::ExitReason::Normal);
-        assert_eq!(down_of(&down.to_vec()), Some(pid));
-        assert_eq!(reply_tag(&down.to_vec()), None);
-        assert_eq!(down_of(&reply(7, Ok(Some(pid))).to_vec()), None);
+        assert_eq!(down_of(&down), Some(pid));
+        assert_eq!(reply_tag(&down), None);
+        assert_eq!(down_of(&reply(7, Ok(Some(pid)))), None);
         assert_eq!(down_of(b"junk"), None);
         assert_eq!(claim_answer(&reply(4, Ok(None))), Some(Ok(())));
         assert_eq!(claim_answer(&reply(4, Err("taken"))), Some(Err(("taken".into(), None))));

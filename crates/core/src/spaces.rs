@@ -170,6 +170,9 @@ impl SpaceRef {
 /// A named space: its serial and the space.
 type Named = (u64, Arc<Space>);
 
+/// A space as [`Spaces::all`] lists it: serial, name if it has one, the space.
+pub type Listed = (u64, Option<Box<[u8]>>, Arc<Space>);
+
 /// All spaces of a node.
 #[derive(Default)]
 pub struct Spaces {
@@ -241,7 +244,7 @@ impl Spaces {
 
     /// Every space of this node alive, by serial, with its name if it has
     /// one (a snapshot, for tools).
-    pub fn all(&self) -> Vec<(u64, Option<Box<[u8]>>, Arc<Space>)> {
+    pub fn all(&self) -> Vec<Listed> {
         let mut names: HashMap<u64, Box<[u8]>> = self.named.lock().iter().map(|(n, (id, _))| (*id, n.clone())).collect();
         let mut all: Vec<_> = self.by_id.lock().spaces.iter().filter_map(|(id, s)| Some((*id, names.remove(id), s.upgrade()?))).collect();
         all.sort_by_key(|(id, ..)| *id);

@@ -421,6 +421,8 @@ impl Decoder {
     /// are still to come, which the caller reads from the connection
     /// itself, straight to where they belong (a long message's bytes are
     /// copied once, not once per layer).
+    // Not an `Iterator`: what it gives borrows the decoder's buffer.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<Next<'_>>, Error> {
         let Some(len) = self.frame_len()? else { return Ok(None) };
         let base = self.start;

@@ -98,7 +98,7 @@ impl Sealer {
     /// Appends to `out` one record whose plaintext is the slices `parts`
     /// gives, as far as they fit in [`RECORD_MAX`]; returns how many bytes
     /// it took (the caller drops them from its slices).
-    pub fn seal_gathered<'a>(&mut self, parts: &mut dyn Iterator<Item = &'a [u8]>, out: &mut Vec<u8>) -> Result<usize, Error> {
+    pub fn seal_gathered(&mut self, parts: &mut dyn Iterator<Item = &[u8]>, out: &mut Vec<u8>) -> Result<usize, Error> {
         let start = out.len();
         out.extend_from_slice(&[0; HEADER]);
         let mut len = 0;
@@ -206,6 +206,8 @@ impl Opener {
 
     /// The plaintext of the next record, once all of it has arrived and
     /// passed its check.
+    // Not an `Iterator`: what it gives borrows the opener's buffer.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<&[u8]>, Error> {
         if self.poisoned {
             return Err(refused());

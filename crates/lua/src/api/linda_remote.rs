@@ -376,10 +376,11 @@ unsafe fn ask_candidates(L: *mut ffi::lua_State, asked: Box<Asked>, flags: u8) -
     ask(L, asked, Op::Candidates, flags, after, None)
 }
 
-/// A method's first request: the template from argument `first` on (none
-/// when `first` is 0), for the method `fname` answered as `then`.
-unsafe fn start(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16, fname: &'static str, first: c_int, then: Then, op: Op, flags: u8) -> c_int {
-    let mut asked = Asked::new(space, alias, fname, then);
+/// A method's first request (`asked`, made for the method and how its
+/// answers are taken): the template from argument `first` on (none when
+/// `first` is 0).
+unsafe fn start(L: *mut ffi::lua_State, mut asked: Box<Asked>, first: c_int, op: Op, flags: u8) -> c_int {
+    let (fname, then) = (asked.fname, asked.then);
     let prepared = (|| {
         yieldable(L, fname)?;
         if first > 0 {
@@ -445,7 +446,7 @@ unsafe fn find(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16, fname: &'st
     start_deadline(L, timeout);
     let waits = !probe && !timeout.is_some_and(|t| t.is_zero());
     let flags = if take { TAKE } else { 0 } | if waits { WAIT } else { 0 };
-    start(L, space, alias, fname, if timed { 3 } else { 2 }, Then::Tuple, Op::Find, flags)
+    start(L, Asked::new(space, alias, fname, Then::Tuple), if timed { 3 } else { 2 }, Op::Find, flags)
 }
 
 pub(crate) unsafe fn take(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
@@ -473,13 +474,13 @@ pub(crate) unsafe fn rd_within(L: *mut ffi::lua_State, space: &SpaceRef, alias: 
 }
 
 pub(crate) unsafe fn count(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    start(L, space, alias, "count", 2, Then::Count, Op::Count, 0)
+    start(L, Asked::new(space, alias, "count", Then::Count), 2, Op::Count, 0)
 }
 
 pub(crate) unsafe fn take_all(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    start(L, space, alias, "take_all", 2, Then::List, Op::TakeAll, TAKE)
+    start(L, Asked::new(space, alias, "take_all", Then::List), 2, Op::TakeAll, TAKE)
 }
 
 pub(crate) unsafe fn clear(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    start(L, space, alias, "clear", 0, Then::Nothing, Op::Clear, 0)
+    start(L, Asked::new(space, alias, "clear", Then::Nothing), 0, Op::Clear, 0)
 }

@@ -98,6 +98,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::needless_range_loop)] // `round` also chooses between the two halves
     fn both_paths_write_the_same_bytes_and_read_the_same_values() {
         let st = TestState::new();
         let L = st.L;

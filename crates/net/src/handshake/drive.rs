@@ -13,7 +13,9 @@ use crate::Error;
 /// How long a handshake may take, from the connection to the last message.
 pub const DRIVE_LIMIT: Duration = Duration::from_secs(3);
 
-/// What to do next.
+/// What to do next. (`Done` carries the session's keys whole: one per
+/// connection, not worth a box.)
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Turn {
     /// Write these bytes.
     Write(Vec<u8>),
