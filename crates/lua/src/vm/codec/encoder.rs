@@ -1,0 +1,265 @@
+//! Encoding: walks the values on the sender's stack into the wire format,
+//! numbering tables and functions as it meets them; a value that cannot
+//! cross fails with its path (`(at [2].conn)`).
+
+use std::collections::HashMap;
+use std::ffi::{c_int, c_void, CStr};
+
+use mlua_sys as ffi;
+use synodic_core::wire::{Tag, Writer, MAX_DEPTH};
+use synodic_core::hash::FastBuild;
+use synodic_core::Attachment;
+
+use crate::vm::peek::{peek, Object};
+use crate::vm::util::{to_bytes, type_name};
+use crate::Error;
+
+use super::names::{function_name, library_name, module_name};
+use super::*;
+
+/// One step of the path to an unsendable value.
+pub(super) enum Segment {
+    Index(i64),
+    Field(String),
+    Key,
+    Upvalue(String),
+}
+
+pub(super) struct Failure {
+    pub(super) kind: Option<String>,
+    /// A failure of the writer itself (a message too large).
+    pub(super) wire: Option<synodic_core::wire::WireError>,
+    pub(super) path: Vec<Segment>,
+}
+
+impl Failure {
+    pub(super) fn unsendable(kind: impl Into<String>) -> Failure {
+        Failure { kind: Some(kind.into()), wire: None, path: Vec::new() }
+    }
+
+    pub(super) fn too_deep() -> Failure {
+        Failure { kind: None, wire: None, path: Vec::new() }
+    }
+
+    pub(super) fn wire(e: synodic_core::wire::WireError) -> Failure {
+        Failure { kind: None, wire: Some(e), path: Vec::new() }
+    }
+
+    pub(super) fn under(mut self, seg: Segment) -> Failure {
+        self.path.push(seg);
+        self
+    }
+
+    pub(super) fn into_error(self) -> Error {
+        let mut path = String::new();
+        for seg in self.path.iter().rev() {
+            match seg {
+                Segment::Index(i) => path.push_str(&format!("[{i}]")),
+                Segment::Field(f) if is_identifier(f) => path.push_str(&format!(".{f}")),
+                Segment::Field(f) => path.push_str(&format!("[{f:?}]")),
+                Segment::Key => path.push_str("(key)"),
+                Segment::Upvalue(name) => path.push_str(&format!("<upvalue {name}>")),
+            }
+        }
+        match (self.kind, self.wire) {
+            (_, Some(e)) => Error::Wire(e),
+            (Some(kind), None) => Error::Unsendable { kind, path },
+            (None, None) => Error::TooDeep { path },
+        }
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Stack slots one level of the encoder may push: a key and a value (or an
+/// upvalue), plus the reverse maps' lookups (`library_name` and the
+/// `reverse_map` it may build) made for the next value.
+const LEVEL_SLOTS: c_int = 12;
+
+pub(super) struct Encoder {
+    pub(super) L: *mut ffi::lua_State,
+    pub(super) w: Writer,
+    pub(super) ids: HashMap<*const c_void, u32, FastBuild>,
+    pub(super) upvalues: HashMap<*mut c_void, (u32, u32), FastBuild>,
+    pub(super) attachments: Vec<Attachment>,
+    pub(super) depth: usize,
+}
+
+
+
+impl Encoder {
+    /// Writes the value at the absolute stack index `idx`.
+    pub(super) unsafe fn value(&mut self, idx: c_int) -> Result<(), Failure> {
+        let L = self.L;
+        if write_plain(&mut self.w, peek(L, idx)) {
+            return Ok(());
+        }
+        match crate::vm::peek::object(L, idx) {
+            Object::Table(p) => return self.table(idx, p),
+            Object::Globals => {
+                self.w.tag(Tag::Globals);
+                return Ok(());
+            }
+            Object::LuaFunction(p) => return self.lua_function(idx, p),
+            Object::CFunction => return self.c_function(idx),
+            Object::Other => {}
+        }
+        match ffi::lua_type(L, idx) {
+            ffi::LUA_TLIGHTUSERDATA => return Err(Failure::unsendable("light userdata")),
+            ffi::LUA_TUSERDATA => {
+                let Some((kind, variant, shared)) = crate::vm::module::sendable().iter().find_map(|s| (s.share)(L, idx).map(|(v, a)| (s.kind, v, a))) else {
+                    return Err(Failure::unsendable(type_name(L, idx)));
+                };
+                // What it shares goes beside the bytes, not copied.
+                self.w.tag(Tag::Shared);
+                self.w.byte(kind);
+                self.w.byte(variant);
+                self.w.varint(self.attachments.len() as u64);
+                self.attachments.push(shared);
+            }
+            _ => return Err(Failure::unsendable(type_name(L, idx))),
+        }
+        Ok(())
+    }
+
+    /// Writes a reference if the object was seen; otherwise gives it the next id.
+    pub(super) fn seen(&mut self, p: *const c_void) -> bool {
+        if let Some(&id) = self.ids.get(&p) {
+            self.w.tag(Tag::Ref);
+            self.w.varint(id as u64);
+            return true;
+        }
+        self.ids.insert(p, self.ids.len() as u32);
+        false
+    }
+
+    /// Enters a table or function: checks the depth, and makes room on the
+    /// stack for what one level pushes (a key, a value or an upvalue, and
+    /// the lookups of `module_name`), since every level adds to the stack.
+    pub(super) unsafe fn enter(&mut self) -> Result<(), Failure> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Failure::too_deep());
+        }
+        if ffi::lua_checkstack(self.L, LEVEL_SLOTS) == 0 {
+            return Err(Failure::unsendable("value (not enough memory for the Lua stack)"));
+        }
+        Ok(())
+    }
+
+    /// Writes the table at `idx`, whose address is `p` (not the globals).
+    pub(super) unsafe fn table(&mut self, idx: c_int, p: *const c_void) -> Result<(), Failure> {
+        let L = self.L;
+        if let Some(name) = module_name(L, idx, p) {
+            self.w.tag(Tag::Library);
+            self.w.bytes(&name);
+            self.w.bytes(b"");
+            return Ok(());
+        }
+        if self.seen(p) {
+            return Ok(());
+        }
+        self.enter()?;
+        let narr = ffi::lua_rawlen(L, idx) as i64;
+        self.w.tag(Tag::Table);
+        self.w.varint(narr as u64);
+        let count_at = self.w.placeholder_u32();
+        for i in 1..=narr {
+            ffi::lua_rawgeti(L, idx, i);
+            self.value(ffi::lua_gettop(L)).map_err(|e| e.under(Segment::Index(i)))?;
+            ffi::lua_settop(L, -2);
+        }
+        let mut nhash: u32 = 0;
+        ffi::lua_pushnil(L);
+        while ffi::lua_next(L, idx) != 0 {
+            let key = ffi::lua_gettop(L) - 1;
+            // Not lua_tointegerx alone: it would try to read a string key as a number.
+            let in_array = ffi::lua_isinteger(L, key) != 0 && (1..=narr).contains(&ffi::lua_tointegerx(L, key, std::ptr::null_mut()));
+            if !in_array {
+                self.value(key).map_err(|e| e.under(Segment::Key))?;
+                self.value(key + 1).map_err(|e| e.under(key_segment(L, key)))?;
+                nhash += 1;
+            }
+            ffi::lua_settop(L, key);
+        }
+        self.w.patch_u32(count_at, nhash);
+        self.depth -= 1;
+        Ok(())
+    }
+
+    /// Writes a reference to the library function `module\0field`.
+    pub(super) fn library(&mut self, name: &[u8]) {
+        let (module, field) = name.split_at(name.iter().position(|&b| b == 0).unwrap_or(name.len()));
+        self.w.tag(Tag::Library);
+        self.w.bytes(module);
+        self.w.bytes(field.get(1..).unwrap_or_default());
+    }
+
+    /// Writes the C function at `idx`: by name, or not at all.
+    pub(super) unsafe fn c_function(&mut self, idx: c_int) -> Result<(), Failure> {
+        match function_name(self.L, idx) {
+            Some(name) => {
+                self.library(&name);
+                Ok(())
+            }
+            None => Err(Failure::unsendable("function (a C function that is not part of a loaded library)")),
+        }
+    }
+
+    /// Writes the Lua function at `idx`, whose address is `p`.
+    pub(super) unsafe fn lua_function(&mut self, idx: c_int, p: *const c_void) -> Result<(), Failure> {
+        let L = self.L;
+        if let Some(name) = crate::vm::shared::frozen_name(p) {
+            self.library(&name);
+            return Ok(());
+        }
+        if crate::vm::shared::is_shared_function(L, idx) {
+            if let Some(name) = library_name(L, idx, &FUNCTION_NAMES, true) {
+                self.library(&name);
+                return Ok(());
+            }
+        }
+        if self.seen(p) {
+            return Ok(());
+        }
+        let id = self.ids.len() as u32 - 1; // just numbered by `seen`
+        self.enter()?;
+        self.w.tag(Tag::Function);
+        let at = self.w.placeholder_u32();
+        let start = self.w.len();
+        if !crate::vm::dumps::dump(L, idx, self.w.buffer()) {
+            return Err(Failure::wire(synodic_core::wire::WireError::TooLarge));
+        }
+        let len = (self.w.len() - start) as u32;
+        self.w.patch_u32(at, len);
+        let nups = crate::vm::peek::upvalue_count(L, idx);
+        self.w.varint(nups as u64);
+        for n in 1..=nups {
+            let cell = ffi::lua_upvalueid(L, idx, n);
+            if let Some(&(owner, m)) = self.upvalues.get(&cell) {
+                self.w.tag(Tag::SharedUpvalue);
+                self.w.varint(owner as u64);
+                self.w.varint(m as u64);
+                continue;
+            }
+            self.upvalues.insert(cell, (id, n as u32));
+            let name = ffi::lua_getupvalue(L, idx, n);
+            let top = ffi::lua_gettop(L);
+            self.value(top).map_err(|e| e.under(Segment::Upvalue(CStr::from_ptr(name).to_string_lossy().into_owned())))?;
+            ffi::lua_settop(L, top - 1);
+        }
+        self.depth -= 1;
+        Ok(())
+    }
+}
+
+unsafe fn key_segment(L: *mut ffi::lua_State, key: c_int) -> Segment {
+    match ffi::lua_type(L, key) {
+        ffi::LUA_TNUMBER if ffi::lua_isinteger(L, key) != 0 => Segment::Index(ffi::lua_tointegerx(L, key, std::ptr::null_mut())),
+        ffi::LUA_TSTRING => Segment::Field(String::from_utf8_lossy(to_bytes(L, key).unwrap_or_default()).into_owned()),
+        _ => Segment::Field(format!("<{} key>", type_name(L, key))),
+    }
+}
