@@ -105,7 +105,7 @@ function entity.spawn(opts)
   spawned = spawned + 1
   local ref = spawned
   -- loop.main crosses by name: the new process starts as a copy of a
-  -- state that has loaded the loop (crates/lua/src/template.rs).
+  -- state that has loaded the loop (crates/lua/src/vm/template.rs).
   local id
   if opts.node ~= nil and opts.node ~= s.node() then
     id = s.spawn_on(opts.node, main, code, own, self_pid(), ref)

@@ -3,7 +3,7 @@
 --
 -- This module is the node's, not a process's: its main chunk runs once,
 -- when the node starts, and the closures it makes are shared by every
--- process, as its code is (crates/lua/src/shared.rs, "frozen modules"). An
+-- process, as its code is (crates/lua/src/vm/shared.rs, "frozen modules"). An
 -- entity's state then holds none of them, where it held 16 closures and 29
 -- upvalues (~3.5 KB of every entity). So that they can be shared:
 --
@@ -253,7 +253,7 @@ local function by_name(a, b) return tostring(a) < tostring(b) end
 -- The state table of an entity that `code` (init, methods, persist,
 -- frame_rate) describes, all but what is its own (id, name and errors),
 -- made the running entity's. Entities spawned alike start from a copy of
--- a state where this has run already (crates/lua/src/prefix.rs,
+-- a state where this has run already (crates/lua/src/vm/prefix.rs,
 -- "prepared"), so their start only fills in what is their own.
 local function prepare(code)
   local st = {
@@ -298,7 +298,7 @@ function loop.main(st, own, parent, r)
   end
   send(parent, READY, r, ok, why)
   -- A tail call: `run` takes main's frame, whose 17 slots the entity's
-  -- stack then need not hold under every call (crates/lua/src/template.rs).
+  -- stack then need not hold under every call (crates/lua/src/vm/template.rs).
   if ok then return run(st) end
 end
 

@@ -1,4 +1,4 @@
--- The code and strings every process of a node shares (crates/lua/src/shared.rs):
+-- The code and strings every process of a node shares (crates/lua/src/vm/shared.rs):
 -- a process sees nothing of it. Strings it makes are the shared ones where
 -- the text is the same (table keys and equality work across both), the
 -- metamethod names and reserved words work, bundled modules load with

@@ -7,7 +7,7 @@
 ** resolving its stack index again; here the encoder reads the stack slots'
 ** tags directly and the decoder writes the slots directly, which on a ring's
 ** hop is about a tenth of the instructions. The bytes are those of
-** docs/wire-format.md, exactly as the general encoder in src/codec.rs writes
+** docs/wire-format.md, exactly as the general encoder in src/vm/codec/ writes
 ** them (src/plain.rs tests the two paths against each other). Anything else
 ** (tables, functions, other userdata, a message that does not fit, bytes
 ** that are not plain values) is refused with -1 and goes down the general
@@ -23,7 +23,7 @@
 
 #include "version.h"
 
-/* Keep in step with `VERSION` and `Tag` in synodic-core's wire.rs, and with
+/* Keep in step with `VERSION` and `Tag` in synodic-core's wire/mod.rs, and with
 ** the pid tag in its pid.rs. */
 #define WIRE_VERSION 2
 enum { TAG_NIL = 0, TAG_FALSE = 1, TAG_TRUE = 2, TAG_INT = 3, TAG_FLOAT = 4, TAG_STR = 5, TAG_PID = 9 };
