@@ -5,12 +5,11 @@
 #[macro_use]
 mod common;
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::mpsc;
 use std::time::Duration;
 
+use common::node::{closed_within, join_and_run, stderr_lines, FakePeer, Node};
 use common::{cookie_in, output_within, scratch_dir, synodic_command, text, KillOnDrop, LIMIT};
 
 /// Runs `tests/lua/cluster/NAME.lua` (its first line asks for `--nodes N`)
@@ -26,60 +25,6 @@ fn cluster_scripts_dir() -> PathBuf {
 }
 
 script_tests!(run_cluster_script, cluster_scripts_dir, "cluster.rs"; remote_spawn, remote_send, remote_monitor, node_lost, names, long_messages, huge_message, slow_receiver, linda_private_gc, linda_full, stall_heal, backpressure, agents, busy_node, futures, skel, linda, linda_lost, linda_buffers, entities);
-
-/// A `synodic node` running in the background, with where it listens and
-/// the lines it writes on stderr.
-struct Node {
-    _process: KillOnDrop,
-    /// Its full name (NAME@HOST).
-    name: String,
-    addr: String,
-    stderr: mpsc::Receiver<String>,
-}
-
-impl Node {
-    fn start(name: &str, cookie: &Path) -> Node {
-        Node::start_with(name, cookie, &[])
-    }
-
-    /// A node started with `extra` flags too.
-    fn start_with(name: &str, cookie: &Path, extra: &[&str]) -> Node {
-        let mut child = synodic_command()
-            .args(["node", "--listen", "127.0.0.1:0", "--name", name, "--cookie-file"])
-            .arg(cookie)
-            .args(extra)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = stderr_lines(&mut child);
-        let first = stderr.recv_timeout(LIMIT).expect("the node says where it listens");
-        let addr = first.rsplit(' ').next().unwrap().to_string();
-        assert!(first.contains(&format!("node {name}@")) && addr.starts_with("127.0.0.1:"), "{first}");
-        let full = first.split(' ').nth(2).unwrap().to_string();
-        Node { _process: KillOnDrop(child), name: full, addr, stderr }
-    }
-}
-
-/// The lines `child` writes on its (piped) stderr, as they come.
-fn stderr_lines(child: &mut std::process::Child) -> mpsc::Receiver<String> {
-    let lines = std::io::BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in lines.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    rx
-}
-
-/// Runs `source` as a program joining the node at `seed`.
-fn join_and_run(dir: &Path, name: &str, seed: &str, cookie: &Path, source: &str) -> std::process::Output {
-    let prog = dir.join(format!("{name}.lua"));
-    std::fs::write(&prog, source).unwrap();
-    let mut cmd = synodic_command();
-    cmd.args(["run", "--join", seed, "--name", name, "--cookie-file"]).arg(cookie).arg(&prog).env("LUA_PATH_5_4", common::test_modules_path());
-    output_within(cmd, LIMIT, &format!("{name}.lua joining {seed}"))
-}
 
 #[test]
 fn a_program_joins_a_node_and_both_are_listed() {
@@ -184,186 +129,6 @@ fn the_worker_pool_survives_losing_a_node() {
     assert!(stdout.starts_with("60 jobs on 3 node(s), 4 workers left; 73888 primes in all\nlost "), "{stdout}");
 }
 
-/// A peer written by hand: connected to a node, and, with a cookie, past
-/// the handshake as node `name`; then whatever the test writes, sealed in
-/// records as a node's would be (`send`) or not (`send_raw`).
-struct FakePeer {
-    tcp: std::net::TcpStream,
-    sealer: Option<synodic_net::record::Sealer>,
-}
-
-impl FakePeer {
-    fn connect(addr: &str, name: &str, cookie: Option<&str>) -> FakePeer {
-        FakePeer::with_nonce(addr, name, cookie, [3; 32])
-    }
-
-    /// [`FakePeer::connect`], with the nonce its hello carries.
-    fn with_nonce(addr: &str, name: &str, cookie: Option<&str>, nonce: [u8; 32]) -> FakePeer {
-        use synodic_net::handshake::{self, Handshake, Purpose};
-        let mut tcp = std::net::TcpStream::connect(addr).unwrap();
-        let Some(cookie) = cookie else { return FakePeer { tcp, sealer: None } };
-        let node = synodic_core::NodeId { name: name.into(), incarnation: 1 };
-        let config = handshake::Config { cookie: cookie.as_bytes().to_vec(), purpose: Purpose::Node, node, listen: String::new(), plain: false };
-        let (_, session) = handshake::blocking(&mut tcp, Handshake::dialer(config).unwrap().with_nonce(nonce), None).expect("the fake peer passes the handshake");
-        FakePeer { tcp, sealer: Some(session.sealer) }
-    }
-
-    /// Writes `frames` as a node would: sealed, once past the handshake.
-    fn send(&mut self, frames: &[u8]) {
-        use std::io::Write;
-        let mut bytes = Vec::new();
-        match &mut self.sealer {
-            Some(sealer) => sealer.seal(frames, &mut bytes).unwrap(),
-            None => bytes.extend_from_slice(frames),
-        }
-        self.tcp.write_all(&bytes).unwrap();
-    }
-}
-
-/// Writes `frames` (sealed once past the handshake) and closes the
-/// connection cleanly: the write side first, then reading what the node
-/// sent until it closes too (closing with unread bytes would reset the
-/// connection instead).
-fn send_and_close(mut peer: FakePeer, frames: &[u8]) {
-    peer.send(frames);
-    peer.tcp.shutdown(std::net::Shutdown::Write).unwrap();
-    closed_within(&mut peer.tcp, LIMIT);
-}
-
-#[test]
-fn junk_and_cut_frames_on_the_node_port_are_one_line_each_and_the_node_goes_on() {
-    let dir = scratch_dir("cluster-junk");
-    let secret = "a cookie of more than sixteen bytes";
-    let cookie = cookie_in(&dir, "cookie", secret);
-    let a = Node::start("a", &cookie);
-    let next_line = || a.stderr.recv_timeout(LIMIT).expect("the node logs one line");
-    // Before the handshake: junk, then a frame cut short.
-    send_and_close(FakePeer::connect(&a.addr, "", None), b"GET / HTTP/1.1\r\n\r\n");
-    let line = next_line();
-    assert!(line.contains("node connection from 127.0.0.1:") && line.contains("frame of") && line.contains("at most 1024"), "{line}");
-    send_and_close(FakePeer::connect(&a.addr, "", None), &[40, 0, 0, 0, 1, b'S']);
-    let line = next_line();
-    assert!(line.contains("closed the connection during the handshake"), "{line}");
-    // After it: a frame of an unknown kind, one too long, one cut short, and
-    // a parcel that says more than it carries.
-    send_and_close(FakePeer::connect(&a.addr, "junk1@host", Some(secret)), &[1, 0, 0, 0, 99]);
-    let line = next_line();
-    assert!(line.contains("link to node junk1@host closed: unknown frame kind 99"), "{line}");
-    send_and_close(FakePeer::connect(&a.addr, "junk2@host", Some(secret)), &[0xff, 0xff, 0xff, 0x7f, 4]);
-    let line = next_line();
-    assert!(line.contains("link to node junk2@host closed: frame of") && line.contains("at most 1048576"), "{line}");
-    send_and_close(FakePeer::connect(&a.addr, "junk3@host", Some(secret)), &[20, 0, 0, 0, 4, 1, 2]);
-    let line = next_line();
-    assert!(line.contains("link to node junk3@host closed: the peer closed the connection in the middle of a frame"), "{line}");
-    send_and_close(FakePeer::connect(&a.addr, "junk4@host", Some(secret)), &[6, 0, 0, 0, 5, 1, 10, 1, 4, 4]);
-    let line = next_line();
-    assert!(line.contains("link to node junk4@host closed: parcel 1: its pieces do not add up"), "{line}");
-    // Past the handshake, bytes that are not sealed records (a frame as a
-    // relay would inject it) close the link before anything is read.
-    let mut unsealed = FakePeer::connect(&a.addr, "junk5@host", Some(secret));
-    unsealed.sealer = None;
-    send_and_close(unsealed, &[3, 0, 0, 0, 8, 1, 1].repeat(4));
-    let line = next_line();
-    assert!(line.contains("link to node junk5@host closed: a record failed its authentication check"), "{line}");
-    // Nothing else was logged, and the node still takes a program.
-    assert!(a.stderr.try_recv().is_err());
-    let out = join_and_run(&dir, "b", &a.addr, &cookie, "local s = require 'synodic' assert(#s.nodes() == 2, #s.nodes()) print('still ok')");
-    assert!(text(&out.stdout).contains("still ok"), "{}", text(&out.stderr));
-}
-
-/// A TCP proxy between two nodes standing in for a network fault: it
-/// forwards one connection, stops forwarding (both ways) during `stall`,
-/// counted from that connection's start, and cuts the connection at `cut`.
-fn faulty_link(to: String, stall: std::ops::Range<Duration>, cut: Duration) -> String {
-    use std::net::{TcpListener, TcpStream};
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        let (inbound, _) = listener.accept().unwrap();
-        let outbound = TcpStream::connect(&to).unwrap();
-        let (a, b) = (inbound.try_clone().unwrap(), outbound.try_clone().unwrap());
-        let (stall_there, start) = (stall.clone(), std::time::Instant::now());
-        std::thread::spawn(move || pump(a, b, start, stall_there, cut));
-        pump(outbound, inbound, start, stall, cut);
-    });
-    addr
-}
-
-/// One direction of [`faulty_link`].
-fn pump(mut from: std::net::TcpStream, mut to: std::net::TcpStream, start: std::time::Instant, stall: std::ops::Range<Duration>, cut: Duration) {
-    use std::io::{Read, Write};
-    use std::net::Shutdown;
-    from.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
-    let mut buf = vec![0; 64 << 10];
-    loop {
-        let now = start.elapsed();
-        if now >= cut {
-            let _ = from.shutdown(Shutdown::Both);
-            let _ = to.shutdown(Shutdown::Both);
-            return;
-        }
-        if stall.contains(&now) {
-            std::thread::sleep(stall.end - now);
-            continue;
-        }
-        match from.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) if to.write_all(&buf[..n]).is_ok() => {}
-            Ok(_) => return,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
-            Err(_) => return,
-        }
-    }
-}
-
-#[test]
-fn a_stalled_link_loses_nothing_and_a_cut_one_is_noconnection() {
-    let dir = scratch_dir("cluster-stall");
-    let cookie = cookie_in(&dir, "cookie", "a cookie of more than sixteen bytes");
-    // The node's name sorts after the program's, so only the program dials
-    // (through the proxy): no second, direct link forms beside it.
-    let a = Node::start("z", &cookie);
-    let proxy = faulty_link(a.addr.clone(), Duration::from_millis(600)..Duration::from_millis(1600), Duration::from_millis(4000));
-    let out = join_and_run(
-        &dir,
-        "b",
-        &proxy,
-        &cookie,
-        r#"local s = require "synodic"
-           local me, a = s.self(), s.nodes()[2]
-           assert(a:match("^z@"), a)
-           local echo = s.spawn_on(a, function()
-             local s = require "synodic"
-             while true do local from, i = s.receive() s.send(from, i) end
-           end)
-           s.monitor(echo)
-           s.monitor_node(a)
-           -- Sent across the stall: all come back, in order, once.
-           for i = 1, 150 do s.send(echo, me, i) s.sleep(0.01) end
-           for i = 1, 150 do
-             local got = s.receive(10)
-             assert(got == i, ("%d came back as %s"):format(i, tostring(got)))
-           end
-           -- The cut: the process there is unreachable, the node lost.
-           local tag, who, why = s.receive_match("DOWN", 10)
-           assert(who == echo and why == "noconnection", tostring(why))
-           assert(s.receive_match("nodedown", 10) == "nodedown")
-           -- Membership still lists z: this node dials it again, directly.
-           -- (No event says a node is back: look, for at most 10 s.)
-           local back = false
-           for _ = 1, 200 do
-             back = #s.nodes() == 2
-             if back then break end
-             s.sleep(0.05)
-           end
-           assert(back, "the link to z is back")
-           local echo = s.spawn_on(a, function(p) require("synodic").send(p, "again") end, me)
-           assert(s.receive(10) == "again")
-           print("stall and cut ok")"#,
-    );
-    assert!(text(&out.stdout).contains("stall and cut ok"), "{}\n{}", text(&out.stdout), text(&out.stderr));
-}
-
 /// What processes on the other nodes of a run print reaches the run's
 /// standard output, a pipe or a file alike, each process's lines in order,
 /// and all of it before the run exits (the run ends right after its last
@@ -420,64 +185,6 @@ fn the_output_of_every_node_reaches_the_run() {
     check(&std::fs::read_to_string(&file).unwrap());
 }
 
-/// A relay between a program and a node (what `--advertise` invites) sees
-/// the handshake pass, then tampers with the link: a record it saw,
-/// replayed, and a frame of its own, written in clear. Either closes the
-/// link with one line on the node's stderr and reaches no process; the
-/// program hears of the loss as of any other.
-#[test]
-fn a_relay_can_neither_replay_nor_inject() {
-    let dir = scratch_dir("cluster-relay");
-    let cookie = cookie_in(&dir, "cookie", "a cookie of more than sixteen bytes");
-    let z = Node::start("z", &cookie);
-    for attack in ["replay", "inject"] {
-        let relay = common::proxy::Proxy::start(&z.addr);
-        let prog = dir.join(format!("{attack}.lua"));
-        std::fs::write(
-            &prog,
-            r#"local s = require "synodic"
-               local z = s.nodes()[2]
-               local echo = s.spawn_on(z, function()
-                 local s = require "synodic"
-                 while true do local from, i = s.receive() s.send(from, i) end
-               end)
-               s.monitor_node(z)
-               s.send(echo, s.self(), 1)
-               assert(s.receive(10) == 1)
-               print("linked") io.stdout:flush()
-               assert(s.receive_match("nodedown", 20) == "nodedown")
-               print("lost")"#,
-        )
-        .unwrap();
-        let mut child = synodic_command().args(["run", "--join", &relay.addr, "--name", attack, "--cookie-file"]).arg(&cookie).arg(&prog).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        let program = KillOnDrop(child);
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        assert_eq!(line, "linked\n");
-        match attack {
-            "replay" => {
-                // The dialer's hello, then its first record: sent again.
-                let seen = relay.upstream();
-                let hello = 4 + u32::from_le_bytes(seen[..4].try_into().unwrap()) as usize;
-                let record = 4 + u32::from_le_bytes(seen[hello..hello + 4].try_into().unwrap()) as usize + 16;
-                relay.inject(&seen[hello..hello + record]);
-            }
-            _ => {
-                let mut frame = Vec::new();
-                synodic_net::frame::Frame::Load { load: 0, nodes: 1 }.encode(&mut frame);
-                relay.inject(&frame.repeat(8));
-            }
-        }
-        line.clear();
-        stdout.read_line(&mut line).unwrap();
-        assert_eq!(line, "lost\n", "the program hears of the loss ({attack})");
-        let logged = z.stderr.recv_timeout(LIMIT).expect("the node says why it closed the link");
-        assert!(logged.contains(&format!("link to node {attack}@")) && logged.contains("a record failed its authentication check"), "{attack}: {logged}");
-        drop(program);
-    }
-}
-
 /// A console attached to a node that runs no program reaches the agents of
 /// a program on another node, reads and changes their variables, and sees
 /// an agent placed on its own node, and shows the program's tuple space
@@ -532,24 +239,6 @@ fn a_console_on_any_node_reaches_every_agent() {
     assert!(stdout.contains("(\"job\", 1)\n(\"job\", 2)\n"), "the class dumped: {stdout}");
     assert!(stdout.ends_with("normal\tnil\n"), "the agent on a ended with the run, its name released: {stdout}");
     drop(program);
-}
-
-/// Whether the node closed its side of `tcp`, reading what it sends until
-/// then (`within` bounds the wait; false if it is still open then).
-fn closed_within(tcp: &mut std::net::TcpStream, within: Duration) -> bool {
-    use std::io::Read;
-    let deadline = std::time::Instant::now() + within;
-    let mut buf = [0; 4096];
-    // The node sends its load now and then: read on until the deadline.
-    while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()).filter(|d| !d.is_zero()) {
-        tcp.set_read_timeout(Some(left)).unwrap();
-        match tcp.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => continue,
-            Err(_) => return false,
-        }
-    }
-    false
 }
 
 /// Of two links to one peer (two nodes that dialed each other at once, or

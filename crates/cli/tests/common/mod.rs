@@ -5,6 +5,7 @@
 
 #![allow(dead_code)] // each test file uses its own part of this module
 
+pub mod node;
 pub mod proxy;
 
 use std::process::{Command, Output, Stdio};
@@ -186,4 +187,21 @@ pub fn cookie_in(dir: &std::path::Path, file: &str, secret: &str) -> std::path::
     std::fs::write(&path, secret).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     path
+}
+
+/// Runs `source` as a script with the arguments `extra`.
+pub fn run_source(name: &str, source: &str, extra: &[&str]) -> std::process::Output {
+    run_source_with(name, source, &[], extra)
+}
+
+/// Runs `source` as a script, with `flags` for `synodic run` and `extra` for the script.
+pub fn run_source_with(name: &str, source: &str, flags: &[&str], extra: &[&str]) -> std::process::Output {
+    let dir = scratch_dir(&format!("cli-{name}"));
+    let path = dir.join(format!("{name}.lua"));
+    std::fs::write(&path, source).unwrap();
+    let mut args = vec!["run"];
+    args.extend_from_slice(flags);
+    args.push(path.to_str().unwrap());
+    args.extend_from_slice(extra);
+    synodic(&args)
 }
