@@ -1,0 +1,290 @@
+//! The runtime of one node: the process table, the scheduler's workers, the
+//! timer thread, names and channels, and what happens around a process's life
+//! (spawn, delivery, monitors, the end of a process). `Runtime` is a cheap
+//! handle; the Lua layer receives one in every `Body::resume`.
+//!
+//! The end of a process, in order:
+//!
+//! 1. its body is dropped (the Lua state is closed);
+//! 2. its links are closed: monitors and names are collected, and later
+//!    monitors get their DOWN at once;
+//! 3. its slot is vacated: the generation moves on, so later sends to its
+//!    pid are dropped, and queued messages are freed;
+//! 4. names are released and each monitor gets `"DOWN", pid, reason`;
+//! 5. the slot goes back to the free list;
+//! 6. if it was the main process, the waiter in `run_main` returns.
+//!
+//! In files: this one starts and ends a node (`Config`, `Runtime::start`,
+//! `run_main`, `halt`, `shutdown`) and reaches its parts; `deliver.rs`
+//! spawns processes and delivers messages and wake-ups; `watch.rs`
+//! monitors, names and the DOWN notices; `run.rs` runs a process's turn and
+//! ends it; `pool.rs` the node's task pool and load.
+
+mod deliver;
+mod pool;
+mod run;
+mod watch;
+
+pub use run::{ProcessInfo, Spawn, MEMORY_LIMIT};
+pub use watch::{down_message, noconnection};
+#[allow(unused_imports)]
+use {deliver::*, pool::*, run::*, watch::*};
+
+use std::sync::atomic::Ordering::*;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::channel::Channels;
+use crate::spaces::Spaces;
+use crate::names::Names;
+use crate::ports::Ports;
+use crate::node::{NodeId, Nodes};
+use crate::process::{Body, ExitReason};
+use crate::scheduler::{Scheduler, MAX_WORKERS};
+use crate::table::Table;
+use crate::timer::Timers;
+use crate::remote::Remote;
+use crate::{Error, Pid};
+
+pub struct Config {
+    /// Worker threads that run processes; 0 means one per core; at most
+    /// [`MAX_WORKERS`]. (Spare threads stand in for workers stuck in a
+    /// process that cannot yield; see `scheduler`.)
+    pub workers: usize,
+    pub node_name: String,
+    /// The signal that makes a worker's running process yield (see
+    /// `monitor`); `None` runs without preemption.
+    pub preempt_signal: Option<i32>,
+    /// How long a process may run before it is preempted.
+    pub time_slice: Duration,
+    /// Roughly the memory a process's work touches (its whole state, for a
+    /// Lua process): with the last-level cache's size it decides from how
+    /// many live processes on wakers warm the processes they wake (see
+    /// [`Runtime::wakes_cold`]).
+    pub process_bytes: usize,
+    /// The memory limit of a process started without one, in bytes.
+    pub max_process_memory: Option<u64>,
+    /// The body of the node's pool workers (see `pool`); without one, tasks
+    /// for the pool wait forever.
+    pub pool_worker: Option<fn() -> Box<dyn Body>>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config { workers: 0, node_name: "local".into(), preempt_signal: None, time_slice: Duration::from_millis(2), process_bytes: 8 << 10, max_process_memory: None, pool_worker: None }
+    }
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RunEnd {
+    /// The main process ended.
+    Exited(ExitReason),
+    /// A process halted the run with this exit status.
+    Halted(i32),
+}
+
+#[derive(Default)]
+struct MainWatch {
+    pid: Option<Pid>,
+    end: Option<RunEnd>,
+}
+
+#[derive(Clone)]
+pub struct Runtime {
+    shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) scheduler: Scheduler,
+    table: Table,
+    nodes: Nodes,
+    names: Names,
+    channels: Channels,
+    spaces: Spaces,
+    ports: Ports,
+    timers: Timers,
+    /// See [`Runtime::wakes_cold`].
+    warm_above: usize,
+    max_process_memory: Option<u64>,
+    /// When the node started: the origin of `synodic.clock` and of deadlines.
+    started: Instant,
+    main: Mutex<MainWatch>,
+    main_ended: Condvar,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    remote: std::sync::OnceLock<Arc<dyn Remote>>,
+    /// The last tag given to a request to another node (see `remote`).
+    tags: AtomicU64,
+    futures: crate::future::Futures,
+    pool: Mutex<crate::pool::Pool>,
+    pool_worker: Option<fn() -> Box<dyn Body>>,
+}
+
+impl Runtime {
+    /// Starts the worker threads, the monitor and the timer thread.
+    pub fn start(config: Config) -> Result<Runtime, Error> {
+        let workers = match config.workers {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n if n > MAX_WORKERS => return Err(Error::Start(format!("{n} workers asked for; at most {MAX_WORKERS}"))),
+            n => n,
+        };
+        let shared = Arc::new(Shared {
+            scheduler: Scheduler::new(workers),
+            table: Table::new(),
+            nodes: Nodes::new(NodeId::fresh(&config.node_name)),
+            names: Names::default(),
+            channels: Channels::default(),
+            spaces: Spaces::default(),
+            ports: Ports::default(),
+            timers: Timers::default(),
+            warm_above: warm_above(crate::cache::last_level_bytes(), config.process_bytes),
+            max_process_memory: config.max_process_memory,
+            started: Instant::now(),
+            main: Mutex::new(MainWatch::default()),
+            main_ended: Condvar::new(),
+            threads: Mutex::new(Vec::new()),
+            remote: std::sync::OnceLock::new(),
+            tags: AtomicU64::new(0),
+            futures: crate::future::Futures::new(NodeId::fresh("futures").incarnation),
+            pool: Mutex::new(crate::pool::Pool::default()),
+            pool_worker: config.pool_worker,
+        });
+        let rt = Runtime { shared };
+        for _ in 0..rt.scheduler().target {
+            rt.start_worker().map_err(|e| Error::Start(format!("worker thread: {e}")))?;
+        }
+        let (monitor_rt, signal, slice) = (rt.clone(), config.preempt_signal, config.time_slice);
+        rt.start_thread("synodic-monitor", move || crate::monitor::run(&monitor_rt, signal, slice)).map_err(|e| Error::Start(format!("monitor thread: {e}")))?;
+        let timer_rt = rt.clone();
+        rt.start_thread("synodic-timers", move || timer_rt.shared.timers.run(|p| timer_rt.wake(p))).map_err(|e| Error::Start(format!("timer thread: {e}")))?;
+        Ok(rt)
+    }
+
+    /// Starts one more worker thread, counted as active (see `scheduler`).
+    pub(crate) fn start_worker(&self) -> std::io::Result<()> {
+        let sched = self.scheduler();
+        let index = sched.claim_slot().ok_or_else(|| std::io::Error::other("the pool has reached its thread limit"))?;
+        let rt = self.clone();
+        self.start_thread(&format!("synodic-worker-{index}"), move || Scheduler::work(&rt, index)).inspect_err(|_| {
+            sched.active.fetch_sub(1, AcqRel);
+        })
+    }
+
+    fn start_thread(&self, name: &str, body: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+        let handle = std::thread::Builder::new().name(name.into()).spawn(body)?;
+        self.shared.threads.lock().push(handle);
+        Ok(())
+    }
+
+    pub(crate) fn scheduler(&self) -> &Scheduler {
+        &self.shared.scheduler
+    }
+
+    /// Connects this node to others: see [`Remote`]. Once per run; false if
+    /// one was installed already.
+    pub fn set_remote(&self, remote: Arc<dyn Remote>) -> bool {
+        self.shared.remote.set(remote).is_ok()
+    }
+
+    /// Has the scheduler's threads read the network through `net` (see
+    /// [`crate::netpoll`]). Once per run; false if one was installed already.
+    pub fn set_netpoll(&self, net: Arc<dyn crate::netpoll::Netpoll>) -> bool {
+        self.scheduler().set_netpoll(net)
+    }
+
+    /// The transport to other nodes, once a cluster has installed one.
+    pub fn remote(&self) -> Option<&Arc<dyn Remote>> {
+        self.shared.remote.get()
+    }
+
+    /// The node's futures (see [`crate::future`]).
+    pub fn futures(&self) -> &crate::future::Futures {
+        &self.shared.futures
+    }
+
+    /// This node's name.
+    pub fn node_name(&self) -> std::sync::Arc<str> {
+        self.shared.nodes.me().name
+    }
+
+    /// The memory limit of a process started without one (bytes).
+    pub fn max_process_memory(&self) -> Option<u64> {
+        self.shared.max_process_memory
+    }
+
+    /// Time since the node started.
+    pub fn uptime(&self) -> Duration {
+        self.shared.started.elapsed()
+    }
+
+    /// The instant `uptime` after the node started.
+    pub fn at_uptime(&self, uptime: Duration) -> Instant {
+        self.shared.started + uptime
+    }
+
+    /// The node table (see `node`).
+    pub fn nodes(&self) -> &Nodes {
+        &self.shared.nodes
+    }
+
+    pub fn channels(&self) -> &Channels {
+        &self.shared.channels
+    }
+
+    pub fn spaces(&self) -> &Spaces {
+        &self.shared.spaces
+    }
+
+    /// The I/O layer's byte sinks (see `ports`).
+    pub fn ports(&self) -> &Ports {
+        &self.shared.ports
+    }
+
+    /// Runs `body` as the main process and blocks until the run ends: when
+    /// that process ends, or when some process calls [`Runtime::halt`].
+    pub fn run_main(&self, body: Box<dyn Body>) -> RunEnd {
+        let mut main = self.shared.main.lock();
+        match self.spawn(body) {
+            Ok(pid) => main.pid = Some(pid),
+            Err(e) => return RunEnd::Exited(ExitReason::Error(e.to_string())),
+        }
+        loop {
+            if let Some(end) = &main.end {
+                return end.clone();
+            }
+            self.shared.main_ended.wait(&mut main);
+        }
+    }
+
+    /// The main process of the run, once `run_main` has started it.
+    pub fn main_pid(&self) -> Option<Pid> {
+        self.shared.main.lock().pid
+    }
+
+    /// Ends the run with `status`, whatever the main process is doing.
+    pub fn halt(&self, status: i32) {
+        let mut main = self.shared.main.lock();
+        if main.end.is_none() {
+            main.end = Some(RunEnd::Halted(status));
+            self.shared.main_ended.notify_all();
+        }
+    }
+
+    /// Stops the workers and the timer thread and waits for them. Processes
+    /// still alive are abandoned where they stand.
+    pub fn shutdown(&self) {
+        self.scheduler().stop();
+        self.shared.timers.stop();
+        let threads = std::mem::take(&mut *self.shared.threads.lock());
+        let me = std::thread::current().id();
+        for t in threads {
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
+        }
+    }
+}
