@@ -32,8 +32,7 @@ use std::collections::HashSet;
 use std::sync::atomic::Ordering::*;
 use std::time::{Duration, Instant};
 
-use crate::runtime::Runtime;
-use crate::scheduler::SLICE_TICKS;
+use crate::scheduler::{Host, SLICE_TICKS};
 use crate::Pid;
 
 /// A run is preempted once it has lasted this many ticks.
@@ -62,8 +61,8 @@ struct Overrun {
 /// The monitor thread's loop, until the runtime stops. `signal` is the
 /// preemption signal (`None`: no preemption, stuck workers are still
 /// replaced).
-pub(crate) fn run(rt: &Runtime, signal: Option<libc::c_int>, slice: Duration) {
-    let sched = rt.scheduler();
+pub(crate) fn run<H: Host>(host: &H, signal: Option<libc::c_int>, slice: Duration) {
+    let sched = host.scheduler();
     let tick = slice / SLICE_TICKS as u32;
     let mut warned: HashSet<Pid> = HashSet::new();
     let mut overruns: Vec<Option<Overrun>> = Vec::new();
@@ -117,7 +116,7 @@ pub(crate) fn run(rt: &Runtime, signal: Option<libc::c_int>, slice: Duration) {
             }
         }
         while sched.active.load(Acquire) < sched.target && !sched.is_stopping() {
-            if !replace_stuck(rt) {
+            if !replace_stuck(host) {
                 break;
             }
         }
@@ -125,11 +124,11 @@ pub(crate) fn run(rt: &Runtime, signal: Option<libc::c_int>, slice: Duration) {
         sched.poll_unwatched();
         if epoch.is_multiple_of(TRIM_EVERY) {
             crate::payload::trim();
-            rt.futures().trim_kept(false);
+            host.trim(false);
         }
     }
-    // Kept tickets hold the runtime: let go of them as it stops.
-    rt.futures().trim_kept(true);
+    // What the host keeps may hold it: let go of it as it stops.
+    host.trim(true);
 }
 
 /// Names a process that holds its worker's thread, once.
@@ -160,14 +159,14 @@ fn held_for(watch: &crate::scheduler::Watch, seen: Overrun, long: Duration) -> b
 
 /// Brings one thread to work in place of a stuck one; false when the pool
 /// cannot grow any more.
-fn replace_stuck(rt: &Runtime) -> bool {
-    let sched = rt.scheduler();
+fn replace_stuck<H: Host>(host: &H) -> bool {
+    let sched = host.scheduler();
     sched.active.fetch_add(1, AcqRel);
     if sched.wake_spare() {
         return true;
     }
     sched.active.fetch_sub(1, AcqRel);
-    match rt.start_worker() {
+    match host.start_worker() {
         Ok(()) => true,
         Err(e) => {
             static ONCE: std::sync::Once = std::sync::Once::new();

@@ -288,3 +288,22 @@ impl Runtime {
         }
     }
 }
+
+impl crate::scheduler::Host for Runtime {
+    fn scheduler(&self) -> &Scheduler {
+        Runtime::scheduler(self)
+    }
+
+    fn run_process(&self, proc: &'static crate::Process) {
+        Runtime::run_process(self, proc)
+    }
+
+    fn start_worker(&self) -> std::io::Result<()> {
+        Runtime::start_worker(self)
+    }
+
+    fn trim(&self, stopping: bool) {
+        // Kept tickets hold the runtime: all go as it stops.
+        self.futures().trim_kept(stopping);
+    }
+}
