@@ -14,8 +14,8 @@
 use std::fmt;
 use std::num::NonZeroU64;
 
-const TAG_BITS: u32 = 4;
-const TAG: u64 = 0xD;
+const TAG_BITS: u32 = crate::wire::tags::PID_TAG_BITS;
+const TAG: u64 = crate::wire::tags::PID_TAG;
 const NODE_BITS: u32 = 12;
 const INDEX_BITS: u32 = 24;
 const GEN_BITS: u32 = 64 - TAG_BITS - NODE_BITS - INDEX_BITS;

@@ -23,12 +23,9 @@
 
 #include "version.h"
 
-/* Keep in step with `VERSION` and `Tag` in synodic-core's wire/mod.rs, and with
-** the pid tag in its pid.rs. */
-#define WIRE_VERSION 2
-enum { TAG_NIL = 0, TAG_FALSE = 1, TAG_TRUE = 2, TAG_INT = 3, TAG_FLOAT = 4, TAG_STR = 5, TAG_PID = 9 };
-#define PID_TAG_BITS 0xF
-#define PID_TAG 0xD
+/* The wire format's numbers (WIRE_VERSION, TAG_*, PID_TAG), written by
+** build.rs from synodic-core's wire/tags.rs. */
+#include "wire_tags.h"
 #define MAX_VALUES 8
 
 /* The longest value other than a string: a tag and a ten-byte varint. */

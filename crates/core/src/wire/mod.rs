@@ -20,8 +20,10 @@ pub use writer::Writer;
 
 use crate::Pid;
 
+pub mod tags;
+
 /// First byte of every message; bump when the layout changes.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = tags::VERSION;
 
 /// The kinds of shared values (tag 13), and their variants that the core
 /// needs to know (the Lua layer defines them all).
@@ -40,21 +42,21 @@ pub const MAX_DEPTH: usize = 200;
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Tag {
-    Nil = 0,
-    False = 1,
-    True = 2,
-    Int = 3,
-    Float = 4,
-    Str = 5,
-    Table = 6,
-    Ref = 7,
-    Function = 8,
-    Pid = 9,
-    Globals = 10,
-    Library = 11,
-    SharedUpvalue = 12,
+    Nil = tags::NIL,
+    False = tags::FALSE,
+    True = tags::TRUE,
+    Int = tags::INT,
+    Float = tags::FLOAT,
+    Str = tags::STR,
+    Table = tags::TABLE,
+    Ref = tags::REF,
+    Function = tags::FUNCTION,
+    Pid = tags::PID,
+    Globals = tags::GLOBALS,
+    Library = tags::LIBRARY,
+    SharedUpvalue = tags::SHARED_UPVALUE,
     /// A userdata shared through the message's attachments.
-    Shared = 13,
+    Shared = tags::SHARED,
 }
 
 impl Tag {
@@ -62,20 +64,20 @@ impl Tag {
     fn from_byte(b: u8) -> Option<Tag> {
         use Tag::*;
         Some(match b {
-            0 => Nil,
-            1 => False,
-            2 => True,
-            3 => Int,
-            4 => Float,
-            5 => Str,
-            6 => Table,
-            7 => Ref,
-            8 => Function,
-            9 => Pid,
-            10 => Globals,
-            11 => Library,
-            12 => SharedUpvalue,
-            13 => Shared,
+            tags::NIL => Nil,
+            tags::FALSE => False,
+            tags::TRUE => True,
+            tags::INT => Int,
+            tags::FLOAT => Float,
+            tags::STR => Str,
+            tags::TABLE => Table,
+            tags::REF => Ref,
+            tags::FUNCTION => Function,
+            tags::PID => Pid,
+            tags::GLOBALS => Globals,
+            tags::LIBRARY => Library,
+            tags::SHARED_UPVALUE => SharedUpvalue,
+            tags::SHARED => Shared,
             _ => return None,
         })
     }

@@ -177,3 +177,12 @@ fn shapes_see_through_references_and_strings_split_off() {
     assert_eq!(shapes(&w.finish_small()), Err(WireError::BadRef(0)));
     assert!(split_leading_str(&with_lead[..4]).is_err(), "cut inside the string");
 }
+
+#[test]
+fn every_tag_of_the_c_header_list_is_a_tag_of_the_same_value() {
+    for (name, value) in tags::ALL {
+        let tag = Tag::from_byte(value).unwrap_or_else(|| panic!("{name} = {value} is no tag"));
+        assert_eq!(tag as u8, value, "{name}");
+    }
+    assert_eq!(tags::ALL.len(), Tag::Shared as usize + 1, "every tag is listed");
+}
