@@ -23,6 +23,7 @@
 -- (each token remembers the instruction that made it). Every task's result
 -- is delivered once.
 local s = require "synodic"
+local balance = require "synodic.skel.balance"
 
 local M = {}
 
@@ -128,7 +129,6 @@ Evaluator.__index = Evaluator
 
 local evaluators = 0
 
-local function clamp(x, lo, hi) return math.max(lo, math.min(hi, x)) end
 
 local function check_options(opts)
   if type(opts) ~= "table" then error("skel: options must be a table", 3) end
@@ -249,36 +249,9 @@ function Evaluator:scatter(t, parts, sk, k, farm)
   end
 end
 
--- Placement ---------------------------------------------------------------
-
--- The node where most of an instruction's inputs are (lazy binding).
-local function preferred(ins)
-  local count, best, most = {}, nil, 0
-  for _, tok in ipairs(ins.inputs) do
-    if tok.node then
-      count[tok.node] = (count[tok.node] or 0) + 1
-      if count[tok.node] > most then best, most = tok.node, count[tok.node] end
-    end
-  end
-  return best
-end
-
--- Where `ins` should run now, or nil to wait: the node of its inputs if it
--- has room, else the node with the most room, unless that one is busy
--- enough that moving the inputs would cost more than waiting.
-function Evaluator:place(ins)
-  if ins.farm and (self.farms[ins.farm] or 0) >= ins.farm.workers then return nil end
-  local pref = self.lazy and preferred(ins)
-  local p = pref and self.nodes[pref]
-  if p and p.alive and p.in_flight < p.limit then return p end
-  local best, room = nil, 0
-  for _, name in ipairs(self.order) do
-    local n = self.nodes[name]
-    if n.alive and n.limit - n.in_flight > room then best, room = n, n.limit - n.in_flight end
-  end
-  if best and p and p.alive and best.in_flight >= self.min then return nil end
-  return best
-end
+-- Placement and load balancing: synodic.skel.balance.
+Evaluator.place = balance.place
+Evaluator.has_room = balance.has_room
 
 -- Inputs whose node was lost are made again from their lineage; true when
 -- all of `ins`'s inputs are there.
@@ -298,14 +271,6 @@ function Evaluator:recompute(tok)
   if p.state ~= "done" then return end -- already running again
   p.state, p.refresh = "ready", true
   self.ready[#self.ready + 1] = p
-end
-
-function Evaluator:has_room()
-  for _, name in ipairs(self.order) do
-    local n = self.nodes[name]
-    if n.alive and n.in_flight < n.limit then return true end
-  end
-  return false
 end
 
 -- Dispatches what can go: instructions under way first, then new tasks.
@@ -408,10 +373,7 @@ function Evaluator:note(id, ok, load, fetched, efficiency, ...)
   node.load = load
   node.bytes_nodes = node.bytes_nodes + fetched
   self:count_farm(ins, -1)
-  if self.balance then
-    node.efficiency = 0.7 * node.efficiency + 0.3 * efficiency
-    node.limit = clamp(math.floor(self.min + (self.max - self.min) * node.efficiency ^ 2 + 0.5), self.min, self.max)
-  end
+  if self.balance then balance.noted(self, node, efficiency) end
   self:record(node)
   if not ok then
     local err = ...

@@ -29,7 +29,7 @@
 //! | `api/future` | (`synodic.future`'s natives) | future handles, the node's pool workers |
 //! | `api/remote` | – | requests another node answers (`spawn_on` elsewhere): sent, then the reply awaited by its tag |
 //! | `api/deferred` | – | large buffers of tuples left on their producer's node, and fetching them before a tuple is decoded |
-//! | `api/registry` | `synodic.alua`, `synodic.console`, `synodic.entity`, `synodic.entity.loop`, `synodic.future`, `synodic.skel` | the list of modules; the Lua ones bundled from `lualib/` |
+//! | `api/registry` | `synodic.alua`, `synodic.console`, `synodic.entity`, `synodic.entity.loop`, `synodic.future`, `synodic.skel`, `synodic.skel.balance` | the list of modules; the Lua ones bundled from `lualib/` |
 //! | `vm/module` | – | what the VM knows of a module, read from the registry |
 //! | `vm/bundled` | – | `require` of the bundled Lua modules (`package.preload` loaders) |
 //! | `vm/codec` | – | Lua values ⇄ wire format; `Sendable`, the userdata kinds that cross |
