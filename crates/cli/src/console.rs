@@ -52,9 +52,11 @@ pub fn run(args: ConsoleArgs) -> Result<i32> {
     let agent = agent.to_string();
     let mut writer = Writer { stream, sealer };
 
+    // SAFETY: isatty only reads the descriptor's state.
     let interactive = unsafe { libc::isatty(0) == 1 };
     // The terminal as it is before line editing changes it, to put back if
     // the program ends while a line is being typed.
+    // SAFETY: `t` is a plain C struct that tcgetattr fills (all zeroes is a valid value of it).
     let terminal = interactive.then(|| unsafe {
         let mut t: libc::termios = std::mem::zeroed();
         (libc::tcgetattr(0, &mut t) == 0).then_some(t)
@@ -80,6 +82,8 @@ pub fn run(args: ConsoleArgs) -> Result<i32> {
         eprintln!("synodic: the program at {address} has ended (connection closed)");
         if let Some(t) = terminal {
             // The prompt is waiting for a key that will never matter: leave now.
+            // SAFETY: `t` came from tcgetattr on the same descriptor; _exit
+            // ends the process without running Rust code that could be mid-way.
             unsafe {
                 libc::tcsetattr(0, libc::TCSANOW, &t);
                 libc::_exit(0);

@@ -39,11 +39,13 @@ impl Runtime {
         }
         match step {
             Step::Preempted => {
+                // SAFETY: this worker took the body above and is still the process's only runner.
                 unsafe { proc.put_body(body) };
                 proc.state.store(QUEUED, Release);
                 self.scheduler().schedule_preempted(proc);
             }
             Step::Blocked => {
+                // SAFETY: as above; the process is not parked yet, so no one else can run it.
                 unsafe { proc.put_body(body) };
                 if proc.park() {
                     self.scheduler().schedule_back(proc);

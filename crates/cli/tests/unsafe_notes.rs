@@ -1,0 +1,54 @@
+//! Every `unsafe` block and `unsafe impl` in the crates that hold this
+//! rule states the invariant it relies on: a `// SAFETY:` comment on it or
+//! within the four lines above it. (crates/lua states the invariants of its
+//! `unsafe fn`s over a `lua_State` once, in its lib.rs; its blocks are not
+//! checked here yet.)
+
+use std::path::{Path, PathBuf};
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("a source folder") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The unsafe blocks and impls of the sources under `dir` without a note.
+fn unexplained(dir: &Path) -> (usize, Vec<String>) {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    let (mut sites, mut missing) = (0, Vec::new());
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            let words: Vec<&str> = code.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '{')).filter(|w| !w.is_empty()).collect();
+            let is_site = words.windows(2).any(|w| w[0] == "unsafe" && (w[1] == "{" || w[1] == "impl")) || words.iter().any(|w| *w == "unsafe{");
+            if !is_site {
+                continue;
+            }
+            sites += 1;
+            if !lines[i.saturating_sub(4)..=i].iter().any(|l| l.contains("SAFETY")) {
+                missing.push(format!("{}:{}: {}", file.display(), i + 1, line.trim()));
+            }
+        }
+    }
+    (sites, missing)
+}
+
+#[test]
+fn every_unsafe_block_in_core_net_and_cli_says_why_it_is_sound() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut all = Vec::new();
+    for name in ["core", "net", "cli"] {
+        let (sites, missing) = unexplained(&crates.join(name).join("src"));
+        assert!(sites > 0 || name == "cli", "unsafe sites of crates/{name} are found");
+        all.extend(missing);
+    }
+    assert!(all.is_empty(), "unsafe without a `// SAFETY:` note on it or just above:\n{}", all.join("\n"));
+}
