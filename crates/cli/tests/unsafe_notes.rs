@@ -28,7 +28,7 @@ fn unexplained(dir: &Path) -> (usize, Vec<String>) {
         for (i, line) in lines.iter().enumerate() {
             let code = line.split("//").next().unwrap_or("");
             let words: Vec<&str> = code.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '{')).filter(|w| !w.is_empty()).collect();
-            let is_site = words.windows(2).any(|w| w[0] == "unsafe" && (w[1] == "{" || w[1] == "impl")) || words.iter().any(|w| *w == "unsafe{");
+            let is_site = words.windows(2).any(|w| w[0] == "unsafe" && (w[1] == "{" || w[1] == "impl")) || words.contains(&"unsafe{");
             if !is_site {
                 continue;
             }
