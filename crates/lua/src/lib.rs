@@ -22,7 +22,7 @@
 //! | `api/kernel` | `synodic` | spawn, spawn_opt, spawn_on, self, main, send, receive, receive_match, sleep, monitor, demonitor, monitor_node, register, whereis, exit, halt, node, nodes, is_alive, clock |
 //! | `api/chan` | `synodic.chan` | new, send, receive, delete |
 //! | `api/linda` | `synodic.linda` | open, new, default, formals, where; space methods out, take/in, rd, inp, rdp, take_within, rd_within, count, take_all, clear, eval |
-//! | `api/linda_remote` | – | space methods on another node's space: requests, and waiting for their answers |
+//! | `api/linda/remote` | – | space methods on another node's space: requests, and waiting for their answers |
 //! | `api/buffer` | `synodic.buffer` | new, from, fromtable, shares; get/set/`[i]`, #, kind, size, view, bytes, fill, totable |
 //! | `api/control` | `synodic.control` | write (to a console), processes, probe |
 //! | `api/coroutine` | `coroutine.resume`, `wrap`, `yield`, `isyieldable` | scheduler-aware replacements |

@@ -16,7 +16,7 @@ use crate::vm::ctx::{ctx, Pending};
 use crate::vm::peek::{peek, Plain};
 use crate::vm::process::LuaProcess;
 use crate::vm::util::*;
-use crate::vm::wait;
+use crate::vm::wait::{self, block_on_mailbox};
 
 pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"spawn", spawn),
@@ -233,17 +233,6 @@ unsafe fn not_in_filter(L: *mut ffi::lua_State, fname: &str) -> Result<(), Strin
         true => Err(format!("{fname}: cannot receive inside a receive_match filter")),
         false => Ok(()),
     }
-}
-
-/// Blocks on the mailbox (a message or the deadline wakes the process),
-/// continuing in `k` with `cursor` as its context.
-pub(crate) unsafe fn block_on_mailbox(L: *mut ffi::lua_State, k: unsafe extern "C-unwind" fn(*mut ffi::lua_State, c_int, ffi::lua_KContext) -> c_int, cursor: ffi::lua_KContext, what: &str) -> c_int {
-    if ffi::lua_isyieldable(L) == 0 {
-        return wait::cannot_block(L, what);
-    }
-    crate::vm::util::collect_dropped(L);
-    ctx(L).pending = Pending::Block;
-    ffi::lua_yieldk(L, 0, cursor, Some(k))
 }
 
 unsafe extern "C-unwind" fn receive(L: *mut ffi::lua_State) -> c_int {

@@ -11,6 +11,5 @@ pub(crate) mod deferred;
 pub mod future;
 pub mod kernel;
 pub mod linda;
-pub(crate) mod linda_remote;
 pub(crate) mod registry;
 pub(crate) mod remote;

@@ -13,7 +13,7 @@ use synodic_core::remote::reply_tag;
 
 use crate::vm::codec;
 use crate::vm::ctx::ctx;
-use crate::api::kernel::block_on_mailbox;
+use crate::vm::wait::block_on_mailbox;
 use crate::vm::util::*;
 use crate::vm::wait;
 

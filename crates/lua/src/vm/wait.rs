@@ -125,3 +125,14 @@ pub(crate) unsafe fn block(L: *mut ffi::lua_State, k: unsafe extern "C-unwind" f
 pub(crate) unsafe fn cannot_block(L: *mut ffi::lua_State, what: &str) -> c_int {
     raise(L, format!("{what}: cannot block here (inside a call that cannot yield, such as a metamethod called from C)"))
 }
+
+/// Blocks on the mailbox (a message or the deadline wakes the process),
+/// continuing in `k` with `cursor` as its context.
+pub(crate) unsafe fn block_on_mailbox(L: *mut ffi::lua_State, k: unsafe extern "C-unwind" fn(*mut ffi::lua_State, c_int, ffi::lua_KContext) -> c_int, cursor: ffi::lua_KContext, what: &str) -> c_int {
+    if ffi::lua_isyieldable(L) == 0 {
+        return cannot_block(L, what);
+    }
+    crate::vm::util::collect_dropped(L);
+    ctx(L).pending = Pending::Block;
+    ffi::lua_yieldk(L, 0, cursor, Some(k))
+}

@@ -94,7 +94,7 @@ pub(super) unsafe fn attempt(L: *mut ffi::lua_State, q: Box<Query>) -> Result<Go
 /// Returns a tuple's values (once the bytes of its buffers left on other
 /// nodes are here).
 pub(super) unsafe fn handed(L: *mut ffi::lua_State, values: synodic_core::Message) -> c_int {
-    crate::api::deferred::deliver(L, values, "take", Box::new(|L, values| crate::api::linda_remote::results(L, values, "take")))
+    crate::api::deferred::deliver(L, values, "take", Box::new(|L, values| crate::api::linda::remote::results(L, values, "take")))
 }
 
 /// Returns the tuple's values, or blocks with `blocking_k` as continuation.
@@ -290,7 +290,7 @@ pub(super) unsafe fn take_all(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_i
     // Buffers left on their producers' nodes are fetched first, for the list as a whole.
     if tuples.iter().any(|t| t.values.attachments().iter().any(|a| a.is::<synodic_core::future::Ticket>())) {
         let list = synodic_core::linda_remote::list(tuples.into_iter().map(|t| (None, t)));
-        return crate::api::deferred::deliver(L, list, "take_all", Box::new(|L, list| crate::api::linda_remote::results(L, list, "take_all")));
+        return crate::api::deferred::deliver(L, list, "take_all", Box::new(|L, list| crate::api::linda::remote::results(L, list, "take_all")));
     }
     ffi::lua_createtable(L, tuples.len() as c_int, 0);
     let list = ffi::lua_gettop(L);

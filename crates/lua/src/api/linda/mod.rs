@@ -17,17 +17,19 @@
 //! it does (or, once a handle has gone to another node, as long as its
 //! node). Every method first finds where its space lives (`place`): a space
 //! of this node is worked on here; one of another node through requests
-//! (`linda_remote`); a named space nobody has used yet is claimed for this
+//! (`remote.rs`); a named space nobody has used yet is claimed for this
 //! node first (`claim`), which waits for the cluster's answer.
 //!
 //! In files: this one has the module, its handles and their methods'
 //! dispatch; `place.rs` finds where a space lives and claims a named one
 //! nobody holds; `pattern.rs` turns Lua values into fields, templates and
-//! tuples; `local.rs` runs the methods on a space of this node.
+//! tuples; `local.rs` runs the methods on a space of this node, `remote.rs`
+//! on another node's space (requests, and waiting for their answers).
 
 mod local;
 mod pattern;
 mod place;
+pub(crate) mod remote;
 
 pub(crate) use local::seconds;
 pub(crate) use pattern::{check, field, template, tuple, Wheres};
@@ -78,7 +80,7 @@ struct Method {
     there: unsafe fn(*mut ffi::lua_State, &SpaceRef, u16) -> c_int,
 }
 
-use crate::api::linda_remote as far;
+use crate::api::linda::remote as far;
 
 const METHODS: [Method; 11] = [
     Method { name: "out", here: out, there: far::out },

@@ -104,7 +104,7 @@ pub(super) unsafe extern "C-unwind" fn claimed_k(L: *mut ffi::lua_State, _status
             if wait::take_withdrawn(L) {
                 return wait::cannot_block(L, METHODS[m].name);
             }
-            return crate::api::kernel::block_on_mailbox(L, claimed_k, ((next << 8) | m) as ffi::lua_KContext, METHODS[m].name);
+            return crate::vm::wait::block_on_mailbox(L, claimed_k, ((next << 8) | m) as ffi::lua_KContext, METHODS[m].name);
         }
     };
     ffi::lua_settop(L, -2);
