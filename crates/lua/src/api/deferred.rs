@@ -154,7 +154,7 @@ unsafe extern "C-unwind" fn fetching_k(L: *mut ffi::lua_State, _status: c_int, _
             if let (true, Some(size)) = (f.asked, came) {
                 // Other readers of the tuple here may not have their answers yet.
                 ctx(L).rt().futures().keep(f.ticket.clone());
-                crate::api::future::add_fetched(L, size as i64);
+                add_fetched(L, size as i64);
             }
             // The producer's node was lost: what came is the failure.
             if came.is_none() {
@@ -184,4 +184,26 @@ fn buffer_variant(value: &Message) -> Option<u8> {
         [wire::Shape::Shared { kind: shared::BUFFER, variant }] => Some(variant),
         _ => None,
     }
+}
+
+/// Where a process counts the bytes of other nodes' results it brought (in
+/// its registry: few processes do, and every idle one would pay for a field).
+const FETCHED: &std::ffi::CStr = c"synodic.fetched";
+
+/// Adds `n` to the bytes fetched; returns the total before.
+pub(crate) unsafe fn add_fetched(L: *mut ffi::lua_State, n: i64) -> i64 {
+    ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
+    let before = ffi::lua_tointegerx(L, -1, std::ptr::null_mut());
+    ffi::lua_pop(L, 1);
+    ffi::lua_pushinteger(L, before + n);
+    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
+    before
+}
+
+/// The bytes fetched since the last call, the count starting again at 0.
+pub(crate) unsafe fn take_fetched(L: *mut ffi::lua_State) -> i64 {
+    let n = add_fetched(L, 0);
+    ffi::lua_pushinteger(L, 0);
+    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
+    n
 }

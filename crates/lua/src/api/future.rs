@@ -242,23 +242,9 @@ unsafe fn end_get(L: *mut ffi::lua_State) -> Option<Box<Getting>> {
 /// crossed the network for it).
 unsafe fn got(L: *mut ffi::lua_State, value: synodic_core::Message) -> c_int {
     if end_get(L).is_some_and(|g| g.asked) {
-        add_fetched(L, value.size() as i64);
+        crate::api::deferred::add_fetched(L, value.size() as i64);
     }
     results(L, value)
-}
-
-/// Where a process counts the bytes of other nodes' results it brought (in
-/// its registry: few processes do, and every idle one would pay for a field).
-const FETCHED: &CStr = c"synodic.fetched";
-
-/// Adds `n` to the bytes fetched; returns the total before.
-pub(crate) unsafe fn add_fetched(L: *mut ffi::lua_State, n: i64) -> i64 {
-    ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
-    let before = ffi::lua_tointegerx(L, -1, std::ptr::null_mut());
-    ffi::lua_pop(L, 1);
-    ffi::lua_pushinteger(L, before + n);
-    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
-    before
 }
 
 unsafe extern "C-unwind" fn get_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
@@ -432,9 +418,7 @@ pub(crate) unsafe extern "C-unwind" fn is_future(L: *mut ffi::lua_State) -> c_in
 /// `s._fetched()`: bytes of other nodes' results this process got since it
 /// last asked.
 pub(crate) unsafe extern "C-unwind" fn fetched(L: *mut ffi::lua_State) -> c_int {
-    let n = add_fetched(L, 0);
-    ffi::lua_pushinteger(L, 0);
-    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
+    let n = crate::api::deferred::take_fetched(L);
     ffi::lua_pushinteger(L, n);
     1
 }
