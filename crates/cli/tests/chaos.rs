@@ -165,6 +165,7 @@ fn run_chaos(scenario: &str, script: &str, count: usize, kill: bool) -> (Vec<Str
         .arg(&cookie)
         .arg(&path)
         .args([seconds.to_string(), (count + 1).to_string()])
+        .env("LUA_PATH_5_4", common::test_modules_path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -33,6 +33,7 @@ impl Side {
         if let Some(seed) = join {
             cmd.args(["--join", seed]);
         }
+        cmd.env("LUA_PATH_5_4", common::test_modules_path());
         let mut child = cmd.arg(&script).arg(name).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let (tx, lines) = mpsc::channel();
         let out = std::io::BufReader::new(child.stdout.take().unwrap());

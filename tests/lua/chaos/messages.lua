@@ -10,14 +10,8 @@
 local s = require "synodic"
 local seconds, expected = tonumber(arg[1]), tonumber(arg[2])
 
-local function wait_until(what, limit, cond)
-  local t = s.clock()
-  while not cond() do
-    assert(s.clock() - t < limit, "no " .. what .. " within " .. limit .. " s")
-    s.sleep(0.05)
-  end
-end
-wait_until("cluster", 30, function() return #s.nodes() == expected end)
+local testkit = require "testkit"
+testkit.wait_until("cluster", 30, function() return #s.nodes() == expected end)
 
 local me = s.self()
 local function worker(boss, name, seconds)
@@ -59,7 +53,7 @@ print("started") io.stdout:flush()
 -- The harness says when every fault is over (after the workers stopped),
 -- and how many nodes are left (one may have been killed).
 local left = tonumber(io.read("l"):match("^faults over (%d+)$"))
-wait_until("every node back", 60, function() return #s.nodes() == left end)
+testkit.wait_until("every node back", 60, function() return #s.nodes() == left end)
 -- Asked until each live worker answers: a node that was stopped can be
 -- declared down just after it came back, and what was on its way to it
 -- lost with its link.

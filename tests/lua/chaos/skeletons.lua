@@ -13,14 +13,8 @@ local s = require "synodic"
 local skel = require "synodic.skel"
 local seconds, expected = tonumber(arg[1]), tonumber(arg[2])
 
-local function wait_until(what, limit, cond)
-  local t = s.clock()
-  while not cond() do
-    assert(s.clock() - t < limit, "no " .. what .. " within " .. limit .. " s")
-    s.sleep(0.05)
-  end
-end
-wait_until("cluster", 30, function() return #s.nodes() == expected end)
+local testkit = require "testkit"
+testkit.wait_until("cluster", 30, function() return #s.nodes() == expected end)
 
 local function claimer(boss)
   local s = require "synodic"
@@ -59,7 +53,7 @@ print("tasks " .. added)
 
 -- The harness says when every fault is over, and how many nodes are left.
 local left = tonumber(io.read("l"):match("^faults over (%d+)$"))
-wait_until("every node back", 60, function() return #s.nodes() == left end)
+testkit.wait_until("every node back", 60, function() return #s.nodes() == left end)
 -- Healing settles the name within a few seconds: ask until every live
 -- claimer names the same holder.
 local deadline = s.clock() + 10

@@ -15,14 +15,8 @@ local s = require "synodic"
 local linda = require "synodic.linda"
 local seconds, expected = tonumber(arg[1]), tonumber(arg[2])
 
-local function wait_until(what, limit, cond)
-  local t = s.clock()
-  while not cond() do
-    assert(s.clock() - t < limit, "no " .. what .. " within " .. limit .. " s")
-    s.sleep(0.05)
-  end
-end
-wait_until("cluster", 30, function() return #s.nodes() == expected end)
+local testkit = require "testkit"
+testkit.wait_until("cluster", 30, function() return #s.nodes() == expected end)
 linda.open("jobs"):out("start") -- claimed before the faults begin
 
 local me = s.self()
@@ -81,7 +75,7 @@ for _ = 1, #workers do assert(s.receive_match("ready", 30), "a worker is not rea
 print("started") io.stdout:flush()
 -- The harness says when every fault is over (after the workers stopped).
 assert(io.read("l"):match("^faults over"))
-wait_until("every node back", 60, function() return #s.nodes() == expected end)
+testkit.wait_until("every node back", 60, function() return #s.nodes() == expected end)
 for _, w in ipairs(workers) do s.send(w, "report") end
 local failed_takes = 0
 for _ = 1, #workers do

@@ -11,15 +11,6 @@ local testkit = require "testkit"
 local me = s.self()
 local stalled = testkit.other_nodes()[1]
 
-local function wait_until(what, limit, cond)
-  local t = s.clock()
-  while not cond() do
-    assert(s.clock() - t < limit, "no " .. what .. " within " .. limit .. " s")
-    s.sleep(0.02)
-  end
-  return s.clock() - t
-end
-
 -- On the node that will stall: a holder of "svc" and the home of "jobs".
 local holder = s.spawn_on(stalled, function(boss)
   local s = require "synodic"
@@ -36,7 +27,7 @@ local _, os_pid = s.receive_match("ready", 10)
 assert(s.node(s.whereis("svc")) == stalled)
 
 assert(os.execute("kill -STOP " .. os_pid))
-wait_until("nodedown", 10, function() return #s.nodes() == 2 end)
+testkit.wait_until("nodedown", 10, function() return #s.nodes() == 2 end)
 -- Meanwhile, this side gives "svc" to a process of its own and uses "jobs",
 -- whose home it has lost: a new one.
 local here = s.spawn(function(boss)
@@ -48,7 +39,7 @@ local jobs = linda.open("jobs")
 for i = 1, 50 do jobs:out("here", i) end
 
 assert(os.execute("kill -CONT " .. os_pid))
-local took = wait_until("heal", 5, function() return #s.nodes() == 3 and jobs:count(linda.string, linda.int) == 100 end)
+local took = testkit.wait_until("heal", 5, function() return #s.nodes() == 3 and jobs:count(linda.string, linda.int) == 100 end)
 print(("healed %.2f s after SIGCONT"):format(took))
 
 -- Every node tells the same story.

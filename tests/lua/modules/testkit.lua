@@ -29,6 +29,17 @@ function M.ping_pong(rounds)
   assert(n == rounds, n)
 end
 
+-- Waits until `cond()` holds, looking every `step` seconds (default 0.02);
+-- fails naming `what` if `limit` seconds pass first. Returns the time it took.
+function M.wait_until(what, limit, cond, step)
+  local t = s.clock()
+  while not cond() do
+    assert(s.clock() - t < limit, "no " .. what .. " within " .. limit .. " s")
+    s.sleep(step or 0.02)
+  end
+  return s.clock() - t
+end
+
 -- The nodes of the cluster other than this one, in order.
 function M.other_nodes()
   local others = {}

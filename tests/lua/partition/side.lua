@@ -16,16 +16,10 @@ local function say(...)
   io.stdout:flush()
 end
 
-local function wait_until(what, limit, cond)
-  local t = s.clock()
-  while not cond() do
-    if s.clock() - t > limit then error("no " .. what .. " within " .. limit .. " s", 0) end
-    s.sleep(0.02)
-  end
-end
+local testkit = require "testkit"
 
 local setup = linda.open("setup")
-wait_until("cluster", 30, function() return #s.nodes() == 2 end)
+testkit.wait_until("cluster", 30, function() return #s.nodes() == 2 end)
 -- Before the cut: a gives b a private space of its own.
 if side == "a" then
   local mine = linda.new()
@@ -39,7 +33,7 @@ else
 end
 say("linked")
 
-wait_until("partition", 30, function() return #s.nodes() == 1 end)
+testkit.wait_until("partition", 30, function() return #s.nodes() == 1 end)
 local me = s.self()
 local svc = s.spawn(function(me)
   local s = require "synodic"
@@ -54,9 +48,9 @@ if side == "b" then
 end
 say("used")
 
-wait_until("heal", 30, function() return #s.nodes() == 2 end)
+testkit.wait_until("heal", 30, function() return #s.nodes() == 2 end)
 local healed = s.clock()
-wait_until("one space", 10, function() return jobs:count(linda.string, linda.int) == 200 end)
+testkit.wait_until("one space", 10, function() return jobs:count(linda.string, linda.int) == 200 end)
 local holder = s.whereis("svc")
 say(("converged %.2f s after the link was back: svc on %s, jobs at %s"):format(s.clock() - healed, s.node(holder):match("^[^@]*"), s.node(s.whereis("$linda:jobs")):match("^[^@]*")))
 if side == "b" then
