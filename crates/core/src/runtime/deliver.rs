@@ -72,6 +72,12 @@ impl Runtime {
         }
     }
 
+    /// [`Runtime::busy`] without noting anything: a cheap look first, for
+    /// a caller that must take a lock before it may note.
+    pub fn is_busy(&self, pid: Pid) -> bool {
+        self.live(pid).is_some_and(|slot| slot.queued_bytes() > crate::remote::BUSY_HIGH)
+    }
+
     /// [`Runtime::send`] from the running process `from`, which learns its
     /// peer from it (see [`Process::note_peer`]).
     pub fn send_from(&self, from: &Process, to: Pid, msg: Message) -> bool {

@@ -49,12 +49,14 @@ impl Cluster {
                 rt.send(to, attach(message));
                 // A process that takes messages slower than they come: its
                 // senders over there wait, until it has taken them down.
-                // The lock is held from the check to the push: a drain
-                // noticed meanwhile finds `to` told, and its Ready follows
-                // this Busy.
-                let mut told = link.told_busy.lock();
-                if rt.busy(to) && told.insert(to) {
-                    link.push(|out| Frame::Busy { pid: to }.encode(&mut out.bytes));
+                // The lock is held from the check that notes it to the push:
+                // a drain noticed meanwhile finds `to` told, and its Ready
+                // follows this Busy. (A receiver keeping up costs no lock.)
+                if rt.is_busy(to) {
+                    let mut told = link.told_busy.lock();
+                    if rt.busy(to) && told.insert(to) {
+                        link.push(|out| Frame::Busy { pid: to }.encode(&mut out.bytes));
+                    }
                 }
             }
             Frame::Monitor { watcher, target } => rt.monitor(link.ours(watcher)?, here(target)),
