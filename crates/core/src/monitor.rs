@@ -35,6 +35,9 @@ use std::time::{Duration, Instant};
 use crate::scheduler::{Host, SLICE_TICKS};
 use crate::Pid;
 
+#[cfg(test)]
+mod tests;
+
 /// A run is preempted once it has lasted this many ticks.
 const PREEMPT_AFTER: u64 = SLICE_TICKS;
 /// A run is declared stuck once it has lasted this many ticks (10 ms with
@@ -63,9 +66,7 @@ struct Overrun {
 /// replaced).
 pub(crate) fn run<H: Host>(host: &H, signal: Option<libc::c_int>, slice: Duration) {
     let sched = host.scheduler();
-    let tick = slice / SLICE_TICKS as u32;
-    let mut warned: HashSet<Pid> = HashSet::new();
-    let mut overruns: Vec<Option<Overrun>> = Vec::new();
+    let mut monitor = Monitor::new(signal, slice);
     // Ticks keep to a fixed schedule, not a sleep after each (which would
     // add the wake-up's lateness every time), and the kernel is asked not
     // to round the sleeps up (its default slack is 50 us, a tenth of a tick).
@@ -73,16 +74,46 @@ pub(crate) fn run<H: Host>(host: &H, signal: Option<libc::c_int>, slice: Duratio
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
     let mut next_tick = Instant::now();
     while !sched.is_stopping() {
-        next_tick += tick;
+        next_tick += monitor.tick;
         let now = Instant::now();
         if next_tick > now {
             std::thread::sleep(next_tick - now);
         } else {
             next_tick = now; // far behind (a stopped machine): start afresh
         }
+        monitor.step(host);
+    }
+    // What the host keeps may hold it: let go of it as it stops.
+    host.trim(true);
+}
+
+/// What the monitor keeps from one tick to the next. The loop above only
+/// paces the ticks; each tick's work is [`Monitor::step`], which reads the
+/// time and the workers' threads through the host alone (so the tests
+/// drive it tick by tick, with a clock of their own).
+struct Monitor {
+    /// The preemption signal, if any.
+    signal: Option<libc::c_int>,
+    /// A quarter of a time slice.
+    tick: Duration,
+    /// Stuck processes named already.
+    warned: HashSet<Pid>,
+    /// Per worker slot: the run it watches since that run overran its slice.
+    overruns: Vec<Option<Overrun>>,
+}
+
+impl Monitor {
+    fn new(signal: Option<libc::c_int>, slice: Duration) -> Monitor {
+        Monitor { signal, tick: slice / SLICE_TICKS as u32, warned: HashSet::new(), overruns: Vec::new() }
+    }
+
+    /// One tick: steps 1 to 6 of the module doc.
+    fn step<H: Host>(&mut self, host: &H) {
+        let sched = host.scheduler();
+        let tick = self.tick;
         let epoch = sched.epoch.fetch_add(1, Relaxed) + 1;
         let slots = sched.started_slots();
-        overruns.resize(slots.len(), None);
+        self.overruns.resize(slots.len(), None);
         for (index, slot) in slots.iter().enumerate() {
             let Some((proc, started)) = slot.watch.current() else { continue };
             let age = epoch.saturating_sub(started);
@@ -91,24 +122,24 @@ pub(crate) fn run<H: Host>(host: &H, signal: Option<libc::c_int>, slice: Duratio
             }
             // Once a slice: a run that did not yield to the first signal is
             // in C code, which a signal every tick would only interrupt.
-            if let Some(signal) = signal.filter(|_| (age - PREEMPT_AFTER).is_multiple_of(SLICE_TICKS)) {
-                slot.watch.signal(signal);
+            if let Some(signal) = self.signal.filter(|_| (age - PREEMPT_AFTER).is_multiple_of(SLICE_TICKS)) {
+                host.signal(index, signal);
             }
-            let seen = match overruns[index] {
+            let seen = match self.overruns[index] {
                 Some(o) if o.run_started == started => o,
                 _ => {
-                    let (cpu, waited) = (slot.watch.cpu_time(), slot.watch.run_queue_wait());
-                    overruns[index] = Some(Overrun { run_started: started, since: Instant::now(), cpu, waited });
+                    let (cpu, waited) = (host.cpu_time(index), host.run_queue_wait(index));
+                    self.overruns[index] = Some(Overrun { run_started: started, since: host.now(), cpu, waited });
                     continue;
                 }
             };
             if slot.watch.stuck.load(Acquire) {
                 if age >= WARN_AFTER {
-                    warn_once(&mut warned, proc.pid(), index, tick * age as u32);
+                    warn_once(&mut self.warned, proc.pid(), index, tick * age as u32);
                 }
                 continue;
             }
-            if age < STUCK_AFTER || !held_for(&slot.watch, seen, tick * (STUCK_AFTER - PREEMPT_AFTER) as u32) {
+            if age < STUCK_AFTER || !held_for(host, index, seen, tick * (STUCK_AFTER - PREEMPT_AFTER) as u32) {
                 continue;
             }
             if !slot.watch.stuck.swap(true, AcqRel) {
@@ -127,8 +158,6 @@ pub(crate) fn run<H: Host>(host: &H, signal: Option<libc::c_int>, slice: Duratio
             host.trim(false);
         }
     }
-    // What the host keeps may hold it: let go of it as it stops.
-    host.trim(true);
 }
 
 /// Names a process that holds its worker's thread, once.
@@ -144,17 +173,17 @@ fn warn_once(warned: &mut HashSet<Pid>, pid: Pid, index: usize, held: Duration) 
     }
 }
 
-/// Whether the worker's thread has held its run for `long` since the
+/// Whether worker `index`'s thread has held its run for `long` since the
 /// monitor began watching its overrun: computing that long, or asleep in
 /// the kernel now and for that long but for the time it waited for a
 /// processor. (The kernel counts a wait only once it is over, so a thread
 /// waiting now must have computed to count.)
-fn held_for(watch: &crate::scheduler::Watch, seen: Overrun, long: Duration) -> bool {
-    if watch.cpu_time().saturating_sub(seen.cpu) >= long {
+fn held_for<H: Host>(host: &H, index: usize, seen: Overrun, long: Duration) -> bool {
+    if host.cpu_time(index).saturating_sub(seen.cpu) >= long {
         return true;
     }
-    let waited = watch.run_queue_wait().saturating_sub(seen.waited);
-    watch.asleep() && seen.since.elapsed().saturating_sub(waited) >= long
+    let waited = host.run_queue_wait(index).saturating_sub(seen.waited);
+    host.asleep(index) && host.now().saturating_duration_since(seen.since).saturating_sub(waited) >= long
 }
 
 /// Brings one thread to work in place of a stuck one; false when the pool

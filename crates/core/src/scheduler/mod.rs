@@ -70,7 +70,7 @@ use worker::{Local, LOCAL};
 
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_deque::{Injector, Stealer, Worker};
 use parking_lot::{Condvar, Mutex};
@@ -151,6 +151,34 @@ pub(crate) trait Host: Sync {
     fn start_worker(&self) -> std::io::Result<()>;
     /// The monitor's housekeeping, now and then (`stopping`: the last time).
     fn trim(&self, stopping: bool);
+
+    // What the monitor reads of the time and of worker `index`'s thread, and
+    // how it signals that thread. The defaults read the real clock and the
+    // kernel (see `Watch`), and the runtime keeps them: these are methods
+    // only so that the monitor's tests can answer from a clock and threads
+    // they drive by hand, and test preemption and stuck workers without
+    // real time or real threads.
+
+    /// Now, on a monotonic clock.
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+    /// The processor time worker `index`'s thread has used.
+    fn cpu_time(&self, index: usize) -> Duration {
+        self.scheduler().slots[index].watch.cpu_time()
+    }
+    /// How long worker `index`'s thread has waited for a processor.
+    fn run_queue_wait(&self, index: usize) -> Duration {
+        self.scheduler().slots[index].watch.run_queue_wait()
+    }
+    /// Whether worker `index`'s thread is asleep in the kernel now.
+    fn asleep(&self, index: usize) -> bool {
+        self.scheduler().slots[index].watch.asleep()
+    }
+    /// Sends `signal` to worker `index`'s thread.
+    fn signal(&self, index: usize, signal: libc::c_int) {
+        self.scheduler().slots[index].watch.signal(signal)
+    }
 }
 
 impl Scheduler {

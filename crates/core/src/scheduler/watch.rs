@@ -25,14 +25,14 @@ pub(crate) struct Watch {
 
 impl Watch {
     #[inline]
-    pub(super) fn start_run(&self, epoch: u64, proc: &'static Process) {
+    pub(crate) fn start_run(&self, epoch: u64, proc: &'static Process) {
         self.started_at.store(epoch, Relaxed);
         self.running.store(proc as *const Process as *mut Process, Release);
     }
 
     /// Ends a run; true when the monitor declared it stuck meanwhile.
     #[inline]
-    pub(super) fn end_run(&self) -> bool {
+    pub(crate) fn end_run(&self) -> bool {
         self.running.store(std::ptr::null_mut(), Relaxed);
         self.stuck.load(Relaxed)
     }
