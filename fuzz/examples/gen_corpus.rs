@@ -7,10 +7,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use synodic_core::linda_remote::{Op, Request, Target};
-use synodic_core::remote::Carried;
+use synodic_core::dist::carry::Carried;
+use synodic_core::dist::kind;
+use synodic_core::dist::spaces::completion;
 use synodic_core::wire::{self, Tag, Writer};
 use synodic_core::{NodeId, Pid};
-use synodic_net::frame::{completion, Frame};
+use synodic_net::frame::Frame;
 use synodic_net::handshake::{Challenge, Hello, Message, Purpose, Welcome};
 use synodic_net::parcel::Parcel;
 
@@ -45,26 +47,59 @@ fn message() -> Vec<u8> {
     w.finish_small()
 }
 
+/// A service's frame: its kind, fields written by `fields`, then `message`.
+fn service(kind: u8, fields: impl FnOnce(&mut Writer), message: Vec<u8>) -> Frame {
+    let mut w = Writer::fields_after(Vec::new());
+    fields(&mut w);
+    Frame::Service { kind, head: w.finish_small(), message }
+}
+
 fn frames() -> Vec<Frame> {
     let (p, q) = (Pid::new(0, 3, 1), Pid::new(2, 9, 5));
     let m = message();
+    let two = |a: Pid, b: Pid| move |w: &mut Writer| {
+        w.u64(a.raw());
+        w.u64(b.raw());
+    };
+    let tagged = |a: Pid, tag: u64| move |w: &mut Writer| {
+        w.u64(a.raw());
+        w.varint(tag);
+    };
     vec![
         Frame::Node { alias: 4, node: NodeId { name: "a@host".into(), incarnation: 77 } },
-        Frame::Send { to: p, from: q, message: m.clone() },
+        service(kind::SEND, two(p, q), m.clone()),
         Frame::Part { stream: 12, total: 100, bytes: vec![1; 20] },
-        Frame::Monitor { watcher: p, target: q },
-        Frame::Demonitor { watcher: p, target: q },
-        Frame::Spawn { caller: q, tag: 5, message: m.clone() },
-        Frame::Load { load: 1500, nodes: 3 },
-        Frame::Claim { caller: p, tag: 3, message: m.clone() },
-        Frame::Named { message: m.clone() },
-        Frame::Unnamed { message: m.clone() },
-        Frame::Task { message: m.clone() },
-        Frame::Fetch { origin: 1 << 60, seq: 4 },
-        Frame::Fetched { origin: 9, seq: 4, message: m.clone() },
-        Frame::Release { origin: 9, seq: 4, weight: 1 << 61 },
-        Frame::Linda { caller: q, ticket: 1 << 40, message: linda_request() },
-        Frame::Complete { to: p, ticket: 7, kind: completion::COUNT, count: 12, message: m },
+        service(kind::MONITOR, two(p, q), Vec::new()),
+        service(kind::DEMONITOR, two(p, q), Vec::new()),
+        service(kind::SPAWN, tagged(q, 5), m.clone()),
+        service(kind::LOAD, |w| {
+            w.varint(1500);
+            w.varint(3);
+        }, Vec::new()),
+        service(kind::CLAIM, tagged(p, 3), m.clone()),
+        service(kind::NAMED, |_| {}, m.clone()),
+        service(kind::UNNAMED, |_| {}, m.clone()),
+        service(kind::TASK, |_| {}, m.clone()),
+        service(kind::FETCH, |w| {
+            w.u64(1 << 60);
+            w.u64(4);
+        }, Vec::new()),
+        service(kind::FETCHED, |w| {
+            w.u64(9);
+            w.u64(4);
+        }, m.clone()),
+        service(kind::RELEASE, |w| {
+            w.u64(9);
+            w.u64(4);
+            w.u64(1 << 61);
+        }, Vec::new()),
+        service(kind::LINDA, tagged(q, 1 << 40), linda_request()),
+        service(kind::COMPLETE, |w| {
+            w.u64(p.raw());
+            w.varint(7);
+            w.byte(completion::COUNT);
+            w.varint(12);
+        }, m),
         Frame::Busy { pid: q },
         Frame::Ready { pid: p },
     ]
@@ -85,7 +120,7 @@ fn frame(dir: &Path) {
     let mut part = Vec::new();
     Frame::encode_part_header(&mut part, 3, 9, 9);
     part.extend_from_slice(b"abcdefghi");
-    Frame::Load { load: 1, nodes: 2 }.encode(&mut part);
+    Frame::Busy { pid: Pid::new(0, 3, 1) }.encode(&mut part);
     write(dir, "stream-part", &part);
 }
 
@@ -217,13 +252,19 @@ fn parcel_program(parcel: &mut Parcel) -> Vec<u8> {
 
 fn parcel(dir: &Path) {
     let bytes = |v: Vec<u8>| Carried::Bytes(Arc::new(v.into()));
-    let send = Frame::Send { to: Pid::new(0, 1, 1), from: Pid::new(1, 2, 1), message: message() };
+    let send = service(kind::SEND, |w| {
+        w.u64(Pid::new(0, 1, 1).raw());
+        w.u64(Pid::new(1, 2, 1).raw());
+    }, message());
     let cases: Vec<(&str, Frame, Vec<Carried>)> = vec![
         ("send", send.clone(), vec![]),
         ("send-buffer", send.clone(), vec![bytes((0..100).collect())]),
         ("send-attachments", send, vec![bytes(vec![7; 30]), Carried::Future(vec![4, 5, 6]), bytes(Vec::new()), Carried::Space(vec![0, 1, b'x'])]),
-        ("named", Frame::Named { message: message() }, vec![bytes(vec![1, 2, 3])]),
-        ("linda", Frame::Linda { caller: Pid::new(0, 3, 1), ticket: 9, message: linda_request() }, vec![]),
+        ("named", service(kind::NAMED, |_| {}, message()), vec![bytes(vec![1, 2, 3])]),
+        ("linda", service(kind::LINDA, |w| {
+            w.u64(Pid::new(0, 3, 1).raw());
+            w.varint(9);
+        }, linda_request()), vec![]),
     ];
     for (i, (name, frame, attachments)) in cases.into_iter().enumerate() {
         let mut p = Parcel::new(frame, attachments).unwrap();

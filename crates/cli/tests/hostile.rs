@@ -192,7 +192,7 @@ fn a_relay_can_neither_replay_nor_inject() {
             }
             _ => {
                 let mut frame = Vec::new();
-                synodic_net::frame::Frame::Load { load: 0, nodes: 1 }.encode(&mut frame);
+                synodic_net::frame::Frame::Service { kind: synodic_core::dist::kind::LOAD, head: vec![0, 1], message: Vec::new() }.encode(&mut frame);
                 relay.inject(&frame.repeat(8));
             }
         }

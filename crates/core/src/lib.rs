@@ -12,7 +12,7 @@
 //! | [`process`] | `Process`, `Body`, `Step`, `ExitReason` |
 //! | `message` | `Message`: encoded values, small ones inline, with shared attachments |
 //! | [`payload`] | `Payload`: a buffer's bytes, whose large allocations a cache keeps warm for reuse |
-//! | [`remote`] | `Remote`: what the cluster transport gives the runtime (send, monitor, live nodes elsewhere) |
+//! | [`dist`] | the distribution layer: one sans-IO service per distributed feature (`Services`), over a narrow `Transport` |
 //! | [`netpoll`] | `Netpoll`: the transport's connections, read and written by the scheduler's own threads |
 //! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main`, `halt` |
 //! | [`future`] | `Store` of results and replicas (a state machine), `Ticket` (a node's hold on a future), `Futures`; `Runtime::future_*` |
@@ -32,6 +32,7 @@
 
 pub mod cache;
 pub mod channel;
+pub mod dist;
 mod error;
 pub mod future;
 pub mod hash;
@@ -49,7 +50,6 @@ pub mod ports;
 mod monitor;
 pub mod pool;
 pub mod process;
-pub mod remote;
 pub mod runtime;
 mod scheduler;
 pub mod spaces;

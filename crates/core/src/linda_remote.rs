@@ -363,7 +363,7 @@ pub fn home_name(name: &[u8]) -> Vec<u8> {
 /// Whether this node is the home of the named space `name` (its keeper
 /// holds the name, or, outside a cluster, always).
 fn is_home(rt: &Runtime, name: &[u8]) -> bool {
-    rt.remote().is_none() || rt.whereis(&home_name(name)).is_some_and(|holder| holder.node() == 0)
+    rt.transport().is_none() || rt.whereis(&home_name(name)).is_some_and(|holder| holder.node() == 0)
 }
 
 /// This node's keeper has lost the home of the named space `name` to
@@ -379,12 +379,12 @@ pub fn moved(rt: &Runtime, name: &[u8], winner: Pid) {
     for waiter in waiters {
         rt.complete((waiter, Completion::Moved));
     }
-    let (Some(remote), Ok(keeper)) = (rt.remote(), keeper(rt)) else { return };
+    let (Some(_), Ok(keeper)) = (rt.transport(), keeper(rt)) else { return };
     let header = Request { op: Op::Out, flags: FORCE, target: Target::Named(name), number: 0, shape: &[] }.encode();
     for t in tuples {
         let Ok(bytes) = wire::prepend_str(&header, &t.values) else { continue };
         let request = Message::with_attachments(bytes, t.values.attachments().to_vec());
-        remote.linda(winner.node(), Waiter { pid: keeper, ticket: 0 }, request, false);
+        rt.service::<crate::dist::spaces::Spaces>().linda(rt, winner.node(), Waiter { pid: keeper, ticket: 0 }, request, false);
     }
 }
 

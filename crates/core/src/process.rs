@@ -138,7 +138,7 @@ const OVER_LIMIT: u8 = 2;
 /// Bit of a process's flags: someone asked for its description.
 const PROBED: u8 = 4;
 /// Bit of a process's flags: another node was told it is busy (see
-/// `remote::BUSY_HIGH`), and waits to hear when its mailbox drains.
+/// `dist::BUSY_HIGH`), and waits to hear when its mailbox drains.
 const DRAIN_WATCHED: u8 = 8;
 
 /// Why a message was not delivered.
@@ -342,7 +342,7 @@ impl Process {
     /// has (or `ended`): the flag is cleared when so.
     #[inline]
     pub(crate) fn drained(&self, ended: bool) -> bool {
-        self.flags.load(Relaxed) & DRAIN_WATCHED != 0 && (ended || self.queued_bytes() < crate::remote::BUSY_LOW) && self.flags.fetch_and(!DRAIN_WATCHED, Relaxed) & DRAIN_WATCHED != 0
+        self.flags.load(Relaxed) & DRAIN_WATCHED != 0 && (ended || self.queued_bytes() < crate::dist::BUSY_LOW) && self.flags.fetch_and(!DRAIN_WATCHED, Relaxed) & DRAIN_WATCHED != 0
     }
 
     /// Whether the process must end, over its memory limit.

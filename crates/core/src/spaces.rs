@@ -9,7 +9,7 @@
 //! lives on the node that made it while something holds it (a handle in
 //! some process, a message or a tuple carrying one); the table knows it only
 //! weakly. Handles on other nodes hold it the way handles hold a future's
-//! result (`remote::carry`): by weight, which each node that had some
+//! result (`dist::carry`): by weight, which each node that had some
 //! returns when its last handle goes, so the space goes too once the
 //! last handle anywhere has.
 

@@ -65,7 +65,7 @@ pub type Attach = Arc<dyn Fn(u64) -> Result<Pid, String> + Send + Sync>;
 /// The id of the console agent behind `port`: in a cluster it carries the
 /// node's name, as the agent's own registration does (`lualib/console.lua`).
 pub fn agent_id(rt: &Runtime, port: u64) -> String {
-    match rt.remote() {
+    match rt.transport() {
         Some(_) => format!("console{port}@{}", rt.node_name()),
         None => format!("console{port}"),
     }

@@ -27,83 +27,35 @@ const HEADER: usize = 5;
 pub enum Frame {
     /// In the pids I send, node alias `alias` means `node`.
     Node { alias: u16, node: NodeId },
-    /// A whole message for the process `to` (its node alias is the
-    /// sender's alias for the receiving node), from `from`.
-    Send { to: Pid, from: Pid, message: Vec<u8> },
     /// A piece of a parcel (`parcel`: a frame too long for one, or a
     /// message with buffers), `total` bytes in all; the parts of one parcel
     /// follow each other in order, one parcel at a time (`stream` names it).
     Part { stream: u64, total: u64, bytes: Vec<u8> },
-    /// `watcher` (on the sending node) monitors `target` (on the receiving one).
-    Monitor { watcher: Pid, target: Pid },
-    /// `watcher` drops one of its monitors of `target`.
-    Demonitor { watcher: Pid, target: Pid },
-    /// Start the function and arguments of a spawn `message`; tell `caller`
-    /// `"$spawned", tag, pid` (or `"$spawned", tag, nil, error`).
-    Spawn { caller: Pid, tag: u64, message: Vec<u8> },
-    /// The sender's load (live processes per worker thread, ×1000) and how
-    /// many live nodes it sees, itself included.
-    Load { load: u32, nodes: u32 },
-    /// `caller` asks the receiving node, which arbitrates the name, for the
-    /// name and pid in `message`; the answer is the reply tagged `tag`.
-    Claim { caller: Pid, tag: u64, message: Vec<u8> },
-    /// The name and pid in `message` now go together, cluster-wide.
-    Named { message: Vec<u8> },
-    /// The name in `message` is no longer that pid's (its process ended).
-    Unnamed { message: Vec<u8> },
-    /// Put the task in `message` in the receiving node's pool.
-    Task { message: Vec<u8> },
-    /// Send me the result `(origin, seq)` computed on your node, when it is there.
-    Fetch { origin: u64, seq: u64 },
-    /// The result `(origin, seq)` you asked for: its encoded values.
-    Fetched { origin: u64, seq: u64, message: Vec<u8> },
-    /// My handles to your result `(origin, seq)` are gone: `weight` comes back.
-    Release { origin: u64, seq: u64, weight: u64 },
-    /// The wait `ticket` of `caller` (on the sending node) asks the
-    /// receiving node's tuple spaces for what `message` says (see
-    /// `synodic_core::linda_remote`).
-    Linda { caller: Pid, ticket: u64, message: Vec<u8> },
-    /// The answer to the wait `ticket` of `to` (a process of the receiving
-    /// node): `kind` says what it is (see [`completion`]), `count` is a
-    /// count's, `message` a tuple's values (else no values).
-    Complete { to: Pid, ticket: u64, kind: u8, count: u64, message: Vec<u8> },
     /// `pid` (of the sending node) holds more messages than it takes:
     /// senders on the receiving node wait until `Ready`.
     Busy { pid: Pid },
     /// `pid` has taken its messages down: its senders may go on.
     Ready { pid: Pid },
+    /// A frame of one of the distributed services (`synodic_core::dist`):
+    /// its kind, the fields its service wrote, then its message (the
+    /// transport maps the message's pids and carries its buffers). Decoded,
+    /// the whole body is in `message`: only the service reads its fields.
+    Service { kind: u8, head: Vec<u8>, message: Vec<u8> },
 }
 
-/// How a `Complete` frame's `kind` names a `Completion`.
-pub mod completion {
-    pub const VALUE: u8 = 0;
-    pub const TAKEN: u8 = 1;
-    pub const NOTIFIED: u8 = 2;
-    pub const DELETED: u8 = 3;
-    pub const NOTHING: u8 = 4;
-    pub const COUNT: u8 = 5;
-    pub const FULL: u8 = 6;
-    pub const MOVED: u8 = 7;
+/// A frame that has arrived: the transport's own, decoded, or a service's,
+/// its body borrowed from where it arrived.
+#[derive(Debug, PartialEq)]
+pub enum Arrival<'a> {
+    Frame(Frame),
+    Service { kind: u8, body: &'a [u8] },
 }
 
 mod kind {
-    // 1, 2, 19 and 20 are the handshake's (`handshake::Message`).
+    // 1, 2, 19 and 20 are the handshake's (`handshake::Message`); the
+    // services' kinds are in `synodic_core::dist::kind`.
     pub const NODE: u8 = 3;
-    pub const SEND: u8 = 4;
     pub const PART: u8 = 5;
-    pub const MONITOR: u8 = 6;
-    pub const SPAWN: u8 = 7;
-    pub const LOAD: u8 = 8;
-    pub const CLAIM: u8 = 9;
-    pub const NAMED: u8 = 10;
-    pub const UNNAMED: u8 = 11;
-    pub const TASK: u8 = 12;
-    pub const FETCH: u8 = 13;
-    pub const FETCHED: u8 = 14;
-    pub const RELEASE: u8 = 15;
-    pub const LINDA: u8 = 16;
-    pub const COMPLETE: u8 = 17;
-    pub const DEMONITOR: u8 = 18;
     pub const BUSY: u8 = 21;
     pub const READY: u8 = 22;
 }
@@ -120,80 +72,20 @@ impl Frame {
                 node_id(&mut w, node);
                 kind::NODE
             }
-            Frame::Send { to, from, message } => {
-                w.u64(to.raw());
-                w.u64(from.raw());
-                w.raw(message);
-                kind::SEND
-            }
             Frame::Part { stream, total, bytes } => {
                 w.varint(*stream);
                 w.varint(*total);
                 w.raw(bytes);
                 kind::PART
             }
-            Frame::Monitor { watcher, target } | Frame::Demonitor { watcher, target } => {
-                w.u64(watcher.raw());
-                w.u64(target.raw());
-                if matches!(self, Frame::Monitor { .. }) { kind::MONITOR } else { kind::DEMONITOR }
-            }
-            Frame::Spawn { caller, tag, message } | Frame::Claim { caller, tag, message } => {
-                w.u64(caller.raw());
-                w.varint(*tag);
-                w.raw(message);
-                if matches!(self, Frame::Spawn { .. }) { kind::SPAWN } else { kind::CLAIM }
-            }
-            Frame::Load { load, nodes } => {
-                w.varint(*load as u64);
-                w.varint(*nodes as u64);
-                kind::LOAD
-            }
             Frame::Busy { pid } | Frame::Ready { pid } => {
                 w.u64(pid.raw());
                 if matches!(self, Frame::Busy { .. }) { kind::BUSY } else { kind::READY }
             }
-            Frame::Named { message } => {
+            Frame::Service { kind, head, message } => {
+                w.raw(head);
                 w.raw(message);
-                kind::NAMED
-            }
-            Frame::Unnamed { message } => {
-                w.raw(message);
-                kind::UNNAMED
-            }
-            Frame::Task { message } => {
-                w.raw(message);
-                kind::TASK
-            }
-            Frame::Fetch { origin, seq } => {
-                w.u64(*origin);
-                w.u64(*seq);
-                kind::FETCH
-            }
-            Frame::Fetched { origin, seq, message } => {
-                w.u64(*origin);
-                w.u64(*seq);
-                w.raw(message);
-                kind::FETCHED
-            }
-            Frame::Release { origin, seq, weight } => {
-                w.u64(*origin);
-                w.u64(*seq);
-                w.u64(*weight);
-                kind::RELEASE
-            }
-            Frame::Linda { caller, ticket, message } => {
-                w.u64(caller.raw());
-                w.varint(*ticket);
-                w.raw(message);
-                kind::LINDA
-            }
-            Frame::Complete { to, ticket, kind, count, message } => {
-                w.u64(to.raw());
-                w.varint(*ticket);
-                w.byte(*kind);
-                w.varint(*count);
-                w.raw(message);
-                kind::COMPLETE
+                *kind
             }
         };
         *out = w.finish_small();
@@ -202,9 +94,23 @@ impl Frame {
         out[start + 4] = kind;
     }
 
-    /// Parses a frame's body.
+    /// Parses a frame's body (a service's frame: its body, copied).
     pub fn decode(kind: u8, body: &[u8]) -> Result<Frame, Error> {
-        parse(kind, &mut Reader::fields(body)).map_err(|e| match e {
+        Ok(match Frame::arrival(kind, body)? {
+            Arrival::Frame(frame) => frame,
+            Arrival::Service { kind, body } => Frame::Service { kind, head: Vec::new(), message: body.to_vec() },
+        })
+    }
+
+    /// Parses a frame's body: the transport's own frames are decoded, a
+    /// service's is left to its service.
+    pub fn arrival(kind: u8, body: &[u8]) -> Result<Arrival<'_>, Error> {
+        match kind {
+            kind::NODE | kind::PART | kind::BUSY | kind::READY => {}
+            1 | 2 | 19 | 20 => return Err(Error::Protocol(format!("a handshake message (kind {kind}) after the handshake"))),
+            _ => return Ok(Arrival::Service { kind, body }),
+        }
+        parse(kind, &mut Reader::fields(body)).map(Arrival::Frame).map_err(|e| match e {
             Parse::Wire(e) => Error::Protocol(format!("malformed frame of kind {kind}: {e}")),
             Parse::Other(why) => Error::Protocol(why),
         })
@@ -232,15 +138,7 @@ impl Frame {
     /// of the body; empty for a frame without one).
     pub fn into_bare_and_message(mut self) -> (Vec<u8>, Vec<u8>) {
         let message = match &mut self {
-            Frame::Send { message, .. }
-            | Frame::Spawn { message, .. }
-            | Frame::Claim { message, .. }
-            | Frame::Named { message }
-            | Frame::Unnamed { message }
-            | Frame::Task { message }
-            | Frame::Fetched { message, .. }
-            | Frame::Linda { message, .. }
-            | Frame::Complete { message, .. } => std::mem::take(message),
+            Frame::Service { message, .. } => std::mem::take(message),
             _ => Vec::new(),
         };
         (self.encode_bare(), message)
@@ -264,53 +162,13 @@ fn parse(kind: u8, r: &mut Reader) -> Result<Frame, Parse> {
             let alias = u16::try_from(r.varint()?).ok().filter(|&a| a <= Pid::MAX_NODE).ok_or(Parse::Other("node alias out of range".into()))?;
             Frame::Node { alias, node: read_node_id(r)? }
         }
-        kind::SEND => {
-            let (to, from) = (pid(r)?, pid(r)?);
-            Frame::Send { to, from, message: rest(r) }
-        }
         kind::PART => {
             let stream = r.varint()?;
             let total = r.varint()?;
             Frame::Part { stream, total, bytes: rest(r) }
         }
-        kind::MONITOR => Frame::Monitor { watcher: pid(r)?, target: pid(r)? },
-        kind::DEMONITOR => Frame::Demonitor { watcher: pid(r)?, target: pid(r)? },
-        kind::SPAWN | kind::CLAIM => {
-            let caller = pid(r)?;
-            let tag = r.varint()?;
-            let message = rest(r);
-            match kind {
-                kind::SPAWN => Frame::Spawn { caller, tag, message },
-                _ => Frame::Claim { caller, tag, message },
-            }
-        }
-        kind::LOAD => Frame::Load { load: u32::try_from(r.varint()?).unwrap_or(u32::MAX), nodes: u32::try_from(r.varint()?).unwrap_or(u32::MAX) },
-        kind::NAMED => Frame::Named { message: rest(r) },
         kind::BUSY => Frame::Busy { pid: pid(r)? },
-        kind::READY => Frame::Ready { pid: pid(r)? },
-        kind::UNNAMED => Frame::Unnamed { message: rest(r) },
-        kind::TASK => Frame::Task { message: rest(r) },
-        kind::FETCH => Frame::Fetch { origin: r.u64()?, seq: r.u64()? },
-        kind::FETCHED => {
-            let (origin, seq) = (r.u64()?, r.u64()?);
-            Frame::Fetched { origin, seq, message: rest(r) }
-        }
-        kind::RELEASE => Frame::Release { origin: r.u64()?, seq: r.u64()?, weight: r.u64()? },
-        kind::LINDA => {
-            let (caller, ticket) = (pid(r)?, r.varint()?);
-            Frame::Linda { caller, ticket, message: rest(r) }
-        }
-        kind::COMPLETE => {
-            let (to, ticket) = (pid(r)?, r.varint()?);
-            let kind = r.byte_value()?;
-            if kind > completion::MOVED {
-                return Err(Parse::Other(format!("unknown completion kind {kind}")));
-            }
-            let count = r.varint()?;
-            Frame::Complete { to, ticket, kind, count, message: rest(r) }
-        }
-        1 | 2 | 19 | 20 => return Err(Parse::Other(format!("a handshake message (kind {kind}) after the handshake"))),
-        other => return Err(Parse::Other(format!("unknown frame kind {other}"))),
+        _ => Frame::Ready { pid: pid(r)? },
     };
     match r.remaining() {
         0 => Ok(frame),
@@ -344,6 +202,8 @@ fn rest(r: &mut Reader) -> Vec<u8> {
 #[derive(Debug, PartialEq)]
 pub enum Next<'a> {
     Frame(Frame),
+    /// A service's frame, its body borrowed (see [`Arrival`]).
+    Service { kind: u8, body: &'a [u8] },
     /// A `Part`: the payload bytes that have arrived, and how many more
     /// the connection will bring (not through the decoder).
     Part { stream: u64, total: u64, bytes: &'a [u8], more: usize },
@@ -427,7 +287,14 @@ impl Decoder {
         let Some(len) = self.frame_len()? else { return Ok(None) };
         let base = self.start;
         if self.buf[base + 4] != kind::PART {
-            return Ok(self.whole(len)?.map(Next::Frame));
+            if self.buf.len() - base < 4 + len {
+                return Ok(None);
+            }
+            self.start += 4 + len;
+            return Ok(Some(match Frame::arrival(self.buf[base + 4], &self.buf[base + HEADER..base + 4 + len])? {
+                Arrival::Frame(frame) => Next::Frame(frame),
+                Arrival::Service { kind, body } => Next::Service { kind, body },
+            }));
         }
         let arrived = (self.buf.len() - base).min(4 + len);
         let mut r = Reader::fields(&self.buf[base + HEADER..base + arrived]);
@@ -475,21 +342,10 @@ mod tests {
         let (p, q) = (Pid::new(0, 3, 1), Pid::new(2, 9, 5));
         vec![
             Frame::Node { alias: 4, node },
-            Frame::Send { to: p, from: q, message: vec![2, 1, 3, 4] },
+            Frame::Service { kind: 4, head: Vec::new(), message: vec![2, 1, 3, 4] },
             Frame::Part { stream: 12, total: 1 << 20, bytes: vec![1; 100] },
-            Frame::Monitor { watcher: p, target: q },
-            Frame::Demonitor { watcher: p, target: q },
-            Frame::Spawn { caller: q, tag: 5, message: vec![2, 0] },
-            Frame::Load { load: 1500, nodes: 3 },
-            Frame::Claim { caller: p, tag: 3, message: vec![2, 2, 5, 1, b'x', 9] },
-            Frame::Named { message: vec![2, 0] },
-            Frame::Unnamed { message: vec![2, 0] },
-            Frame::Task { message: vec![3, 0, 1] },
-            Frame::Fetch { origin: 1 << 60, seq: 4 },
-            Frame::Fetched { origin: 9, seq: 4, message: vec![1, 2] },
-            Frame::Release { origin: 9, seq: 4, weight: 1 << 61 },
-            Frame::Linda { caller: q, ticket: 1 << 40, message: vec![2, 1, 5, 0] },
-            Frame::Complete { to: p, ticket: 7, kind: completion::COUNT, count: 12, message: vec![2, 0] },
+            Frame::Service { kind: 6, head: Vec::new(), message: vec![] },
+            Frame::Service { kind: 17, head: Vec::new(), message: vec![9; 40] },
             Frame::Busy { pid: q },
             Frame::Ready { pid: p },
         ]
@@ -520,8 +376,8 @@ mod tests {
         let mut out = Vec::new();
         Frame::encode_part_header(&mut out, 300, 9, 9);
         out.extend_from_slice(b"abcdefghi");
-        Frame::Load { load: 1, nodes: 2 }.encode(&mut out);
-        let cut = out.len() - 7 - 4;
+        Frame::Busy { pid: Pid::new(0, 3, 1) }.encode(&mut out);
+        let cut = out.len() - 13 - 4;
         let mut d = Decoder::new();
         d.space(cut).extend_from_slice(&out[..3]);
         assert_eq!(d.next().unwrap(), None);
@@ -529,7 +385,15 @@ mod tests {
         assert_eq!(d.next().unwrap(), Some(Next::Part { stream: 300, total: 9, bytes: b"abcde", more: 4 }));
         // The caller reads the last four itself; the decoder goes on after them.
         d.space(64).extend_from_slice(&out[cut + 4..]);
-        assert_eq!(d.next().unwrap(), Some(Next::Frame(Frame::Load { load: 1, nodes: 2 })));
+        assert_eq!(d.next().unwrap(), Some(Next::Frame(Frame::Busy { pid: Pid::new(0, 3, 1) })));
+        // A service's frame comes borrowed, once whole.
+        let mut out = Vec::new();
+        Frame::Service { kind: 4, head: vec![1], message: vec![2, 3] }.encode(&mut out);
+        let mut d = Decoder::new();
+        d.space(8).extend_from_slice(&out[..out.len() - 1]);
+        assert_eq!(d.next().unwrap(), None);
+        d.space(8).extend_from_slice(&out[out.len() - 1..]);
+        assert_eq!(d.next().unwrap(), Some(Next::Service { kind: 4, body: &[1, 2, 3] }));
         // A part whose header does not parse, though whole, is an error.
         let mut d = Decoder::new();
         d.space(8).extend_from_slice(&[2, 0, 0, 0, kind::PART, 0x80]);
@@ -568,7 +432,8 @@ mod tests {
                 }
             }
         }
-        assert!(Frame::decode(99, &[]).unwrap_err().to_string().contains("unknown frame kind 99"));
+        // A service's kind is the service's to judge (`Services::receive`).
+        assert_eq!(Frame::decode(99, &[1, 2]).unwrap(), Frame::Service { kind: 99, head: Vec::new(), message: vec![1, 2] });
         assert!(Frame::decode(1, &[]).unwrap_err().to_string().contains("a handshake message (kind 1) after the handshake"));
     }
 }

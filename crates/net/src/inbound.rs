@@ -8,13 +8,17 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use synodic_core::remote::Carried;
+use synodic_core::dist::carry::Carried;
 
-use crate::frame::{Decoder, Frame, Next};
+use crate::frame::{Arrival, Decoder, Frame, Next};
 use crate::link::Drained;
 use crate::parcel::Assembler;
 use crate::record::{Opener, HEADER, TAG};
 use crate::Error;
+
+/// Where each whole frame that arrives goes, with the buffers a parcel's
+/// message carries.
+pub(crate) type Deliver<'d> = dyn FnMut(Arrival<'_>, Vec<Carried>) -> Result<(), Error> + 'd;
 
 /// What one reader reads from a link before the other links get their turn.
 const READ_BUDGET: usize = 4 << 20;
@@ -38,7 +42,7 @@ impl Inbound {
     /// nothing but the part's bytes are read straight into the parcel's
     /// piece and opened there (header first, then body and tag): each
     /// byte is copied by the kernel and by the cipher, and not once more.
-    pub(crate) fn read(&mut self, fd: RawFd, deliver: &mut dyn FnMut(Frame, Vec<Carried>) -> Result<(), Error>) -> Result<Drained, Error> {
+    pub(crate) fn read(&mut self, fd: RawFd, deliver: &mut Deliver) -> Result<Drained, Error> {
         let Inbound { opener, decoder, parcels, more, direct, .. } = self;
         let mut read = 0;
         // A read that got less than it asked for emptied the socket: the
@@ -86,9 +90,7 @@ impl Inbound {
                             parcels.filled()?;
                             *more -= plain;
                             if *more == 0 {
-                                if let Some((frame, shared)) = parcels.finish()? {
-                                    deliver(frame, shared)?;
-                                }
+                                finish_parcel(parcels, deliver)?;
                             }
                         }
                         continue;
@@ -119,7 +121,7 @@ impl Inbound {
 
 /// Takes the plaintext of one record: the rest of a long part goes
 /// straight into its parcel, the rest is cut into frames.
-fn consume(mut plain: &[u8], decoder: &mut Decoder, parcels: &mut Assembler, more: &mut usize, deliver: &mut dyn FnMut(Frame, Vec<Carried>) -> Result<(), Error>) -> Result<(), Error> {
+fn consume(mut plain: &[u8], decoder: &mut Decoder, parcels: &mut Assembler, more: &mut usize, deliver: &mut Deliver) -> Result<(), Error> {
     loop {
         if *more > 0 {
             if plain.is_empty() {
@@ -133,9 +135,7 @@ fn consume(mut plain: &[u8], decoder: &mut Decoder, parcels: &mut Assembler, mor
             parcels.filled()?;
             (*more, plain) = (*more - take, &plain[take..]);
             if *more == 0 {
-                if let Some((frame, shared)) = parcels.finish()? {
-                    deliver(frame, shared)?;
-                }
+                finish_parcel(parcels, deliver)?;
             }
             continue;
         }
@@ -144,18 +144,25 @@ fn consume(mut plain: &[u8], decoder: &mut Decoder, parcels: &mut Assembler, mor
             plain = &[];
         }
         match decoder.next()? {
-            Some(Next::Frame(frame)) => deliver(frame, Vec::new())?,
+            Some(Next::Frame(frame)) => deliver(Arrival::Frame(frame), Vec::new())?,
+            Some(Next::Service { kind, body }) => deliver(Arrival::Service { kind, body }, Vec::new())?,
             Some(Next::Part { stream, total, bytes, more: rest }) => {
                 parcels.begin(stream, total, bytes)?;
                 *more = rest;
                 if rest == 0 {
-                    if let Some((frame, shared)) = parcels.finish()? {
-                        deliver(frame, shared)?;
-                    }
+                    finish_parcel(parcels, deliver)?;
                 }
             }
             None => return Ok(()),
         }
+    }
+}
+
+/// Hands on the parcel's frame, if its last bytes have come.
+fn finish_parcel(parcels: &mut Assembler, deliver: &mut Deliver) -> Result<(), Error> {
+    match parcels.finish()? {
+        Some((bare, shared)) => deliver(Frame::arrival(bare[0], &bare[1..])?, shared),
+        None => Ok(()),
     }
 }
 

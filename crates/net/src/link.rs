@@ -9,12 +9,13 @@ use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use synodic_core::netpoll;
-use synodic_core::remote::{self, Carried};
+use synodic_core::dist::carry::{self, Carried};
+use synodic_core::dist::{Outgoing as ServiceFrame, Peer};
 use synodic_core::wire::{self, WireError};
 use synodic_core::{Message, NodeId, Pid, Runtime};
 use tokio::io::unix::AsyncFd;
@@ -23,7 +24,7 @@ use tokio::sync::Notify;
 
 use crate::frame::{Decoder, Frame, PART};
 use crate::handshake::Session;
-use crate::inbound::Inbound;
+use crate::inbound::{Deliver, Inbound};
 use crate::outbox::{Outbox, Outgoing, Wrote};
 use crate::parcel::{Assembler, Parcel};
 use crate::Error;
@@ -71,41 +72,8 @@ pub(crate) struct Link {
     inbound: Mutex<Inbound>,
     /// The peer's aliases, as it announced them, mapped to ours.
     theirs: Mutex<HashMap<u16, u16>>,
-    /// What processes here wait for from the peer.
-    pub(crate) awaited: Mutex<Awaited>,
-    /// The peer's last reported load, plus what was spawned there since.
-    pub(crate) load: AtomicU32,
-    /// How many live nodes the peer last said it sees, itself included.
-    pub(crate) sees: AtomicU32,
     /// Set once the link has ended and its waiters have been told.
     pub(crate) ended: AtomicBool,
-}
-
-/// What processes of this node wait for from a link's peer: told of the
-/// peer's loss if it ends first.
-#[derive(Default)]
-pub(crate) struct Awaited {
-    /// (watcher here, target there), with how many times it was asked for.
-    pub(crate) monitors: HashMap<(Pid, Pid), u32>,
-    /// Tags of requests (spawns, claims) waiting for their answer, and who waits.
-    pub(crate) replies: HashMap<u64, Pid>,
-    /// Tags of name claims, and the name and pid claimed.
-    pub(crate) claims: HashMap<u64, (Box<[u8]>, Pid)>,
-    /// Tuple-space requests waiting for their answer: (process here, ticket).
-    pub(crate) waits: HashSet<(Pid, u64)>,
-}
-
-impl Awaited {
-    /// Counts one of `watcher`'s monitors of `target` as no longer awaited
-    /// (its DOWN came, or it was removed); false when none was.
-    pub(crate) fn forget_monitor(&mut self, watcher: Pid, target: Pid) -> bool {
-        let Some(n) = self.monitors.get_mut(&(watcher, target)) else { return false };
-        *n -= 1;
-        if *n == 0 {
-            self.monitors.remove(&(watcher, target));
-        }
-        true
-    }
 }
 
 /// What [`Link::drain`] found.
@@ -155,9 +123,6 @@ impl Link {
             wake: Notify::new(),
             inbound: Mutex::new(Inbound { opener: session.opener, decoder: Decoder::authenticated(), parcels: Assembler::default(), more: 0, direct: None, over: false }),
             theirs: Mutex::new(HashMap::new()),
-            awaited: Mutex::new(Awaited::default()),
-            load: AtomicU32::new(u32::MAX),
-            sees: AtomicU32::new(0),
             ended: AtomicBool::new(false),
         });
         tokio::spawn(link.clone().write_task(writer));
@@ -188,24 +153,22 @@ impl Link {
         self.theirs.lock().insert(theirs, ours);
     }
 
-    /// [`Link::translate`] for a pid in a frame's header.
-    pub(crate) fn ours(&self, pid: Pid) -> Result<Pid, Error> {
-        self.translate(&self.theirs.lock(), pid).ok_or_else(|| Error::Protocol(format!("pid of node alias {}, never announced", pid.node())))
-    }
-
-    /// A message from the peer, its pids rewritten to our aliases.
-    pub(crate) fn arrived(&self, mut message: Vec<u8>) -> Result<Vec<u8>, Error> {
-        let theirs = self.theirs.lock();
-        wire::map_pids(&mut message, |p, at| self.translate(&theirs, p).ok_or(WireError::UnknownNode(at))).map_err(|e| Error::Protocol(format!("bad message: {e}")))?;
-        Ok(message)
+    /// Queues a service's frame (see `synodic_core::dist`); false when the
+    /// link has closed or its message cannot cross.
+    pub(crate) fn push_service(self: &Arc<Self>, frame: ServiceFrame) -> bool {
+        let ServiceFrame { kind, head, message, between } = frame;
+        match message {
+            None => self.push(|out| Frame::Service { kind, head, message: Vec::new() }.encode(&mut out.bytes)),
+            Some(msg) => self.push_message(self.rt.nodes(), msg, between, |message| Frame::Service { kind, head, message }),
+        }
     }
 
     /// Queues the frames for a message to the peer (between the processes
     /// `between`, from and to, if it is a process's), announcing first the
     /// nodes its pids name; false when the link has closed or the message
     /// cannot cross (a shared value other than a buffer, or too long).
-    pub(crate) fn push_message(self: &Arc<Self>, nodes: &synodic_core::node::Nodes, msg: Message, between: Option<(Pid, Pid)>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
-        let Some(shared) = msg.attachments().iter().map(|a| remote::carry(a, &self.rt)).collect::<Option<Vec<Carried>>>() else { return false };
+    fn push_message(self: &Arc<Self>, nodes: &synodic_core::node::Nodes, msg: Message, between: Option<(Pid, Pid)>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
+        let Some(shared) = msg.attachments().iter().map(|a| carry::carry(a, &self.rt)).collect::<Option<Vec<Carried>>>() else { return false };
         let (mut named, mut stale) = (BTreeSet::new(), false);
         if wire::each_pid(&msg, |p| {
             named.insert(p.node());
@@ -361,7 +324,7 @@ impl Link {
     /// (with the buffers of a parcel's message) to `deliver`, in order.
     /// Once it has failed or found the connection closed, it reads no more
     /// and says `Closed` (several threads may have been told to read it).
-    pub(crate) fn drain(&self, deliver: &mut dyn FnMut(Frame, Vec<Carried>) -> Result<(), Error>) -> Result<Drained, Error> {
+    pub(crate) fn drain(&self, deliver: &mut Deliver) -> Result<Drained, Error> {
         let mut inbound = self.inbound.lock();
         if inbound.over {
             return Ok(Drained::Closed);
@@ -372,3 +335,41 @@ impl Link {
     }
 }
 
+
+/// The link a frame came over, as the services see it.
+pub(crate) struct Over<'a>(pub(crate) &'a Arc<Link>);
+
+impl std::ops::Deref for Over<'_> {
+    type Target = Arc<Link>;
+    fn deref(&self) -> &Arc<Link> {
+        self.0
+    }
+}
+
+impl Peer for Over<'_> {
+    fn alias(&self) -> u16 {
+        self.alias
+    }
+
+    fn ours(&self, pid: Pid) -> Result<Pid, String> {
+        self.translate(&self.theirs.lock(), pid).ok_or_else(|| format!("pid of node alias {}, never announced", pid.node()))
+    }
+
+    /// The message copied out of where it arrived, its pids rewritten to
+    /// our aliases.
+    fn arrived(&self, message: &[u8]) -> Result<Vec<u8>, String> {
+        let mut message = message.to_vec();
+        let theirs = self.theirs.lock();
+        wire::map_pids(&mut message, |p, at| self.translate(&theirs, p).ok_or(WireError::UnknownNode(at))).map_err(|e| format!("bad message: {e}"))?;
+        Ok(message)
+    }
+
+    /// The lock is held from the check that notes it to the push: a drain
+    /// noticed meanwhile finds `pid` told, and its Ready follows this Busy.
+    fn busy(&self, pid: Pid) {
+        let mut told = self.told_busy.lock();
+        if self.rt.busy(pid) && told.insert(pid) {
+            self.push(|out| Frame::Busy { pid }.encode(&mut out.bytes));
+        }
+    }
+}

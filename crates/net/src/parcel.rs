@@ -13,7 +13,7 @@
 //!    2 a tuple-space handle);
 //! 2. piece 0: the carried frame, its kind byte and body (kind 0);
 //! 3. pieces 1…: the message's attachments, in order: a buffer's bytes, or
-//!    a future or a space handle as `synodic_core::remote::carry` encodes it.
+//!    a future or a space handle as `synodic_core::dist::carry::carry` encodes it.
 //!
 //! The first part holds the whole envelope (it is at most a few kilobytes,
 //! a part is 64 KiB), so the receiver can give every piece a buffer of its
@@ -26,14 +26,14 @@
 
 use std::sync::Arc;
 
-use synodic_core::remote::Carried;
+use synodic_core::dist::carry::Carried;
 use synodic_core::wire::{Reader, Writer};
 
-use crate::frame::{Frame, PART};
+use crate::frame::{Arrival, Frame, PART};
 use crate::record::TAG;
 use crate::Error;
 
-pub use synodic_core::remote::{ATTACHMENTS_MAX, MESSAGE_MAX};
+pub use synodic_core::dist::{ATTACHMENTS_MAX, MESSAGE_MAX};
 
 /// A buffer's bytes, shared with the processes that hold the buffer.
 pub type Bytes = Arc<synodic_core::payload::Payload>;
@@ -46,6 +46,9 @@ const GROWTH: usize = 1 << 20;
 
 /// Bytes preallocated for the parcels open now.
 static PREALLOCATED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A whole parcel's frame (its kind byte and body) and its attachments.
+pub type Carrying = (Vec<u8>, Vec<Carried>);
 
 /// A parcel on its way out.
 pub struct Parcel {
@@ -257,8 +260,9 @@ impl Assembler {
         self.try_open()
     }
 
-    /// The carried frame and its attachments, once the parcel is whole.
-    pub fn finish(&mut self) -> Result<Option<(Frame, Vec<Carried>)>, Error> {
+    /// The carried frame (its kind byte and body) and its attachments,
+    /// once the parcel is whole.
+    pub fn finish(&mut self) -> Result<Option<Carrying>, Error> {
         let Some(open) = &self.open else { return Ok(None) };
         if open.piece < open.lens.len() {
             return Ok(None);
@@ -270,8 +274,7 @@ impl Assembler {
         let Some((&kind, body)) = bare.split_first() else {
             return Err(Error::Protocol(format!("parcel {stream} carries no frame")));
         };
-        let frame = Frame::decode(kind, body)?;
-        if matches!(frame, Frame::Part { .. }) {
+        if matches!(Frame::arrival(kind, body)?, Arrival::Frame(Frame::Part { .. })) {
             return Err(Error::Protocol(format!("parcel {stream} carries a frame of kind {kind}")));
         }
         let attached = pieces.map(|(p, kind)| match kind {
@@ -279,7 +282,7 @@ impl Assembler {
             2 => Carried::Space(p),
             _ => Carried::Bytes(Arc::new(p.into())),
         });
-        Ok(Some((frame, attached.collect())))
+        Ok(Some((bare, attached.collect())))
     }
 }
 
@@ -354,12 +357,22 @@ impl Open {
 mod tests {
     use super::*;
     use crate::frame::Decoder;
-    use synodic_core::Pid;
 
     /// A whole part through the assembler.
     fn part(a: &mut Assembler, stream: u64, total: u64, bytes: &[u8]) -> Result<Option<(Frame, Vec<Carried>)>, Error> {
         a.begin(stream, total, bytes)?;
-        a.finish()
+        Ok(a.finish()?.map(|(bare, shared)| (Frame::decode(bare[0], &bare[1..]).unwrap(), shared)))
+    }
+
+    /// A service's frame as it is sent: fields, then a message.
+    fn service(kind: u8, head: &[u8], message: Vec<u8>) -> Frame {
+        Frame::Service { kind, head: head.to_vec(), message }
+    }
+
+    /// The same frame as it is decoded: its whole body in `message`.
+    fn decoded(frame: &Frame) -> Frame {
+        let bare = frame.encode_bare();
+        Frame::decode(bare[0], &bare[1..]).unwrap()
     }
 
     /// The parcel's parts, one after the other, as the connection carries them.
@@ -388,13 +401,13 @@ mod tests {
 
     #[test]
     fn a_long_message_with_buffers_and_futures_crosses_whole() {
-        let frame = Frame::Send { to: Pid::new(0, 1, 1), from: Pid::new(0, 2, 1), message: vec![7; 200_000] };
+        let frame = service(4, &[1; 16], vec![7; 200_000]);
         let mut buffers: Vec<Carried> = [(0..300_000u32).map(|i| i as u8).collect(), Vec::new(), vec![1; 10]].into_iter().map(|v: Vec<u8>| Carried::Bytes(Arc::new(v.into()))).collect();
         buffers.insert(1, Carried::Future(vec![4, 5, 6]));
         buffers.push(Carried::Space(vec![0, 1, b'x']));
         let mut parcel = Parcel::new(frame.clone(), buffers.clone()).unwrap();
         let (got, attachments) = carry(&mut parcel).unwrap().expect("whole");
-        assert_eq!(got, frame);
+        assert_eq!(got, decoded(&frame));
         assert_eq!(attachments, buffers);
         assert_eq!(parcel.left(), 0);
     }
@@ -416,12 +429,17 @@ mod tests {
         let mut a = Assembler::default();
         assert!(part(&mut a, 2, 4, &[1, 8, 99]).unwrap().is_none());
         assert!(part(&mut a, 3, 4, &[0]).unwrap_err().to_string().contains("inside parcel 2"));
-        let e = part(&mut a, 2, 4, &[0]).unwrap_err().to_string();
-        assert!(e.contains("unknown frame kind 99"), "{e}");
+        // A kind no transport frame has is a service's, for the services to judge.
+        let (got, _) = part(&mut a, 2, 4, &[0]).unwrap().expect("whole");
+        assert_eq!(got, Frame::Service { kind: 99, head: Vec::new(), message: vec![0] });
+        // A part inside a parcel is an error.
+        let mut a = Assembler::default();
+        assert!(part(&mut a, 2, 4, &[1, 8, 5]).unwrap().is_none());
+        assert!(part(&mut a, 2, 4, &[0]).unwrap_err().to_string().contains("malformed frame of kind 5"));
         let mut a = Assembler::default();
         assert!(part(&mut a, 2, 4, &[1, 8, 99, 0, 0]).unwrap_err().to_string().contains("longer"));
         // Every cut of a good parcel's first part fails cleanly or waits.
-        let frame = Frame::Named { message: vec![2, 0] };
+        let frame = service(10, &[], vec![2, 0]);
         let mut parcel = Parcel::new(frame, vec![Carried::Bytes(Arc::new(vec![5; 3].into()))]).unwrap();
         parcel.stream = 4;
         let bytes = parts(&mut parcel);
@@ -463,7 +481,7 @@ mod tests {
 
     #[test]
     fn a_part_whose_header_came_alone_gets_its_envelope_later() {
-        let frame = Frame::Send { to: Pid::new(0, 1, 1), from: Pid::new(0, 2, 1), message: vec![7; 1000] };
+        let frame = service(4, &[2; 16], vec![7; 1000]);
         let buffers = vec![Carried::Bytes(Arc::new(vec![3; 5000].into()))];
         let mut parcel = Parcel::new(frame.clone(), buffers.clone()).unwrap();
         let (header, slices) = parcel.next_part().unwrap();
@@ -487,12 +505,12 @@ mod tests {
             }
         }
         let (got, attached) = a.finish().unwrap().expect("whole");
-        assert_eq!((got, attached), (frame, buffers));
+        assert_eq!((Frame::decode(got[0], &got[1..]).unwrap(), attached), (decoded(&frame), buffers));
     }
 
     #[test]
     fn too_many_buffers_is_an_error_at_the_sender() {
-        let frame = Frame::Named { message: vec![2, 0] };
+        let frame = service(10, &[], vec![2, 0]);
         let many = vec![Carried::Future(Vec::new()); ATTACHMENTS_MAX + 1];
         assert!(Parcel::new(frame, many).err().unwrap().contains("at most 4096 buffers"));
     }

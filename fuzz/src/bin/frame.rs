@@ -79,6 +79,7 @@ fn by_parts(data: &[u8], step: usize) -> Cut {
         match d.next() {
             Err(_) => return (frames, true),
             Ok(Some(Next::Frame(f))) => frames.push(f),
+            Ok(Some(Next::Service { kind, body })) => frames.push(Frame::Service { kind, head: Vec::new(), message: body.to_vec() }),
             Ok(Some(Next::Part { stream, total, bytes, more })) => {
                 let mut bytes = bytes.to_vec();
                 if more > 0 {

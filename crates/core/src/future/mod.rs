@@ -212,9 +212,7 @@ impl Runtime {
         // A freed value may hold tickets, whose drops take the lock again.
         drop(freed);
         if home != 0 {
-            if let Some(remote) = self.remote() {
-                remote.release(home, id, weight);
-            }
+            self.service::<crate::dist::futures::Results>().release(self, home, id, weight);
         }
     }
 
@@ -223,8 +221,8 @@ impl Runtime {
     pub fn future_read(&self, ticket: &Ticket, waiter: Waiter) -> Read {
         let read = self.futures().with(|st| st.read_or_wait(ticket.id, ticket.home, waiter));
         if let Read::Wait { ask: Some(home) } = read {
-            match self.remote() {
-                Some(remote) => remote.fetch(home, ticket.id),
+            match self.transport() {
+                Some(_) => self.service::<crate::dist::futures::Results>().fetch(self, home, ticket.id),
                 None => self.future_home_lost(home, "this node is not in a cluster"),
             }
         }
@@ -237,8 +235,8 @@ impl Runtime {
             return;
         }
         if let Some(home) = self.futures().with(|st| st.prefetch(ticket.id, ticket.home)) {
-            match self.remote() {
-                Some(remote) => remote.fetch(home, ticket.id),
+            match self.transport() {
+                Some(_) => self.service::<crate::dist::futures::Results>().fetch(self, home, ticket.id),
                 None => self.future_home_lost(home, "this node is not in a cluster"),
             }
         }
@@ -250,20 +248,18 @@ impl Runtime {
         let (resolved, freed) = self.futures().with(|st| st.resolve(id, value.clone()));
         drop(freed);
         self.complete_all(resolved.deliveries);
-        if let Some(remote) = self.remote() {
-            for node in resolved.fetchers {
-                remote.fetched(node, id, value.clone());
-            }
+        for node in resolved.fetchers {
+            self.service::<crate::dist::futures::Results>().fetched(self, node, id, value.clone());
         }
     }
 
     /// Node `from` asks for the result computed here for `id`.
     pub fn future_fetch(&self, from: u16, id: FutureId) {
-        let Some(remote) = self.remote() else { return };
+        let remote = self.service::<crate::dist::futures::Results>();
         match self.futures().with(|st| st.fetch(id, from)) {
-            Fetch::Now(value) => remote.fetched(from, id, value),
+            Fetch::Now(value) => remote.fetched(self, from, id, value),
             Fetch::Later => {}
-            Fetch::Unknown => remote.fetched(from, id, failure("no such result on its node (too many requests for unknown results there)")),
+            Fetch::Unknown => remote.fetched(self, from, id, failure("no such result on its node (too many requests for unknown results there)")),
         }
     }
 

@@ -137,7 +137,7 @@ impl Store {
     }
 
     /// Another node is given `weight` of a hold on `value` (a private
-    /// space's handle leaving its home: see `remote::carry`): the value is
+    /// space's handle leaving its home: see `dist::carry`): the value is
     /// kept until all weight given out has come back.
     pub fn hold(&mut self, id: FutureId, value: impl FnOnce() -> Message, weight: u64) {
         let e = self.entries.entry(id).or_default();

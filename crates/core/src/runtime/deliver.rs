@@ -59,12 +59,12 @@ impl Runtime {
     }
 
     /// Whether the process `pid` of this node holds more than
-    /// [`BUSY_HIGH`](crate::remote::BUSY_HIGH) bytes of messages; if so it
+    /// [`BUSY_HIGH`](crate::dist::BUSY_HIGH) bytes of messages; if so it
     /// is noted that a node waits to hear when it drains (see
-    /// [`Remote::drained`](crate::remote::Remote::drained)).
+    /// [`Transport::drained`](crate::dist::Transport::drained)).
     pub fn busy(&self, pid: Pid) -> bool {
         match self.live(pid) {
-            Some(slot) if slot.queued_bytes() > crate::remote::BUSY_HIGH => {
+            Some(slot) if slot.queued_bytes() > crate::dist::BUSY_HIGH => {
                 slot.watch_drain();
                 true
             }
@@ -75,7 +75,7 @@ impl Runtime {
     /// [`Runtime::busy`] without noting anything: a cheap look first, for
     /// a caller that must take a lock before it may note.
     pub fn is_busy(&self, pid: Pid) -> bool {
-        self.live(pid).is_some_and(|slot| slot.queued_bytes() > crate::remote::BUSY_HIGH)
+        self.live(pid).is_some_and(|slot| slot.queued_bytes() > crate::dist::BUSY_HIGH)
     }
 
     /// [`Runtime::send`] from the running process `from`, which learns its
@@ -96,7 +96,7 @@ impl Runtime {
     pub(super) fn send_as(&self, from: Pid, to: Pid, msg: Message) -> bool {
         let slot = match self.route(to) {
             Route::Here(slot) => slot,
-            Route::Elsewhere(_) => return self.shared.remote.get().is_some_and(|r| r.send(from, to, msg)),
+            Route::Elsewhere(_) => return self.service::<crate::dist::mail::Mail>().send(self, from, to, msg),
             Route::Nowhere => return false,
         };
         if self.wakes_cold() {
@@ -178,9 +178,7 @@ impl Runtime {
                 }
             }
             Route::Elsewhere(_) => {
-                if let Some(remote) = self.shared.remote.get() {
-                    remote.complete(waiter, completion);
-                }
+                self.service::<crate::dist::spaces::Spaces>().complete(self, waiter, completion);
             }
             Route::Nowhere => {}
         }

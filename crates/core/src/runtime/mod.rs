@@ -47,7 +47,6 @@ use crate::process::{Body, ExitReason};
 use crate::scheduler::{Scheduler, MAX_WORKERS};
 use crate::table::Table;
 use crate::timer::Timers;
-use crate::remote::Remote;
 use crate::{Error, Pid};
 
 pub struct Config {
@@ -116,8 +115,10 @@ pub(crate) struct Shared {
     main: Mutex<MainWatch>,
     main_ended: Condvar,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    remote: std::sync::OnceLock<Arc<dyn Remote>>,
-    /// The last tag given to a request to another node (see `remote`).
+    transport: std::sync::OnceLock<Arc<dyn crate::dist::Transport>>,
+    /// What nodes do for each other (see [`crate::dist`]).
+    services: crate::dist::Services,
+    /// The last tag given to a request to another node (see `dist::requests`).
     tags: AtomicU64,
     futures: crate::future::Futures,
     pool: Mutex<crate::pool::Pool>,
@@ -147,7 +148,8 @@ impl Runtime {
             main: Mutex::new(MainWatch::default()),
             main_ended: Condvar::new(),
             threads: Mutex::new(Vec::new()),
-            remote: std::sync::OnceLock::new(),
+            transport: std::sync::OnceLock::new(),
+            services: crate::dist::Services::standard(),
             tags: AtomicU64::new(0),
             futures: crate::future::Futures::new(NodeId::fresh("futures").incarnation),
             pool: Mutex::new(crate::pool::Pool::default()),
@@ -184,10 +186,11 @@ impl Runtime {
         &self.shared.scheduler
     }
 
-    /// Connects this node to others: see [`Remote`]. Once per run; false if
-    /// one was installed already.
-    pub fn set_remote(&self, remote: Arc<dyn Remote>) -> bool {
-        self.shared.remote.set(remote).is_ok()
+    /// Connects this node to others: the services (see [`crate::dist`])
+    /// send their frames through `transport`. Once per run; false if one
+    /// was installed already.
+    pub fn set_transport(&self, transport: Arc<dyn crate::dist::Transport>) -> bool {
+        self.shared.transport.set(transport).is_ok()
     }
 
     /// Has the scheduler's threads read the network through `net` (see
@@ -197,8 +200,18 @@ impl Runtime {
     }
 
     /// The transport to other nodes, once a cluster has installed one.
-    pub fn remote(&self) -> Option<&Arc<dyn Remote>> {
-        self.shared.remote.get()
+    pub fn transport(&self) -> Option<&Arc<dyn crate::dist::Transport>> {
+        self.shared.transport.get()
+    }
+
+    /// The node's services (see [`crate::dist`]).
+    pub fn services(&self) -> &crate::dist::Services {
+        &self.shared.services
+    }
+
+    /// The distributed service of type `T` (see [`crate::dist::Services`]).
+    pub fn service<T: crate::dist::Service>(&self) -> &T {
+        self.shared.services.get::<T>()
     }
 
     /// The node's futures (see [`crate::future`]).

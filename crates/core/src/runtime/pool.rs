@@ -50,7 +50,7 @@ impl Runtime {
         op(&mut self.shared.pool.lock())
     }
 
-    /// A fresh tag for a request to another node (see `remote`).
+    /// A fresh tag for a request to another node (see `dist::requests`).
     pub fn next_tag(&self) -> u64 {
         self.shared.tags.fetch_add(1, Relaxed) + 1
     }
@@ -68,16 +68,13 @@ impl Runtime {
 
     /// The least loaded live node (this one when it is alone).
     pub fn least_loaded_node(&self) -> Arc<str> {
-        match self.shared.remote.get() {
-            Some(remote) => remote.least_loaded(),
-            None => self.node_name(),
-        }
+        self.service::<crate::dist::pool::Pools>().least_loaded(self)
     }
 
     /// The names of the live nodes, this one included, sorted.
     pub fn live_nodes(&self) -> Vec<Arc<str>> {
-        match self.shared.remote.get() {
-            Some(remote) => remote.nodes(),
+        match self.transport() {
+            Some(t) => t.nodes(),
             None => vec![self.node_name()],
         }
     }

@@ -33,8 +33,8 @@ impl Runtime {
         }
         let step = body.resume(self, proc);
         if proc.drained(matches!(step, Step::Exited(_))) {
-            if let Some(remote) = self.remote() {
-                remote.drained(proc.pid());
+            if let Some(t) = self.transport() {
+                t.drained(proc.pid());
             }
         }
         match step {
@@ -117,8 +117,8 @@ impl Runtime {
         };
         let reusable = proc.vacate();
         self.shared.names.release(pid, &more.names);
-        if let Some(remote) = self.shared.remote.get().filter(|_| !more.names.is_empty()) {
-            remote.released(pid, &more.names);
+        if self.transport().is_some() && !more.names.is_empty() {
+            self.service::<crate::dist::names::Names>().released(self, pid, &more.names);
         }
         if !more.monitors.is_empty() {
             let down = down_message(pid, &reason);

@@ -24,9 +24,9 @@ impl Runtime {
                     reason = last;
                 }
             }
-            Route::Elsewhere(_) => match self.shared.remote.get() {
-                Some(remote) if remote.monitor(watcher, target) => return,
-                _ => reason = ExitReason::Value(noconnection()),
+            Route::Elsewhere(_) => match self.service::<crate::dist::monitors::Monitors>().monitor(self, watcher, target) {
+                true => return,
+                false => reason = ExitReason::Value(noconnection()),
             },
             Route::Nowhere => {}
         }
@@ -47,7 +47,7 @@ impl Runtime {
                 let found = more.monitors.iter().position(|&w| w == watcher);
                 found.map(|i| more.monitors.swap_remove(i)).is_some()
             }
-            Route::Elsewhere(_) => self.shared.remote.get().is_some_and(|remote| remote.demonitor(watcher, target)),
+            Route::Elsewhere(_) => self.service::<crate::dist::monitors::Monitors>().demonitor(self, watcher, target),
             Route::Nowhere => false,
         }
     }

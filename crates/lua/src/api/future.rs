@@ -162,8 +162,8 @@ unsafe fn submit(L: *mut ffi::lua_State, node: &str, first: c_int, fname: &str) 
         if here {
             rt.pool_push(task);
         } else {
-            synodic_core::remote::crossing(&task).map_err(|e| format!("{fname}: {e}"))?;
-            rt.remote().ok_or_else(|| format!("{fname}: no such node: {node}"))?.submit(node, task).map_err(|e| format!("{fname}: {e}"))?;
+            synodic_core::dist::carry::crossing(&task).map_err(|e| format!("{fname}: {e}"))?;
+            rt.service::<synodic_core::dist::pool::Pools>().submit(rt, node, task).map_err(|e| format!("{fname}: {e}"))?;
         }
         Ok((ticket, bytes))
     })();

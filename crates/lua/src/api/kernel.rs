@@ -186,12 +186,12 @@ unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<Option<Pid>, String> {
     };
     let remote = pid.node() != 0;
     if remote {
-        synodic_core::remote::crossing(&msg).map_err(|e| format!("send: {e}"))?;
+        synodic_core::dist::carry::crossing(&msg).map_err(|e| format!("send: {e}"))?;
     }
     let ctx = ctx(L);
     ctx.rt().send_from(ctx.proc(), pid, msg);
     // A sender to a node that cannot keep up waits here for room.
-    let full = remote && ffi::lua_isyieldable(L) != 0 && ctx.rt().remote().is_some_and(|r| !r.room_for(pid, ctx.proc().pid()));
+    let full = remote && ffi::lua_isyieldable(L) != 0 && ctx.rt().transport().is_some_and(|t| !t.room_for(pid, ctx.proc().pid()));
     Ok(full.then_some(pid))
 }
 
@@ -207,7 +207,7 @@ unsafe extern "C-unwind" fn send(L: *mut ffi::lua_State) -> c_int {
 unsafe extern "C-unwind" fn send_k(L: *mut ffi::lua_State, _status: c_int, to: ffi::lua_KContext) -> c_int {
     let to = Pid::from_raw(to as u64).expect("the pid send_inner gave");
     let ctx = ctx(L);
-    match ctx.rt().remote().is_some_and(|r| !r.room_for(to, ctx.proc().pid())) {
+    match ctx.rt().transport().is_some_and(|t| !t.room_for(to, ctx.proc().pid())) {
         true => block_on_mailbox(L, send_k, to.raw() as ffi::lua_KContext, "send"),
         false => 0,
     }
@@ -446,9 +446,9 @@ unsafe extern "C-unwind" fn monitor_node(L: *mut ffi::lua_State) -> c_int {
     };
     let c = ctx(L);
     let here = node == c.rt().node_name().as_bytes();
-    let watched = here || c.rt().remote().is_some_and(|r| r.monitor_node(c.proc().pid(), &String::from_utf8_lossy(node)));
+    let watched = here || c.rt().service::<synodic_core::dist::monitors::Monitors>().monitor_node(c.rt(), c.proc().pid(), &String::from_utf8_lossy(node));
     if !watched {
-        c.rt().send(c.proc().pid(), synodic_core::remote::nodedown(node));
+        c.rt().send(c.proc().pid(), synodic_core::dist::notice::nodedown(node));
     }
     0
 }
@@ -464,7 +464,7 @@ unsafe extern "C-unwind" fn register(L: *mut ffi::lua_State) -> c_int {
         Ok(pid) => pid,
         Err(e) => return raise(L, e),
     };
-    if ctx(L).rt().remote().is_some() {
+    if ctx(L).rt().transport().is_some() {
         return crate::api::remote::register(L, name, pid);
     }
     let failed = ctx(L).rt().register(name, pid).err().map(|e| format!("register: {e}"));

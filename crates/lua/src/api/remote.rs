@@ -3,13 +3,15 @@
 //! `register` in a cluster (the node that arbitrates the name answers). The
 //! request goes out through the runtime's `Remote`; the caller then waits,
 //! like a `receive_match`, for the reply tagged with the request's tag
-//! (`synodic_core::remote::reply`), leaving every other message queued.
+//! (`synodic_core::dist::notice::reply`), leaving every other message queued.
 //! If the other node is lost meanwhile, the transport answers in its stead.
 
 use std::ffi::c_int;
 
 use mlua_sys as ffi;
-use synodic_core::remote::reply_tag;
+use synodic_core::dist::names::Names;
+use synodic_core::dist::notice::reply_tag;
+use synodic_core::dist::spawn::Spawns;
 
 use crate::vm::codec;
 use crate::vm::ctx::ctx;
@@ -22,12 +24,11 @@ use crate::vm::wait;
 pub(crate) unsafe fn spawn_on(L: *mut ffi::lua_State, node: &str, first: c_int) -> c_int {
     let sent = (|| {
         let msg = codec::encode(L, first, ffi::lua_gettop(L)).map_err(|e| format!("spawn_on: {e}"))?;
-        synodic_core::remote::crossing(&msg).map_err(|e| format!("spawn_on: {e}"))?;
+        synodic_core::dist::carry::crossing(&msg).map_err(|e| format!("spawn_on: {e}"))?;
         let c = ctx(L);
         let rt = c.rt();
-        let remote = rt.remote().ok_or_else(|| format!("spawn_on: no such node: {node}"))?;
         let tag = rt.next_tag();
-        remote.spawn(c.proc().pid(), tag, node, msg).map_err(|e| format!("spawn_on: {e}"))?;
+        rt.service::<Spawns>().spawn(rt, c.proc().pid(), tag, node, msg).map_err(|e| format!("spawn_on: {e}"))?;
         Ok::<u64, String>(tag)
     })();
     match sent {
@@ -53,9 +54,8 @@ pub(crate) unsafe fn register(L: *mut ffi::lua_State, name: &[u8], pid: synodic_
             Some(_) => return Err(format!("register: name '{}' is already registered", String::from_utf8_lossy(name))),
             None => {}
         }
-        let remote = rt.remote().expect("register asks only in a cluster");
         let tag = rt.next_tag();
-        remote.claim(c.proc().pid(), tag, name, pid).map_err(|e| format!("register: {e}"))?;
+        rt.service::<Names>().claim(rt, c.proc().pid(), tag, name, pid).map_err(|e| format!("register: {e}"))?;
         Ok(Some(tag))
     })();
     match sent {

@@ -6,12 +6,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use synodic_core::remote;
-use synodic_core::waiting::{Completion, Waiter};
-use synodic_core::{ExitReason, Message, NodeId};
+use synodic_core::NodeId;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::frame::Frame;
 use crate::gate::{self};
 use crate::handshake::{self, Handshake, Peer, Purpose, Role};
 use crate::link::{Drained, Link};
@@ -73,22 +70,24 @@ impl Cluster {
         let socket = stream.into_std().map_err(|e| Error::Protocol(e.to_string()))?;
         let token = self.inner.next_token.fetch_add(1, Relaxed);
         let link = Link::start(self.inner.rt.clone(), peer.node.clone(), alias, rank, token, socket, session).map_err(|e| Error::Protocol(e.to_string()))?;
-        for (name, pid) in self.inner.rt.names_held_here() {
-            link.push_message(self.inner.rt.nodes(), Message::from_vec(remote::name_message(&name, pid)), None, |message| Frame::Named { message });
-        }
         // Step 2: of two links to one peer, both nodes keep the same one;
-        // the other carries what it already holds, then closes.
+        // the other carries what it already holds, then closes (senders
+        // it slowed look again). What processes wait for from the peer is
+        // the services', by node, so it stays with the kept link.
         let retired = {
             let mut links = self.inner.links.lock();
             match links.get(&alias) {
-                Some(kept) if kept.rank > link.rank => Some((link.clone(), kept.clone())),
-                _ => links.insert(alias, link.clone()).map(|old| (old, link.clone())),
+                Some(kept) if kept.rank > link.rank => Some(link.clone()),
+                _ => links.insert(alias, link.clone()),
             }
         };
-        if let Some((retired, kept)) = retired {
-            self.retire(&retired, &kept);
+        if let Some(retired) = retired {
+            retired.retire();
         }
         if !link.outbox.lock().draining {
+            // The kept link: the services say what a new peer must hear
+            // first (the names held here), before any other frame.
+            self.inner.rt.services().linked(&self.inner.rt, alias);
             self.inner.live.lock().insert(peer.node.name.clone());
             self.tell_load();
         }
@@ -123,24 +122,6 @@ impl Cluster {
         more
     }
 
-    /// `retired` gives way to `kept`, a link to the same peer: what
-    /// processes wait for moves over, senders it slowed look again, and it
-    /// writes what it holds, then closes its side (the peer does the same;
-    /// each reads the other's last frames until the connection ends).
-    pub(super) fn retire(&self, retired: &Arc<Link>, kept: &Arc<Link>) {
-        let moved = std::mem::take(&mut *retired.awaited.lock());
-        {
-            let mut awaited = kept.awaited.lock();
-            for (pair, n) in moved.monitors {
-                *awaited.monitors.entry(pair).or_default() += n;
-            }
-            awaited.replies.extend(moved.replies);
-            awaited.claims.extend(moved.claims);
-            awaited.waits.extend(moved.waits);
-        }
-        retired.retire();
-    }
-
     /// Step 4: the link is over; whoever waited on its peer is told.
     pub(super) fn end(&self, link: &Arc<Link>) {
         if link.ended.swap(true, Relaxed) {
@@ -153,37 +134,24 @@ impl Cluster {
         }
         self.inner.poller.remove(link.fd());
         link.shutdown();
-        let still_linked = {
+        let (kept, still_linked) = {
             let mut links = self.inner.links.lock();
-            if links.get(&link.alias).is_some_and(|l| Arc::ptr_eq(l, link)) {
+            let kept = links.get(&link.alias).is_some_and(|l| Arc::ptr_eq(l, link));
+            if kept {
                 links.remove(&link.alias);
             }
-            links.values().any(|l| l.peer.name == link.peer.name)
+            (kept, links.values().any(|l| l.peer.name == link.peer.name))
         };
-        let awaited = std::mem::take(&mut *link.awaited.lock());
-        let lost = ExitReason::Value(synodic_core::runtime::noconnection());
-        for (watcher, target) in awaited.monitors.into_keys() {
-            rt.send(watcher, synodic_core::runtime::down_message(target, &lost));
-        }
-        let why = format!("node lost: {}", link.peer.name);
-        for (tag, caller) in awaited.replies {
-            rt.send(caller, remote::reply(tag, Err(&why)));
-        }
-        for (pid, ticket) in awaited.waits {
-            rt.complete((Waiter { pid, ticket }, Completion::Deleted));
+        // A retired link's waiters are the kept one's: told when it ends.
+        if kept {
+            rt.services().lost(rt, link.alias, &link.peer.name);
         }
         if still_linked {
             return;
         }
         self.inner.live.lock().remove(&link.peer.name);
         self.tell_load();
-        rt.drop_names_of(link.alias);
-        rt.spaces().forget_node(link.alias);
-        rt.future_home_lost(link.alias, &why);
-        let watchers = self.inner.node_watchers.lock().remove(&link.peer.name).unwrap_or_default();
-        for watcher in watchers {
-            rt.send(watcher, remote::nodedown(link.peer.name.as_bytes()));
-        }
+        rt.services().gone(rt, link.alias, &link.peer.name);
         self.redial(link.peer.clone());
     }
 

@@ -1,12 +1,10 @@
 //! Load reports on every link, membership datagrams, and what membership
 //! decides (a member to link to, a member down).
 
-use std::sync::Arc;
-
 use synodic_core::NodeId;
 
-use crate::frame::Frame;
-use crate::link::Link;
+use synodic_core::dist::pool::Pools;
+
 use crate::membership::{self, Event, Output};
 use crate::Error;
 
@@ -31,11 +29,8 @@ impl Cluster {
     /// Tells every peer this node's load and how many nodes it sees (at
     /// once when that changes: `wait_for_nodes` waits for all to agree).
     pub(super) fn tell_load(&self) {
-        let (load, nodes) = (self.inner.rt.load(), self.inner.live.lock().len() as u32);
-        let links: Vec<_> = self.inner.links.lock().values().cloned().collect();
-        for link in links {
-            link.push(|out| Frame::Load { load, nodes }.encode(&mut out.bytes));
-        }
+        let nodes = self.inner.live.lock().len() as u32;
+        self.inner.rt.service::<Pools>().tell(&self.inner.rt, nodes);
         self.inner.changed.notify_waiters();
     }
 
@@ -113,7 +108,4 @@ impl Cluster {
         self.inner.links.lock().values().any(|l| &*l.peer.name == name)
     }
 
-    pub(super) fn link_to(&self, name: &str) -> Option<Arc<Link>> {
-        self.inner.links.lock().values().find(|l| &*l.peer.name == name).cloned()
-    }
 }

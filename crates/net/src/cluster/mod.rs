@@ -2,8 +2,10 @@
 //! I/O thread. It listens on one address for TCP (links) and UDP
 //! (membership datagrams), runs the handshake on every connection, keeps one
 //! link per peer node, and drives [`Membership`] with real sockets and
-//! timers. It is the runtime's [`Remote`](synodic_core::remote::Remote): sends and monitors that `route`
-//! finds elsewhere come here.
+//! timers. It is the runtime's [`Transport`](synodic_core::dist::Transport):
+//! the distributed services (`synodic_core::dist`) queue their frames on
+//! its links, and it hands them what arrives. It knows a service's frame
+//! only as a kind and bytes.
 //!
 //! A link, step by step:
 //!
@@ -13,21 +15,22 @@
 //!    naming the address. From then on every byte is in sealed records.
 //! 2. The link is entered under the peer's node alias and its socket given
 //!    to the poller: from then on the scheduler's threads read it (see
-//!    `synodic_core::netpoll`) and hand its frames to `Cluster::receive`,
-//!    and write what processes send (see `link`), many frames per system
+//!    `synodic_core::netpoll`) and hand its frames to `Cluster::receive`
+//!    (a service's frame on to `Services::receive`), and write what processes send (see `link`), many frames per system
 //!    call. If the two nodes dialed each other at once, both keep the same
 //!    one of the two links (see `link::Rank`); the other writes what it
-//!    holds and closes, and what waited on it moves to the kept one.
+//!    holds and closes (what processes wait for is the services', by node).
 //! 3. A frame that does not parse ends the link with one line on stderr.
 //! 4. When the link ends (its peer closed it, or membership declared the
-//!    peer down), whatever waited on the peer is told at once: monitors get
-//!    DOWN `"noconnection"`, node monitors `"nodedown"`, a spawn waiting
-//!    for its pid an error.
+//!    peer down), every service tells at once whatever waited on the peer
+//!    (`Services::lost`, then `Services::gone` once no incarnation of the
+//!    node is linked): monitors get DOWN `"noconnection"`, node monitors
+//!    `"nodedown"`, a spawn waiting for its pid an error.
 //! 5. If membership still lists the peer, the node with the smaller name
 //!    dials it again, after pauses that double, until the link is back or
 //!    membership lets the peer go.
 //!
-//! Every 500 ms each link carries this node's load (`Runtime::load`);
+//! Every 500 ms each link carries this node's load (`dist::pool`);
 //! `spawn_on("any")` picks the node that reported the least, counting the
 //! processes it has started there since.
 //!
@@ -38,25 +41,26 @@
 //!
 //! In files: this one holds the cluster's state and its public face
 //! (start, join, leave); `connect.rs` a link's life (accept, dial,
-//! handshake, read, retire, end, redial); `receive.rs` what each frame
-//! that arrives does; `names.rs` registered names across nodes;
-//! `gossip.rs` load reports and membership; `for_runtime.rs` the runtime's
-//! `Remote` and `Netpoll` on top of the links.
+//! handshake, read, retire, end, redial); `receive.rs` the transport's own
+//! frames and the hand-off of the others to the services; `gossip.rs` load
+//! reports and membership; `for_runtime.rs` the runtime's `Transport` and
+//! `Netpoll` on top of the links.
 
 mod connect;
-mod gossip;
-mod names;
-mod receive;
 mod for_runtime;
+mod gossip;
+mod receive;
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use synodic_core::{Message, NodeId, Pid, Runtime};
+use synodic_core::dist::pool::Pools;
+use synodic_core::dist::spawn::Spawns;
+use synodic_core::{NodeId, Runtime};
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::Notify;
 
@@ -84,10 +88,7 @@ pub struct Settings {
     pub plain: bool,
 }
 
-/// Starts the process a spawn message (function, then arguments) describes:
-/// what a `Spawn` frame from another node asks for. The runtime's bodies
-/// are the Lua layer's, which the transport does not know.
-pub type Spawner = Arc<dyn Fn(Message) -> Result<Pid, String> + Send + Sync>;
+pub use synodic_core::dist::spawn::Spawner;
 
 /// This node's place in a cluster.
 #[derive(Clone)]
@@ -113,9 +114,6 @@ struct Inner {
     live: Mutex<BTreeSet<Arc<str>>>,
     /// Woken whenever a node comes up (for `join`).
     changed: Notify,
-    spawner: Spawner,
-    /// Processes here that monitor a node (`monitor_node`).
-    node_watchers: Mutex<HashMap<Arc<str>, Vec<Pid>>>,
     /// The links' sockets, for the scheduler's threads to read.
     poller: Poller,
     /// Every link the poller watches, by its token.
@@ -126,7 +124,7 @@ struct Inner {
 
 impl Cluster {
     /// Listens where `settings` say (TCP and UDP, the same port) and
-    /// installs itself as the runtime's [`Remote`](synodic_core::remote::Remote).
+    /// installs itself as the runtime's [`Transport`](synodic_core::dist::Transport).
     pub fn start(io: &Io, rt: Runtime, settings: Settings, spawner: Spawner) -> Result<Cluster, Error> {
         let Settings { listen: addr, advertise, cookie, plain } = settings;
         let addr = addr.as_str();
@@ -161,15 +159,20 @@ impl Cluster {
             links: Mutex::new(HashMap::new()),
             live: Mutex::new(BTreeSet::from([me.name.clone()])),
             changed: Notify::new(),
-            spawner,
-            node_watchers: Mutex::new(HashMap::new()),
             poller,
             reading: Mutex::new(HashMap::new()),
             reading_count: AtomicUsize::new(0),
             next_token: AtomicU64::new(0),
         });
         let cluster = Cluster { inner };
-        rt.set_remote(Arc::new(cluster.clone()));
+        rt.service::<Spawns>().set_spawner(spawner);
+        let weak = Arc::downgrade(&cluster.inner);
+        rt.service::<Pools>().on_report(Arc::new(move || {
+            if let Some(inner) = weak.upgrade() {
+                inner.changed.notify_waiters();
+            }
+        }));
+        rt.set_transport(Arc::new(cluster.clone()));
         rt.set_netpoll(Arc::new(cluster.clone()));
         io.spawn(cluster.clone().accept(tcp));
         io.spawn(cluster.clone().datagrams());
@@ -212,7 +215,8 @@ impl Cluster {
                 .until(Duration::from_secs(5), || {
                     let live = cluster.inner.live.lock().len();
                     let links = cluster.inner.links.lock();
-                    links.values().any(|l| l.sees.load(Relaxed) > 0) && links.values().all(|l| l.sees.load(Relaxed) as usize <= live)
+                    let pools = cluster.inner.rt.service::<Pools>();
+                    links.keys().any(|&n| pools.sees(n) > 0) && links.keys().all(|&n| pools.sees(n) as usize <= live)
                 })
                 .await;
             Ok(())
@@ -224,7 +228,8 @@ impl Cluster {
     pub fn wait_for_nodes(&self, io: &Io, count: usize, limit: Duration) -> Result<(), Error> {
         let cluster = self.clone();
         io.run(async move {
-            let formed = || cluster.inner.live.lock().len() >= count && cluster.inner.links.lock().values().all(|l| l.sees.load(Relaxed) as usize >= count);
+            let pools = cluster.inner.rt.service::<Pools>();
+            let formed = || cluster.inner.live.lock().len() >= count && cluster.inner.links.lock().keys().all(|&n| pools.sees(n) as usize >= count);
             let waited = cluster.until(limit, formed).await;
             waited.map_err(|_| Error::Protocol(format!("only {} of {count} nodes formed a cluster within {} s", cluster.inner.live.lock().len(), limit.as_secs())))
         })
@@ -282,11 +287,6 @@ impl Cluster {
         };
         tokio::time::timeout(limit, wait).await
     }
-}
-
-/// A pid of this node, from a frame that names it with the sender's alias for us.
-fn here(pid: Pid) -> Pid {
-    pid.aliased(0, 0)
 }
 
 fn parse_addr(listen: &str, dialed: &str) -> Result<SocketAddr, Error> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mlua_sys as ffi;
 use synodic_core::linda_remote::{home_name, keeper};
-use synodic_core::remote::{claim_answer, reply_tag};
+use synodic_core::dist::notice::{claim_answer, reply_tag};
 use synodic_core::spaces::{Home, Space, SpaceRef};
 use synodic_core::Pid;
 
@@ -32,7 +32,7 @@ pub(super) unsafe fn place<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<Pl
     let h = handle(L, 1).ok_or_else(|| format!("bad self to '{fname}' (tuple space expected, got {}; call it as ts:{fname}(...))", type_name(L, 1)))?;
     if let (Home::Unresolved, Some(name)) = (&h.space.home, &h.space.name) {
         let rt = ctx(L).rt();
-        let found = match rt.remote() {
+        let found = match rt.transport() {
             None => Some(Pid::new(0, 0, 0)),
             Some(_) => rt.whereis(&home_name(name)),
         };
@@ -77,9 +77,8 @@ pub(super) unsafe fn claim(L: *mut ffi::lua_State, m: usize) -> c_int {
         let rt = ctx(L).rt();
         let name = handle(L, 1).and_then(|h| h.space.name.clone()).ok_or("not a named space")?;
         let holder = keeper(rt).map_err(|e| format!("{fname}: {e}"))?;
-        let remote = rt.remote().ok_or("no cluster")?;
         let tag = rt.next_tag();
-        remote.claim(ctx(L).proc().pid(), tag, &home_name(&name), holder).map_err(|e| format!("{fname}: space lost: {} ({e})", String::from_utf8_lossy(&name)))?;
+        rt.service::<synodic_core::dist::names::Names>().claim(rt, ctx(L).proc().pid(), tag, &home_name(&name), holder).map_err(|e| format!("{fname}: space lost: {} ({e})", String::from_utf8_lossy(&name)))?;
         Ok(tag)
     })();
     match asked {

@@ -21,6 +21,7 @@ use std::cell::Cell;
 use std::ffi::c_int;
 
 use mlua_sys as ffi;
+use synodic_core::dist::spaces::Spaces;
 use synodic_core::linda::Pattern;
 use synodic_core::linda_remote::{shape_of, Op, Request, Target, TAKE, WAIT};
 use synodic_core::spaces::{Home, SpaceRef};
@@ -86,8 +87,9 @@ impl wait::Queue for Asked {
     unsafe fn withdraw(&self, L: *mut ffi::lua_State, waiter: Waiter) {
         if self.waits && !self.cancelled.replace(true) {
             let cancel = self.request(Op::Cancel, 0, 0, &self.shape, &no_values());
-            if let (Ok(msg), Some(remote)) = (cancel, ctx(L).rt().remote()) {
-                remote.linda(self.alias, waiter, msg, false);
+            if let Ok(msg) = cancel {
+                let rt = ctx(L).rt();
+                rt.service::<Spaces>().linda(rt, self.alias, waiter, msg, false);
             }
         }
     }
@@ -177,7 +179,8 @@ unsafe fn ask(L: *mut ffi::lua_State, mut asked: Box<Asked>, op: Op, flags: u8, 
     asked.cancelled.set(false);
     let (alias, lost) = (asked.alias, asked.lost());
     let waiter = wait::begin(L, asked);
-    let sent = ctx(L).rt().remote().is_some_and(|r| r.linda(alias, waiter, msg, true));
+    let rt = ctx(L).rt();
+    let sent = rt.service::<Spaces>().linda(rt, alias, waiter, msg, true);
     if !sent {
         wait::end::<Asked>(L);
         return crate::api::linda::lost(L, lost);
@@ -419,7 +422,7 @@ unsafe fn actuals(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Result<(
     let values = codec::encode(L, top + 1, top + at.len() as c_int);
     ffi::lua_settop(L, top);
     let values = values.map_err(|e| format!("{fname}: {e}"))?;
-    synodic_core::remote::crossing(&values).map_err(|e| format!("{fname}: {e}"))?;
+    synodic_core::dist::carry::crossing(&values).map_err(|e| format!("{fname}: {e}"))?;
     Ok((shape, values, wheres))
 }
 
@@ -427,7 +430,7 @@ pub(crate) unsafe fn out(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -
     let prepared = (|| {
         yieldable(L, "out")?;
         let values = crate::api::deferred::defer_large(ctx(L).rt(), tuple(L)?.values);
-        synodic_core::remote::crossing(&values).map_err(|e| format!("out: {e}"))?;
+        synodic_core::dist::carry::crossing(&values).map_err(|e| format!("out: {e}"))?;
         Ok(values)
     })();
     let values = match prepared {
