@@ -11,7 +11,6 @@ use std::os::fd::RawFd;
 use synodic_core::dist::carry::Carried;
 
 use crate::frame::{Arrival, Decoder, Frame, Next};
-use crate::link::Drained;
 use crate::parcel::Assembler;
 use crate::record::{Opener, HEADER, TAG};
 use crate::Error;
@@ -19,6 +18,17 @@ use crate::Error;
 /// Where each whole frame that arrives goes, with the buffers a parcel's
 /// message carries.
 pub(crate) type Deliver<'d> = dyn FnMut(Arrival<'_>, Vec<Carried>) -> Result<(), Error> + 'd;
+
+/// What a read of a link (`Link::drain`) found.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Drained {
+    /// The link is open; the poller should report it again.
+    Open,
+    /// The link is open and the read stopped at its budget: more may wait.
+    Budget,
+    /// The peer closed the connection between frames.
+    Closed,
+}
 
 /// What one reader reads from a link before the other links get their turn.
 const READ_BUDGET: usize = 4 << 20;

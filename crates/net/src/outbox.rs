@@ -1,5 +1,5 @@
 //! A link's outbox: what waits to be written to the peer, and how it gets
-//! there. Frames queue whole; long messages and messages with buffers
+//! there (steps 2 to 4 are `link/write.rs`'s, on the outbox's state). Frames queue whole; long messages and messages with buffers
 //! queue as parcels, cut into parts as they go (`parcel`). Who writes:
 //!
 //! 1. A frame is queued (`Link::push`). On a scheduler thread the link is
@@ -24,20 +24,18 @@
 //! receiving node needs the other one), so the writer seals for itself.
 
 use std::collections::{BTreeSet, VecDeque};
-use std::io;
-use std::os::fd::RawFd;
-use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
 
 use synodic_core::Pid;
-use tokio::io::unix::AsyncFd;
 
 use crate::frame::Frame;
-use crate::link::{Link, FULL, ROOM};
 use crate::parcel::{Parcel, Slice};
 use crate::record::{Sealer, RECORD_MAX};
 use crate::Error;
 
+/// Above this many queued bytes a link is full: senders are slowed in
+/// `send` until it drains below [`ROOM`].
+pub(crate) const FULL: usize = 8 << 20;
+pub(crate) const ROOM: usize = 2 << 20;
 /// What a scheduler thread writes in one flush before it leaves the rest
 /// to the writer task (a long message is not the thread's to carry).
 pub(crate) const FLUSH_BUDGET: usize = 1 << 20;
@@ -45,7 +43,7 @@ pub(crate) const FLUSH_BUDGET: usize = 1 << 20;
 /// cache on its way to the cipher and the socket).
 const SEAL_STEP: usize = 4 * RECORD_MAX;
 /// Sealed records waiting to be written, at most: sealing ahead stops there.
-const SEALED_AHEAD: usize = 4 << 20;
+pub(crate) const SEALED_AHEAD: usize = 4 << 20;
 
 #[derive(Default)]
 pub(crate) struct Outbox {
@@ -59,24 +57,24 @@ pub(crate) struct Outbox {
     long_bytes: u64,
     next_stream: u64,
     /// What the writer has taken and not yet sealed, in order.
-    pending: VecDeque<Chunk>,
-    pending_bytes: usize,
+    pub(crate) pending: VecDeque<Chunk>,
+    pub(crate) pending_bytes: usize,
     /// Records sealed and not yet written: the front one being written
     /// (from `wire_at` on; the writer's), the others after it.
-    wire: Vec<u8>,
-    wire_at: usize,
+    pub(crate) wire: Vec<u8>,
+    pub(crate) wire_at: usize,
     /// The unwritten bytes of `wire` while the writer has taken it out to
     /// write without the lock (they still count as queued).
-    wire_out: usize,
-    sealed: VecDeque<Vec<u8>>,
-    sealed_bytes: usize,
+    pub(crate) wire_out: usize,
+    pub(crate) sealed: VecDeque<Vec<u8>>,
+    pub(crate) sealed_bytes: usize,
     /// A written record buffer, kept for the next seal (no fresh memory
     /// for each step of a long message).
-    spare: Vec<u8>,
+    pub(crate) spare: Vec<u8>,
     /// The key that seals records, and whether someone is sealing with it
     /// (who seals also owns `pending`).
-    sealer: Option<Sealer>,
-    sealing: bool,
+    pub(crate) sealer: Option<Sealer>,
+    pub(crate) sealing: bool,
     /// Processes of this node slowed in `send` until the outbox drains.
     pub(crate) slowed: Vec<Pid>,
     /// Aliases of ours the peer has been told about.
@@ -118,7 +116,7 @@ impl Long {
 
 /// Bytes on their way to the socket: frames of the outbox, or a part's
 /// payload in the buffer it comes from; `start` bytes of it are written.
-enum Chunk {
+pub(crate) enum Chunk {
     Own(Vec<u8>, usize),
     Shared(Slice),
 }
@@ -157,7 +155,7 @@ impl Outbox {
     }
 
     /// Whether anything waits to be sealed.
-    fn unsealed(&self) -> bool {
+    pub(crate) fn unsealed(&self) -> bool {
         !self.bytes.is_empty() || !self.long.is_empty() || !self.pending.is_empty()
     }
 
@@ -191,7 +189,7 @@ impl Outbox {
     /// Step 3 of writing: once what was taken has been sealed, takes the
     /// frames queued since, then the frames held at the front of `long`
     /// and one part of the parcel there.
-    fn refill(&mut self) {
+    pub(crate) fn refill(&mut self) {
         if !self.pending.is_empty() {
             return;
         }
@@ -253,7 +251,7 @@ pub(crate) enum Wrote {
 /// Frames and part headers share records; a part's payload (a slice of a
 /// buffer) gets records of its own, so that the receiver can read them
 /// straight into the parcel (`Inbound::read`).
-fn seal(sealer: &mut Sealer, pending: &mut VecDeque<Chunk>, wire: &mut Vec<u8>) -> Result<usize, Error> {
+pub(crate) fn seal(sealer: &mut Sealer, pending: &mut VecDeque<Chunk>, wire: &mut Vec<u8>) -> Result<usize, Error> {
     let mut sealed = 0;
     while !pending.is_empty() && sealed < SEAL_STEP {
         let payload = matches!(pending.front(), Some(Chunk::Shared(_)));
@@ -276,168 +274,3 @@ fn seal(sealer: &mut Sealer, pending: &mut VecDeque<Chunk>, wire: &mut Vec<u8>) 
     Ok(sealed)
 }
 
-
-/// Writes what the socket takes of `bytes` now, without waiting.
-fn send_bytes(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
-    if bytes.is_empty() {
-        return Ok(0);
-    }
-    // SAFETY: the slice is valid for its length for the whole call.
-    let sent = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
-    if sent < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(sent as usize)
-}
-
-impl Link {
-    /// Writes what the socket takes now, up to a budget; the writer task
-    /// takes the rest.
-    pub(crate) fn flush(&self) {
-        if self.write_out(FLUSH_BUDGET) == Wrote::Stopped {
-            self.wake.notify_one();
-        }
-    }
-
-    /// Step 2: seals what is queued into records, one step of it, unless
-    /// someone else is sealing or enough is sealed already; true when it
-    /// sealed something.
-    pub(crate) fn seal_some(&self) -> bool {
-        let mut out = self.outbox.lock();
-        if out.sealing || out.closed || out.sealed_bytes >= SEALED_AHEAD {
-            return false;
-        }
-        out.refill();
-        if out.pending.is_empty() {
-            return false;
-        }
-        let Some(mut sealer) = out.sealer.take() else { return false };
-        out.sealing = true;
-        let mut pending = std::mem::take(&mut out.pending);
-        let mut records = std::mem::take(&mut out.spare);
-        drop(out);
-        records.clear();
-        let sealed = seal(&mut sealer, &mut pending, &mut records);
-        let mut out = self.outbox.lock();
-        (out.pending, out.sealer, out.sealing) = (pending, Some(sealer), false);
-        match sealed {
-            Ok(n) => {
-                out.pending_bytes -= n;
-                out.sealed_bytes += records.len();
-                out.sealed.push_back(records);
-                true
-            }
-            // A direction's records are used up (2^64): nothing more goes.
-            Err(_) => {
-                out.closed = true;
-                false
-            }
-        }
-    }
-
-    /// Step 3 of writing: writes the sealed records, in order, sealing
-    /// more when none wait, until nothing is left, the socket is full or
-    /// `budget` bytes have gone.
-    pub(crate) fn write_out(&self, mut budget: usize) -> Wrote {
-        let mut out = self.outbox.lock();
-        if out.writing {
-            return Wrote::Busy;
-        }
-        out.writing = true;
-        let wrote = loop {
-            if out.closed {
-                break Wrote::Failed;
-            }
-            if out.wire_at == out.wire.len() {
-                match out.sealed.pop_front() {
-                    Some(next) => {
-                        out.sealed_bytes -= next.len();
-                        let written = std::mem::replace(&mut out.wire, next);
-                        out.wire_at = 0;
-                        if written.capacity() > out.spare.capacity() {
-                            out.spare = written;
-                        }
-                    }
-                    // Another thread seals: it wakes the writer task after.
-                    None if out.sealing => break Wrote::Busy,
-                    None => {
-                        drop(out);
-                        let sealed = self.seal_some();
-                        out = self.outbox.lock();
-                        if sealed || !out.sealed.is_empty() {
-                            continue;
-                        }
-                        if out.closed {
-                            break Wrote::Failed;
-                        }
-                        if out.sealing {
-                            break Wrote::Busy;
-                        }
-                        // Queued while the lock was free: its sender saw
-                        // `writing` and left it to us.
-                        if out.unsealed() {
-                            continue;
-                        }
-                        break Wrote::Done;
-                    }
-                }
-            }
-            if budget == 0 {
-                break Wrote::Stopped;
-            }
-            // Only the writer touches `wire`: it is written without the lock.
-            let (wire, at) = (std::mem::take(&mut out.wire), std::mem::take(&mut out.wire_at));
-            out.wire_out = wire.len() - at;
-            drop(out);
-            let sent = send_bytes(self.fd(), &wire[at..]);
-            out = self.outbox.lock();
-            let written = *sent.as_ref().unwrap_or(&0);
-            (out.wire, out.wire_at, out.wire_out) = (wire, at + written, 0);
-            budget = budget.saturating_sub(written);
-            match sent {
-                Ok(_) if out.wire_at == out.wire.len() => {}
-                Ok(_) => break Wrote::Stopped,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Wrote::Stopped,
-                Err(_) => break Wrote::Failed,
-            }
-        };
-        out.writing = false;
-        let drained = match out.queued() < ROOM && self.congested.load(Relaxed) {
-            true => {
-                self.congested.store(false, Relaxed);
-                std::mem::take(&mut out.slowed)
-            }
-            false => Vec::new(),
-        };
-        drop(out);
-        drained.into_iter().for_each(|pid| self.rt.nudge(pid));
-        wrote
-    }
-
-    /// Step 4 of writing: the writer task, on the I/O thread.
-    pub(crate) async fn write_task(self: Arc<Link>, socket: AsyncFd<std::net::TcpStream>) {
-        loop {
-            let Ok(mut ready) = socket.writable().await else { break };
-            match self.write_out(usize::MAX) {
-                Wrote::Stopped => ready.clear_ready(),
-                Wrote::Done | Wrote::Busy => {
-                    drop(ready);
-                    let draining = {
-                        let out = self.outbox.lock();
-                        if out.closed {
-                            break;
-                        }
-                        out.draining && out.queued() == 0
-                    };
-                    if draining {
-                        let _ = socket.get_ref().shutdown(std::net::Shutdown::Write);
-                        break;
-                    }
-                    self.wake.notified().await;
-                }
-                Wrote::Failed => break,
-            }
-        }
-        self.close();
-    }
-}

@@ -11,7 +11,8 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::gate::{self};
 use crate::handshake::{self, Handshake, Peer, Purpose, Role};
-use crate::link::{Drained, Link};
+use crate::inbound::Drained;
+use crate::link::Link;
 use crate::Error;
 
 use super::*;

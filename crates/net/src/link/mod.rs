@@ -3,7 +3,10 @@
 //! frames are queued on it and whose senders must wait. The cluster
 //! (`cluster`) decides what links exist and what frames mean; the outbox
 //! (`outbox`) seals and writes what is queued, the inbound side
-//! (`inbound`) reads and opens what arrives.
+//! (`inbound`) reads and opens what arrives; `write.rs` writes the
+//! outbox to the socket.
+
+mod write;
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -24,8 +27,8 @@ use tokio::sync::Notify;
 
 use crate::frame::{Decoder, Frame, PART};
 use crate::handshake::Session;
-use crate::inbound::{Deliver, Inbound};
-use crate::outbox::{Outbox, Outgoing, Wrote};
+use crate::inbound::{Deliver, Drained, Inbound};
+use crate::outbox::{Outbox, Outgoing, Wrote, FULL};
 use crate::parcel::{Assembler, Parcel};
 use crate::Error;
 
@@ -35,10 +38,6 @@ pub(crate) fn nowhere() -> Pid {
     Pid::new(0, Pid::MAX_INDEX, Pid::GEN_MASK)
 }
 
-/// Above this many queued bytes a link is full: senders are slowed in
-/// `send` until it drains below [`ROOM`].
-pub(crate) const FULL: usize = 8 << 20;
-pub(crate) const ROOM: usize = 2 << 20;
 /// A run that has queued this much writes it before going on.
 const FLUSH_AT: usize = 64 << 10;
 
@@ -76,16 +75,6 @@ pub(crate) struct Link {
     pub(crate) ended: AtomicBool,
 }
 
-/// What [`Link::drain`] found.
-#[derive(Debug, PartialEq)]
-pub(crate) enum Drained {
-    /// The link is open; the poller should report it again.
-    Open,
-    /// The link is open and the read stopped at its budget: more may wait.
-    Budget,
-    /// The peer closed the connection between frames.
-    Closed,
-}
 
 thread_local! {
     /// Links this scheduler thread has queued frames on since it last flushed.

@@ -1,0 +1,181 @@
+//! A link's writing, steps 2 to 4 of `outbox`: sealing what is queued
+//! into records (one sealer at a time, outside the outbox's lock), writing
+//! the records to the socket (one writer at a time, many frames per
+//! system call), and the writer task that waits for the socket on the I/O
+//! thread when a scheduler thread could not write it all.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use tokio::io::unix::AsyncFd;
+
+use crate::outbox::{seal, Wrote, FLUSH_BUDGET, ROOM, SEALED_AHEAD};
+
+use super::Link;
+
+impl Link {
+    /// Writes what the socket takes now, up to a budget; the writer task
+    /// takes the rest.
+    pub(crate) fn flush(&self) {
+        if self.write_out(FLUSH_BUDGET) == Wrote::Stopped {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Step 2: seals what is queued into records, one step of it, unless
+    /// someone else is sealing or enough is sealed already; true when it
+    /// sealed something.
+    pub(crate) fn seal_some(&self) -> bool {
+        let mut out = self.outbox.lock();
+        if out.sealing || out.closed || out.sealed_bytes >= SEALED_AHEAD {
+            return false;
+        }
+        out.refill();
+        if out.pending.is_empty() {
+            return false;
+        }
+        let Some(mut sealer) = out.sealer.take() else { return false };
+        out.sealing = true;
+        let mut pending = std::mem::take(&mut out.pending);
+        let mut records = std::mem::take(&mut out.spare);
+        drop(out);
+        records.clear();
+        let sealed = seal(&mut sealer, &mut pending, &mut records);
+        let mut out = self.outbox.lock();
+        (out.pending, out.sealer, out.sealing) = (pending, Some(sealer), false);
+        match sealed {
+            Ok(n) => {
+                out.pending_bytes -= n;
+                out.sealed_bytes += records.len();
+                out.sealed.push_back(records);
+                true
+            }
+            // A direction's records are used up (2^64): nothing more goes.
+            Err(_) => {
+                out.closed = true;
+                false
+            }
+        }
+    }
+
+    /// Step 3 of writing: writes the sealed records, in order, sealing
+    /// more when none wait, until nothing is left, the socket is full or
+    /// `budget` bytes have gone.
+    pub(crate) fn write_out(&self, mut budget: usize) -> Wrote {
+        let mut out = self.outbox.lock();
+        if out.writing {
+            return Wrote::Busy;
+        }
+        out.writing = true;
+        let wrote = loop {
+            if out.closed {
+                break Wrote::Failed;
+            }
+            if out.wire_at == out.wire.len() {
+                match out.sealed.pop_front() {
+                    Some(next) => {
+                        out.sealed_bytes -= next.len();
+                        let written = std::mem::replace(&mut out.wire, next);
+                        out.wire_at = 0;
+                        if written.capacity() > out.spare.capacity() {
+                            out.spare = written;
+                        }
+                    }
+                    // Another thread seals: it wakes the writer task after.
+                    None if out.sealing => break Wrote::Busy,
+                    None => {
+                        drop(out);
+                        let sealed = self.seal_some();
+                        out = self.outbox.lock();
+                        if sealed || !out.sealed.is_empty() {
+                            continue;
+                        }
+                        if out.closed {
+                            break Wrote::Failed;
+                        }
+                        if out.sealing {
+                            break Wrote::Busy;
+                        }
+                        // Queued while the lock was free: its sender saw
+                        // `writing` and left it to us.
+                        if out.unsealed() {
+                            continue;
+                        }
+                        break Wrote::Done;
+                    }
+                }
+            }
+            if budget == 0 {
+                break Wrote::Stopped;
+            }
+            // Only the writer touches `wire`: it is written without the lock.
+            let (wire, at) = (std::mem::take(&mut out.wire), std::mem::take(&mut out.wire_at));
+            out.wire_out = wire.len() - at;
+            drop(out);
+            let sent = send_bytes(self.fd(), &wire[at..]);
+            out = self.outbox.lock();
+            let written = *sent.as_ref().unwrap_or(&0);
+            (out.wire, out.wire_at, out.wire_out) = (wire, at + written, 0);
+            budget = budget.saturating_sub(written);
+            match sent {
+                Ok(_) if out.wire_at == out.wire.len() => {}
+                Ok(_) => break Wrote::Stopped,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break Wrote::Stopped,
+                Err(_) => break Wrote::Failed,
+            }
+        };
+        out.writing = false;
+        let drained = match out.queued() < ROOM && self.congested.load(Relaxed) {
+            true => {
+                self.congested.store(false, Relaxed);
+                std::mem::take(&mut out.slowed)
+            }
+            false => Vec::new(),
+        };
+        drop(out);
+        drained.into_iter().for_each(|pid| self.rt.nudge(pid));
+        wrote
+    }
+
+    /// Step 4 of writing: the writer task, on the I/O thread.
+    pub(crate) async fn write_task(self: Arc<Link>, socket: AsyncFd<std::net::TcpStream>) {
+        loop {
+            let Ok(mut ready) = socket.writable().await else { break };
+            match self.write_out(usize::MAX) {
+                Wrote::Stopped => ready.clear_ready(),
+                Wrote::Done | Wrote::Busy => {
+                    drop(ready);
+                    let draining = {
+                        let out = self.outbox.lock();
+                        if out.closed {
+                            break;
+                        }
+                        out.draining && out.queued() == 0
+                    };
+                    if draining {
+                        let _ = socket.get_ref().shutdown(std::net::Shutdown::Write);
+                        break;
+                    }
+                    self.wake.notified().await;
+                }
+                Wrote::Failed => break,
+            }
+        }
+        self.close();
+    }
+}
+
+/// Writes what the socket takes of `bytes` now, without waiting.
+fn send_bytes(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
+    if bytes.is_empty() {
+        return Ok(0);
+    }
+    // SAFETY: the slice is valid for its length for the whole call.
+    let sent = unsafe { libc::send(fd, bytes.as_ptr().cast(), bytes.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+    if sent < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(sent as usize)
+}
