@@ -19,6 +19,9 @@ use synodic_core::Attachment;
 use crate::vm::codec::Sendable;
 use crate::vm::util::*;
 
+#[cfg(test)]
+mod tests;
+
 /// A buffer's bytes, shared between the buffers that view them.
 pub(crate) type Payload = Arc<synodic_core::payload::Payload>;
 

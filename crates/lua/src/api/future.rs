@@ -29,6 +29,9 @@ use crate::vm::ctx::ctx;
 use crate::vm::util::*;
 use crate::vm::wait::{self, Poll};
 
+#[cfg(test)]
+mod tests;
+
 const FUTURE: &CStr = c"synodic.future";
 
 const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[(c"get", get), (c"ready", ready), (c"node", node)];

@@ -18,6 +18,9 @@ use crate::vm::process::LuaProcess;
 use crate::vm::util::*;
 use crate::vm::wait::{self, block_on_mailbox};
 
+#[cfg(test)]
+mod tests;
+
 pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"spawn", spawn),
     (c"spawn_on", spawn_on),

@@ -13,3 +13,5 @@ pub mod kernel;
 pub mod linda;
 pub(crate) mod registry;
 pub(crate) mod remote;
+#[cfg(test)]
+pub(crate) mod testkit;

@@ -25,6 +25,9 @@ use mlua_sys as ffi;
 use crate::vm::ctx::ctx;
 use crate::vm::util::{push_bytes, raise, to_bytes};
 
+#[cfg(test)]
+mod tests;
+
 /// How an entry of a lazy table is made.
 pub(crate) enum Entry {
     Function(ffi::lua_CFunction),

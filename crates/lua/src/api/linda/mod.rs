@@ -30,6 +30,8 @@ mod local;
 mod pattern;
 mod place;
 pub(crate) mod remote;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use local::seconds;
 pub(crate) use pattern::{check, field, template, tuple, Wheres};
