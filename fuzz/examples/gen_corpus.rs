@@ -19,6 +19,7 @@ use synodic_net::parcel::Parcel;
 fn main() {
     let root = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/corpus").into()));
     frame(&root.join("frame"));
+    services(&root.join("service"));
     handshake(&root.join("handshake"));
     record(&root.join("record"));
     wire(&root.join("wire"));
@@ -103,6 +104,15 @@ fn frames() -> Vec<Frame> {
         Frame::Busy { pid: q },
         Frame::Ready { pid: p },
     ]
+}
+
+/// The services' frames as `Services::receive` takes them: kind, then body.
+fn services(dir: &Path) {
+    for (i, f) in frames().iter().enumerate() {
+        if let Frame::Service { kind, .. } = f {
+            write(dir, &format!("{kind:02}-{i:02}"), &f.encode_bare());
+        }
+    }
 }
 
 fn frame(dir: &Path) {

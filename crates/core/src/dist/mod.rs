@@ -39,8 +39,8 @@ pub mod pool;
 pub mod requests;
 pub mod spaces;
 pub mod spawn;
-#[cfg(test)]
-mod testing;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 #[cfg(test)]
 mod tests;
 

@@ -1,7 +1,8 @@
 //! The services without sockets: an in-memory [`Transport`] that records
 //! what the services queue for each node, a [`Peer`] that stands for a
 //! link, and processes that keep what they receive. Every wait is for an
-//! event, bounded; nothing sleeps.
+//! event, bounded; nothing sleeps. Built for this crate's tests and, with
+//! the `testing` feature, for the fuzz targets.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +20,7 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 /// A frame a service queued: for which node, its kind, fields and message.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Sent {
+pub struct Sent {
     pub node: u16,
     pub kind: u8,
     pub head: Vec<u8>,
@@ -28,7 +29,7 @@ pub(crate) struct Sent {
 
 /// The transport of a node whose links are a list of (alias, name).
 #[derive(Default)]
-pub(crate) struct Wire {
+pub struct Wire {
     pub sent: Mutex<Vec<Sent>>,
     pub links: Mutex<Vec<(u16, Arc<str>)>>,
     pub me: Mutex<Option<Arc<str>>>,
@@ -75,7 +76,7 @@ impl Transport for Wire {
 
 /// A node for a test: a runtime whose transport is a [`Wire`] linked to
 /// the nodes `peers` (names), which get aliases 1, 2, ... in order.
-pub(crate) fn node(peers: &[&str]) -> (Runtime, Arc<Wire>) {
+pub fn node(peers: &[&str]) -> (Runtime, Arc<Wire>) {
     let rt = Runtime::start(Config { workers: 1, node_name: "me".into(), ..Default::default() }).expect("a runtime");
     let wire = Arc::new(Wire::default());
     *wire.me.lock() = Some(rt.node_name());
@@ -90,7 +91,7 @@ pub(crate) fn node(peers: &[&str]) -> (Runtime, Arc<Wire>) {
 /// A link from the node with alias `alias`, which names our pids with
 /// node 0 and its own with 0 too (its view), as a real peer does once it
 /// has announced nothing else.
-pub(crate) struct Link {
+pub struct Link {
     pub alias: u16,
     pub busy: Mutex<Vec<Pid>>,
 }
@@ -129,12 +130,12 @@ impl Peer for Link {
 }
 
 /// A process that keeps every message it receives.
-pub(crate) struct Inbox {
+pub struct Inbox {
     got: Arc<(Mutex<Vec<Message>>, Condvar)>,
 }
 
 /// Starts an [`Inbox`] process; returns its pid and what it receives.
-pub(crate) fn inbox(rt: &Runtime) -> (Pid, Received) {
+pub fn inbox(rt: &Runtime) -> (Pid, Received) {
     let got = Arc::new((Mutex::new(Vec::new()), Condvar::new()));
     let pid = rt.spawn(Box::new(Inbox { got: got.clone() })).expect("a process");
     (pid, Received(got))
@@ -151,7 +152,7 @@ impl Body for Inbox {
 }
 
 /// What an [`Inbox`] has received.
-pub(crate) struct Received(Arc<(Mutex<Vec<Message>>, Condvar)>);
+pub struct Received(Arc<(Mutex<Vec<Message>>, Condvar)>);
 
 impl Received {
     /// Waits until `n` messages have come; returns them all.
@@ -171,7 +172,7 @@ impl Received {
 }
 
 /// The first field of a message (a string), for telling messages apart.
-pub(crate) fn first_str(m: &Message) -> Vec<u8> {
+pub fn first_str(m: &Message) -> Vec<u8> {
     let (mut r, _) = crate::wire::Reader::message(m).expect("a message");
     assert_eq!(r.tag().expect("a tag"), crate::wire::Tag::Str);
     r.bytes().expect("a string").to_vec()
