@@ -7,6 +7,8 @@
 //! outbox to the socket.
 
 mod write;
+#[cfg(test)]
+mod tests;
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
