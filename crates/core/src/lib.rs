@@ -28,6 +28,7 @@
 //! | `scheduler`, `monitor` | the worker pool and its watcher; `on_preempt_signal` for the preemption signal's handler, `MAX_WORKERS` |
 //! | [`idle`] | `set_idle_work`: short pieces of work a worker spinning for processes does meanwhile |
 //! | `table`, `mailbox`, `timer`, `names` | internal: process slots, message queues, deadlines, name map |
+//! | `sync` | internal: the atomics and lock of the run-state protocol, loom's in a loom test build |
 //! | [`cache`] | the last-level cache's size (for warming), `largest_block` (the bound on what a program may allocate at once) |
 
 pub mod cache;
@@ -53,6 +54,7 @@ pub mod process;
 pub mod runtime;
 mod scheduler;
 pub mod spaces;
+mod sync;
 mod table;
 mod timer;
 pub mod waiting;

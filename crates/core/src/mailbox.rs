@@ -11,10 +11,14 @@
 
 use std::cell::UnsafeCell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
+use std::sync::atomic::{AtomicU64, Ordering::*};
 
+#[cfg(not(all(loom, test)))]
 use parking_lot::lock_api::RawMutex as _;
-use parking_lot::RawMutex;
+
+// The count and the lock of the run-state protocol: loom's in a loom test
+// build (see `sync`).
+use crate::sync::{raw_mutex, AtomicU32, RawMutex};
 
 use crate::Message;
 
@@ -49,9 +53,9 @@ unsafe impl Sync for Mailbox {}
 unsafe impl Send for Mailbox {}
 
 impl Mailbox {
-    pub(crate) const fn new() -> Mailbox {
+    pub(crate) fn new() -> Mailbox {
         Mailbox {
-            lock: RawMutex::INIT,
+            lock: raw_mutex(),
             overflow: UnsafeCell::new(false),
             queued: AtomicU32::new(0),
             next: UnsafeCell::new(None),

@@ -22,11 +22,13 @@
 //! it: no message for an ended process can land in its slot's next tenant.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering::*};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::*};
 
 use parking_lot::Mutex;
 
 use crate::mailbox::Mailbox;
+// The run state's atomic: loom's in a loom test build (see `sync`).
+use crate::sync::AtomicU8;
 use crate::waiting::Completion;
 use crate::{Message, Pid, Runtime};
 
@@ -531,6 +533,9 @@ fn prefetch(at: *const u8) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = at;
 }
+
+#[cfg(all(loom, test))]
+mod loom_checks;
 
 #[cfg(test)]
 mod tests {
