@@ -72,7 +72,18 @@
 //!
 //! The C helpers in `csrc/` read Lua's internal structures and refuse to
 //! compile against any Lua but 5.4.8.
+//!
+//! Every `unsafe` block and `unsafe impl` says what it relies on in a
+//! `// SAFETY:` note on it or just above (`crates/cli/tests/unsafe_notes.rs`
+//! checks); `unsafe_op_in_unsafe_fn` is denied, so the unsafe steps of an
+//! `unsafe fn` are blocks with notes of their own. "lib.rs invariant n" in
+//! a note is one of the three above. Where a rule is known not to hold, a
+//! note says so: `NOT KEPT` for invariant 2 (a value with a destructor
+//! alive across a call that may raise or yield: in practice a leak, but
+//! `longjmp` over such a frame is undefined behaviour in Rust), `NOT
+//! UPHELD` for anything else.
 
+#![deny(unsafe_op_in_unsafe_fn)]
 #![allow(non_snake_case)] // `L` is the Lua state, as in the C API.
 #![allow(clippy::missing_safety_doc)]
 

@@ -30,14 +30,17 @@ pub(crate) type Payload = Arc<synodic_core::payload::Payload>;
 pub(crate) static SENDABLE: Sendable = Sendable { kind: 1, share, rebuild };
 
 unsafe fn share(L: *mut ffi::lua_State, idx: c_int) -> Option<(u8, Attachment)> {
-    let b = to_buffer(L, idx)?;
+    // SAFETY: `L` is a process's state and `idx` a stack index (the
+    // encoder's contract); `to_buffer` checks the userdata is a buffer.
+    let b = unsafe { to_buffer(L, idx)? };
     Some((b.kind as u8, b.payload.clone()))
 }
 
 unsafe fn rebuild(L: *mut ffi::lua_State, variant: u8, shared: &Attachment) -> Result<(), String> {
     let kind = Kind::from_byte(variant).ok_or("unknown buffer kind")?;
     let payload = shared.clone().downcast::<synodic_core::payload::Payload>().map_err(|_| "not a buffer's bytes")?;
-    push_new(L, payload, kind, "buffer")
+    // SAFETY: `L` is the decoder's state (a process's), with room for a value.
+    unsafe { push_new(L, payload, kind, "buffer") }
 }
 
 const BUFFER: &CStr = c"synodic.buffer";
@@ -121,27 +124,49 @@ pub(crate) unsafe fn push_new(L: *mut ffi::lua_State, payload: Payload, kind: Ki
     if !crate::vm::heap::charge(L, payload.len() as i64) {
         return Err(format!("{fname}: not enough memory (over the process's memory limit)"));
     }
-    let c = crate::vm::ctx::ctx(L);
+    // SAFETY: `L` is a process's state (lib.rs invariant 1), with a context
+    // (borrowed for these two lines only).
+    let c = unsafe { crate::vm::ctx::ctx(L) };
     c.payload_kib = c.payload_kib.saturating_add((payload.len() >> 10) as u32);
-    push(L, payload, kind);
+    // SAFETY: as above; the payload was counted just above. (A memory error
+    // in `push` leaves it counted: see `push`.)
+    unsafe { push(L, payload, kind) };
     Ok(())
 }
 
 /// Pushes a buffer over `payload` (already counted).
 unsafe fn push(L: *mut ffi::lua_State, payload: Payload, kind: Kind) {
-    let p = ffi::lua_newuserdatauv(L, std::mem::size_of::<Buffer>(), 0) as *mut Buffer;
-    p.write(Buffer { payload, kind });
-    let meta: &Functions = &[(c"__index", index), (c"__newindex", newindex), (c"__len", len), (c"__gc", gc), (c"__tostring", tostring)];
-    set_class(L, BUFFER, meta, c"methods", METHODS);
+    // NOT KEPT: lib.rs invariant 2, `payload` is alive through the allocation,
+    // and the buffer has no `__gc` until `set_class` sets the metatable: a
+    // memory error in either leaks the payload (and its charge).
+    // SAFETY: `L` is a process's state (lib.rs invariant 1). The userdata is
+    // `size_of::<Buffer>()` bytes, aligned by Lua for any C type (enough for a
+    // `Buffer`: a pointer and a byte), and written whole before anything reads
+    // it; its metatable gives it `__gc`, which drops it.
+    unsafe {
+        let p = ffi::lua_newuserdatauv(L, std::mem::size_of::<Buffer>(), 0) as *mut Buffer;
+        p.write(Buffer { payload, kind });
+        let meta: &Functions = &[(c"__index", index), (c"__newindex", newindex), (c"__len", len), (c"__gc", gc), (c"__tostring", tostring)];
+        set_class(L, BUFFER, meta, c"methods", METHODS);
+    }
 }
 
-/// The buffer at `idx`, if it is one.
+/// The buffer at `idx`, if it is one. The reference lives while the
+/// userdata does and its `__gc` has not run; callers use it within the
+/// native call that found it, the userdata on the stack.
 pub(crate) unsafe fn to_buffer<'a>(L: *mut ffi::lua_State, idx: c_int) -> Option<&'a mut Buffer> {
-    (ffi::luaL_testudata(L, idx, BUFFER.as_ptr()) as *mut Buffer).as_mut()
+    // NOT UPHELD: two calls on one userdata give two `&mut` to it at once
+    // (`shares(b, b)` does).
+    // SAFETY: `L` is a process's state (lib.rs invariant 1). A userdata with
+    // the buffer metatable holds a `Buffer` written by `push`; `gc` takes the
+    // metatable off when it drops it, so a dropped one is never found here.
+    unsafe { (ffi::luaL_testudata(L, idx, BUFFER.as_ptr()) as *mut Buffer).as_mut() }
 }
 
 unsafe fn this<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a mut Buffer, String> {
-    to_buffer(L, 1).ok_or_else(|| format!("bad self to '{fname}' (buffer expected, got {})", type_name(L, 1)))
+    // SAFETY: `L` is the running state of a buffer method (lib.rs invariant
+    // 1), `self` at 1; both calls read it.
+    unsafe { to_buffer(L, 1) }.ok_or_else(|| format!("bad self to '{fname}' (buffer expected, got {})", unsafe { type_name(L, 1) }))
 }
 
 fn elements(b: &Buffer) -> usize {
@@ -151,20 +176,25 @@ fn elements(b: &Buffer) -> usize {
 /// The byte offset of element `i` (1-based).
 unsafe fn offset(L: *mut ffi::lua_State, b: &Buffer, idx: c_int) -> Result<usize, String> {
     let mut ok = 0;
-    let i = ffi::lua_tointegerx(L, idx, &mut ok);
+    // SAFETY: `L` is the running state and `idx` an argument (lib.rs invariant 1).
+    let i = unsafe { ffi::lua_tointegerx(L, idx, &mut ok) };
     let n = elements(b);
     if ok == 0 || i < 1 || i as u64 > n as u64 {
-        return Err(format!("buffer index {} out of range (1..{n})", String::from_utf8_lossy(to_bytes(L, idx).unwrap_or(b"?"))));
+        // SAFETY: as above; the argument's bytes are copied into the message.
+        return Err(format!("buffer index {} out of range (1..{n})", String::from_utf8_lossy(unsafe { to_bytes(L, idx) }.unwrap_or(b"?"))));
     }
     Ok((i as usize - 1) * b.kind.width())
 }
 
 unsafe fn push_element(L: *mut ffi::lua_State, b: &Buffer, at: usize) {
     let bytes = &b.payload[at..at + b.kind.width()];
-    match b.kind {
-        Kind::U8 => ffi::lua_pushinteger(L, bytes[0] as ffi::lua_Integer),
-        Kind::I64 => ffi::lua_pushinteger(L, i64::from_le_bytes(bytes.try_into().expect("8 bytes"))),
-        Kind::F64 => ffi::lua_pushnumber(L, f64::from_le_bytes(bytes.try_into().expect("8 bytes"))),
+    // SAFETY: `L` is the running state, with room for one value (the caller's).
+    unsafe {
+        match b.kind {
+            Kind::U8 => ffi::lua_pushinteger(L, bytes[0] as ffi::lua_Integer),
+            Kind::I64 => ffi::lua_pushinteger(L, i64::from_le_bytes(bytes.try_into().expect("8 bytes"))),
+            Kind::F64 => ffi::lua_pushnumber(L, f64::from_le_bytes(bytes.try_into().expect("8 bytes"))),
+        }
     }
 }
 
@@ -172,49 +202,69 @@ unsafe fn push_element(L: *mut ffi::lua_State, b: &Buffer, at: usize) {
 unsafe fn element_bytes(L: *mut ffi::lua_State, kind: Kind, idx: c_int) -> Result<[u8; 8], String> {
     let mut ok = 0;
     let mut out = [0u8; 8];
-    match kind {
-        Kind::U8 => {
-            let v = ffi::lua_tointegerx(L, idx, &mut ok);
-            if ok == 0 || !(0..=255).contains(&v) {
-                return Err(format!("u8 buffer values are integers 0..255 (got {})", type_name(L, idx)));
+    // SAFETY: `L` is the running state and `idx` a valid index (the
+    // caller's); these calls read the value there, converting nothing on
+    // the stack.
+    unsafe {
+        match kind {
+            Kind::U8 => {
+                let v = ffi::lua_tointegerx(L, idx, &mut ok);
+                if ok == 0 || !(0..=255).contains(&v) {
+                    return Err(format!("u8 buffer values are integers 0..255 (got {})", type_name(L, idx)));
+                }
+                out[0] = v as u8;
             }
-            out[0] = v as u8;
-        }
-        Kind::I64 => {
-            let v = ffi::lua_tointegerx(L, idx, &mut ok);
-            if ok == 0 {
-                return Err(format!("i64 buffer values are integers (got {})", type_name(L, idx)));
+            Kind::I64 => {
+                let v = ffi::lua_tointegerx(L, idx, &mut ok);
+                if ok == 0 {
+                    return Err(format!("i64 buffer values are integers (got {})", type_name(L, idx)));
+                }
+                out = v.to_le_bytes();
             }
-            out = v.to_le_bytes();
-        }
-        Kind::F64 => {
-            let v = ffi::lua_tonumberx(L, idx, &mut ok);
-            if ok == 0 {
-                return Err(format!("f64 buffer values are numbers (got {})", type_name(L, idx)));
+            Kind::F64 => {
+                let v = ffi::lua_tonumberx(L, idx, &mut ok);
+                if ok == 0 {
+                    return Err(format!("f64 buffer values are numbers (got {})", type_name(L, idx)));
+                }
+                out = v.to_le_bytes();
             }
-            out = v.to_le_bytes();
         }
     }
     Ok(out)
 }
 
 unsafe fn kind_arg(L: *mut ffi::lua_State, idx: c_int, default: Kind) -> Result<Kind, String> {
-    if ffi::lua_isnoneornil(L, idx) != 0 {
-        return Ok(default);
+    // SAFETY: `L` is the running state and `idx` an argument (lib.rs
+    // invariant 1); its bytes are compared while on the stack.
+    unsafe {
+        if ffi::lua_isnoneornil(L, idx) != 0 {
+            return Ok(default);
+        }
+        to_bytes(L, idx).and_then(Kind::parse).ok_or_else(|| "buffer kind must be \"u8\", \"i64\" or \"f64\"".to_string())
     }
-    to_bytes(L, idx).and_then(Kind::parse).ok_or_else(|| "buffer kind must be \"u8\", \"i64\" or \"f64\"".to_string())
 }
 
+/// Returns `r`'s count, or raises its error. (A safe function over a raw
+/// `L`: its callers are the native functions below, with their running state.)
 fn done(L: *mut ffi::lua_State, r: Result<c_int, String>) -> c_int {
     match r {
         Ok(n) => n,
+        // SAFETY: not checked here: every caller is a native function
+        // passing its running state, in a frame that owns nothing but `r`,
+        // consumed here; `raise` drops `e` before unwinding.
         Err(e) => unsafe { raise(L, e) },
     }
 }
 
 /// `buffer.new(n [, kind])`: n zeroed elements (kind "f64" by default).
+///
+/// The native functions below share one note: Lua calls them with its
+/// running state `L` (lib.rs invariant 1), the buffer (for a method) at 1;
+/// each does its work in a closure that returns a `Result`, its values
+/// dropped before `done` may raise.
 unsafe extern "C-unwind" fn new(L: *mut ffi::lua_State) -> c_int {
-    let r = (|| {
+    // SAFETY: see above; `bytes` moves into the new buffer's payload.
+    let r = (|| unsafe {
         let mut ok = 0;
         let n = ffi::lua_tointegerx(L, 1, &mut ok);
         if ok == 0 || !(0..=1 << 34).contains(&n) {
@@ -229,7 +279,9 @@ unsafe extern "C-unwind" fn new(L: *mut ffi::lua_State) -> c_int {
 
 /// `buffer.from(string)`: a u8 buffer holding the string's bytes.
 unsafe extern "C-unwind" fn from(L: *mut ffi::lua_State) -> c_int {
-    let r = (|| {
+    // SAFETY: see `new`; the string at 1 is read only once checked, its
+    // bytes copied while on the stack.
+    let r = (|| unsafe {
         let Some(b) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
             return Err(format!("bad argument #1 to 'from' (string expected, got {})", type_name(L, 1)));
         };
@@ -243,7 +295,10 @@ unsafe extern "C-unwind" fn from(L: *mut ffi::lua_State) -> c_int {
 
 /// `buffer.fromtable(t [, kind])`: elements `t[1..#t]` (kind "f64" by default).
 unsafe extern "C-unwind" fn fromtable(L: *mut ffi::lua_State) -> c_int {
-    let r = (|| {
+    // SAFETY: see `new`; the table at 1 is checked and read raw, each
+    // element pushed and popped (raw reads raise nothing while `bytes` is
+    // alive).
+    let r = (|| unsafe {
         if ffi::lua_type(L, 1) != ffi::LUA_TTABLE {
             return Err(format!("bad argument #1 to 'fromtable' (table expected, got {})", type_name(L, 1)));
         }
@@ -265,31 +320,43 @@ unsafe extern "C-unwind" fn fromtable(L: *mut ffi::lua_State) -> c_int {
 
 /// `buffer.shares(a, b)`: whether two buffers share one payload (nothing was copied).
 unsafe extern "C-unwind" fn shares(L: *mut ffi::lua_State) -> c_int {
-    let same = match (to_buffer(L, 1), to_buffer(L, 2)) {
-        (Some(a), Some(b)) => Arc::ptr_eq(&a.payload, &b.payload),
-        _ => false,
-    };
-    ffi::lua_pushboolean(L, same as c_int);
+    // SAFETY: see `new`. NOT UPHELD: `shares(b, b)` holds two `&mut` to
+    // one userdata at once (only read here).
+    unsafe {
+        let same = match (to_buffer(L, 1), to_buffer(L, 2)) {
+            (Some(a), Some(b)) => Arc::ptr_eq(&a.payload, &b.payload),
+            _ => false,
+        };
+        ffi::lua_pushboolean(L, same as c_int);
+    }
     1
 }
 
 unsafe extern "C-unwind" fn index(L: *mut ffi::lua_State) -> c_int {
-    if ffi::lua_type(L, 2) == ffi::LUA_TNUMBER {
-        return get(L);
+    // SAFETY: Lua calls `__index` with the buffer at 1 and the key at 2
+    // (lib.rs invariant 1); a buffer's metatable (at -1 once got) holds the
+    // `methods` table, read raw.
+    unsafe {
+        if ffi::lua_type(L, 2) == ffi::LUA_TNUMBER {
+            return get(L);
+        }
+        ffi::lua_getmetatable(L, 1);
+        ffi::lua_getfield(L, -1, c"methods".as_ptr());
+        ffi::lua_pushvalue(L, 2);
+        ffi::lua_rawget(L, -2);
     }
-    ffi::lua_getmetatable(L, 1);
-    ffi::lua_getfield(L, -1, c"methods".as_ptr());
-    ffi::lua_pushvalue(L, 2);
-    ffi::lua_rawget(L, -2);
     1
 }
 
 unsafe extern "C-unwind" fn newindex(L: *mut ffi::lua_State) -> c_int {
-    set(L)
+    // SAFETY: Lua calls `__newindex` with the buffer, key and value at
+    // 1..3, as `set` takes them.
+    unsafe { set(L) }
 }
 
 unsafe extern "C-unwind" fn get(L: *mut ffi::lua_State) -> c_int {
-    let r = (|| {
+    // SAFETY: see `new`.
+    let r = (|| unsafe {
         let b = this(L, "get")?;
         let at = offset(L, b, 2)?;
         push_element(L, b, at);
@@ -299,7 +366,8 @@ unsafe extern "C-unwind" fn get(L: *mut ffi::lua_State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn set(L: *mut ffi::lua_State) -> c_int {
-    let r = (|| {
+    // SAFETY: see `new`.
+    let r = (|| unsafe {
         let b = this(L, "set")?;
         let at = offset(L, b, 2)?;
         let v = element_bytes(L, b.kind, 3)?;
@@ -311,7 +379,8 @@ unsafe extern "C-unwind" fn set(L: *mut ffi::lua_State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn fill(L: *mut ffi::lua_State) -> c_int {
-    let r = (|| {
+    // SAFETY: see `new`.
+    let r = (|| unsafe {
         let b = this(L, "fill")?;
         let v = element_bytes(L, b.kind, 2)?;
         let w = b.kind.width();
@@ -324,22 +393,29 @@ unsafe extern "C-unwind" fn fill(L: *mut ffi::lua_State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn len(L: *mut ffi::lua_State) -> c_int {
-    let n = to_buffer(L, 1).map_or(0, |b| elements(b));
-    ffi::lua_pushinteger(L, n as ffi::lua_Integer);
+    // SAFETY: see `new`.
+    unsafe {
+        let n = to_buffer(L, 1).map_or(0, |b| elements(b));
+        ffi::lua_pushinteger(L, n as ffi::lua_Integer);
+    }
     1
 }
 
 unsafe extern "C-unwind" fn kind(L: *mut ffi::lua_State) -> c_int {
-    let r = this(L, "kind").map(|b| {
-        push_bytes(L, b.kind.name().as_bytes());
+    // SAFETY: see `new`.
+    let r = unsafe { this(L, "kind") }.map(|b| {
+        // SAFETY: see `new`; the name is static.
+        unsafe { push_bytes(L, b.kind.name().as_bytes()) };
         1
     });
     done(L, r)
 }
 
 unsafe extern "C-unwind" fn size(L: *mut ffi::lua_State) -> c_int {
-    let r = this(L, "size").map(|b| {
-        ffi::lua_pushinteger(L, b.payload.len() as ffi::lua_Integer);
+    // SAFETY: see `new`.
+    let r = unsafe { this(L, "size") }.map(|b| {
+        // SAFETY: see `new`.
+        unsafe { ffi::lua_pushinteger(L, b.payload.len() as ffi::lua_Integer) };
         1
     });
     done(L, r)
@@ -347,7 +423,8 @@ unsafe extern "C-unwind" fn size(L: *mut ffi::lua_State) -> c_int {
 
 /// `b:view(kind)`: the same bytes seen as other elements (shared until either is written).
 unsafe extern "C-unwind" fn view(L: *mut ffi::lua_State) -> c_int {
-    let r = (|| {
+    // SAFETY: see `new`; the payload's clone moves into the new buffer.
+    let r = (|| unsafe {
         let b = this(L, "view")?;
         let kind = kind_arg(L, 2, b.kind)?;
         if b.payload.len() % kind.width() != 0 {
@@ -361,20 +438,27 @@ unsafe extern "C-unwind" fn view(L: *mut ffi::lua_State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn bytes(L: *mut ffi::lua_State) -> c_int {
-    let r = this(L, "bytes").map(|b| {
-        push_bytes(L, &b.payload);
+    // SAFETY: see `new`.
+    let r = unsafe { this(L, "bytes") }.map(|b| {
+        // SAFETY: see `new`; Lua copies the payload's bytes.
+        unsafe { push_bytes(L, &b.payload) };
         1
     });
     done(L, r)
 }
 
 unsafe extern "C-unwind" fn totable(L: *mut ffi::lua_State) -> c_int {
-    let r = this(L, "totable").map(|b| {
-        let n = elements(b);
-        ffi::lua_createtable(L, n as c_int, 0);
-        for i in 0..n {
-            push_element(L, b, i * b.kind.width());
-            ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
+    // SAFETY: see `new`.
+    let r = unsafe { this(L, "totable") }.map(|b| {
+        // SAFETY: see `new`; the list is at -2 while each element, pushed
+        // on top, is stored in it.
+        unsafe {
+            let n = elements(b);
+            ffi::lua_createtable(L, n as c_int, 0);
+            for i in 0..n {
+                push_element(L, b, i * b.kind.width());
+                ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
+            }
         }
         1
     });
@@ -382,31 +466,45 @@ unsafe extern "C-unwind" fn totable(L: *mut ffi::lua_State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn tostring(L: *mut ffi::lua_State) -> c_int {
-    let s = to_buffer(L, 1).map_or_else(String::new, |b| format!("buffer: {} {} ({} bytes)", elements(b), b.kind.name(), b.payload.len()));
-    push_bytes(L, s.as_bytes());
+    // SAFETY: see `new`. NOT KEPT: lib.rs invariant 2, a memory error while
+    // pushing would unwind over `s` (in practice a leak).
+    unsafe {
+        let s = to_buffer(L, 1).map_or_else(String::new, |b| format!("buffer: {} {} ({} bytes)", elements(b), b.kind.name(), b.payload.len()));
+        push_bytes(L, s.as_bytes());
+    }
     1
 }
 
 unsafe extern "C-unwind" fn gc(L: *mut ffi::lua_State) -> c_int {
-    if let Some(b) = to_buffer(L, 1) {
-        crate::vm::heap::charge(L, -(b.payload.len() as i64));
-        std::ptr::drop_in_place(b as *mut Buffer);
-        // Disarm: a resurrected userdata must not drop twice.
-        ffi::lua_pushnil(L);
-        ffi::lua_setmetatable(L, 1);
+    // SAFETY: Lua calls `__gc` with the userdata at 1 (lib.rs invariant 1);
+    // a buffer found is dropped once: the metatable is taken off right
+    // after, so a resurrected one is found no more.
+    unsafe {
+        if let Some(b) = to_buffer(L, 1) {
+            crate::vm::heap::charge(L, -(b.payload.len() as i64));
+            std::ptr::drop_in_place(b as *mut Buffer);
+            // Disarm: a resurrected userdata must not drop twice.
+            ffi::lua_pushnil(L);
+            ffi::lua_setmetatable(L, 1);
+        }
     }
     0
 }
 
 // The C API for modules (`include/synodic.h`). None of these raises: a
-// longjmp must not cross their Rust frames.
+// longjmp must not cross their Rust frames. (NOT UPHELD for
+// `synodic_buffer_new`: making the userdata and its metatable may raise a
+// memory error, see `push`.)
 
 /// `synodic_buffer_bytes`: the bytes of the buffer at `idx`, to read.
 #[no_mangle]
 pub unsafe extern "C" fn synodic_buffer_bytes(L: *mut ffi::lua_State, idx: c_int, len: *mut usize) -> *const u8 {
-    let Some(b) = to_buffer(L, idx) else { return std::ptr::null() };
+    // SAFETY: the C caller passes the state it runs in (a process's) and a
+    // valid index (`include/synodic.h`).
+    let Some(b) = (unsafe { to_buffer(L, idx) }) else { return std::ptr::null() };
     if !len.is_null() {
-        *len = b.payload.len();
+        // SAFETY: a non-null `len` points at a `size_t` of the caller's.
+        unsafe { *len = b.payload.len() };
     }
     b.payload.as_ptr()
 }
@@ -415,10 +513,12 @@ pub unsafe extern "C" fn synodic_buffer_bytes(L: *mut ffi::lua_State, idx: c_int
 /// (copied first if they are shared).
 #[no_mangle]
 pub unsafe extern "C" fn synodic_buffer_bytes_mut(L: *mut ffi::lua_State, idx: c_int, len: *mut usize) -> *mut u8 {
-    let Some(b) = to_buffer(L, idx) else { return std::ptr::null_mut() };
+    // SAFETY: as in `synodic_buffer_bytes`.
+    let Some(b) = (unsafe { to_buffer(L, idx) }) else { return std::ptr::null_mut() };
     let Ok(bytes) = writable(b, "synodic_buffer_bytes_mut") else { return std::ptr::null_mut() };
     if !len.is_null() {
-        *len = bytes.len();
+        // SAFETY: a non-null `len` points at a `size_t` of the caller's.
+        unsafe { *len = bytes.len() };
     }
     bytes.as_mut_ptr()
 }
@@ -427,8 +527,12 @@ pub unsafe extern "C" fn synodic_buffer_bytes_mut(L: *mut ffi::lua_State, idx: c
 #[no_mangle]
 pub unsafe extern "C" fn synodic_buffer_new(L: *mut ffi::lua_State, len: usize) -> *mut u8 {
     let Ok(bytes) = zeroed(len, "synodic_buffer_new") else { return std::ptr::null_mut() };
-    if push_new(L, Arc::new(bytes.into()), Kind::U8, "synodic_buffer_new").is_err() {
+    // SAFETY: the C caller passes the state it runs in (a process's), with
+    // room for a value. NOT KEPT: this may raise a memory error (see the
+    // note above `synodic_buffer_bytes`).
+    if unsafe { push_new(L, Arc::new(bytes.into()), Kind::U8, "synodic_buffer_new") }.is_err() {
         return std::ptr::null_mut();
     }
-    synodic_buffer_bytes_mut(L, -1, std::ptr::null_mut())
+    // SAFETY: as above; the new buffer is on top.
+    unsafe { synodic_buffer_bytes_mut(L, -1, std::ptr::null_mut()) }
 }

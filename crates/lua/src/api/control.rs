@@ -28,36 +28,52 @@ crate::vm::lazy::lazy_module!(b"synodic.control");
 /// `write(port, kind, text)`: sends `kind text` to a console, which makes it
 /// one protocol line; false when the console is gone.
 unsafe extern "C-unwind" fn write(L: *mut ffi::lua_State) -> c_int {
-    let port = ffi::lua_tointegerx(L, 1, std::ptr::null_mut());
-    let (Some(kind), Some(text)) = (to_bytes(L, 2), to_bytes(L, 3)) else {
-        return raise(L, "bad arguments to 'write' (port, kind, text expected)".into());
+    // SAFETY: Lua calls this native function with its running state `L`
+    // (lib.rs invariant 1); the arguments' bytes stay on the stack while
+    // used; `raise` drops its message before unwinding.
+    let (port, kind, text) = unsafe {
+        let port = ffi::lua_tointegerx(L, 1, std::ptr::null_mut());
+        let (Some(kind), Some(text)) = (to_bytes(L, 2), to_bytes(L, 3)) else {
+            return raise(L, "bad arguments to 'write' (port, kind, text expected)".into());
+        };
+        (port, kind, text)
     };
     let line = [kind, b" ", text].concat();
-    let ok = ctx(L).rt().ports().write(port as u64, &line);
+    // SAFETY: as above; the context is entered for this resume.
+    let ok = unsafe { ctx(L) }.rt().ports().write(port as u64, &line);
     drop(line);
-    ffi::lua_pushboolean(L, ok as c_int);
+    // SAFETY: as above; nothing is owned now.
+    unsafe { ffi::lua_pushboolean(L, ok as c_int) };
     1
 }
 
 /// `processes()`: the live processes of this node.
 unsafe extern "C-unwind" fn processes(L: *mut ffi::lua_State) -> c_int {
-    let list = ctx(L).rt().processes();
-    ffi::lua_createtable(L, list.len() as c_int, 0);
-    for (i, p) in list.iter().enumerate() {
-        ffi::lua_createtable(L, 0, 4);
-        push_pid(L, p.pid);
-        ffi::lua_setfield(L, -2, c"pid".as_ptr());
-        push_bytes(L, p.state.as_bytes());
-        ffi::lua_setfield(L, -2, c"state".as_ptr());
-        ffi::lua_pushinteger(L, p.mailbox as ffi::lua_Integer);
-        ffi::lua_setfield(L, -2, c"mailbox".as_ptr());
-        ffi::lua_createtable(L, p.names.len() as c_int, 0);
-        for (k, name) in p.names.iter().enumerate() {
-            push_bytes(L, name.as_bytes());
-            ffi::lua_rawseti(L, -2, k as ffi::lua_Integer + 1);
+    // SAFETY: Lua calls this native function with its running state `L`
+    // (lib.rs invariant 1), whose context is entered.
+    let list = unsafe { ctx(L) }.rt().processes();
+    // SAFETY: as above; the list is built at -1 (each process's table at
+    // -1 above it while filled). NOT KEPT: lib.rs invariant 2, `list` is
+    // alive through these allocating calls, and a memory error unwinds
+    // over it (in practice a leak).
+    unsafe {
+        ffi::lua_createtable(L, list.len() as c_int, 0);
+        for (i, p) in list.iter().enumerate() {
+            ffi::lua_createtable(L, 0, 4);
+            push_pid(L, p.pid);
+            ffi::lua_setfield(L, -2, c"pid".as_ptr());
+            push_bytes(L, p.state.as_bytes());
+            ffi::lua_setfield(L, -2, c"state".as_ptr());
+            ffi::lua_pushinteger(L, p.mailbox as ffi::lua_Integer);
+            ffi::lua_setfield(L, -2, c"mailbox".as_ptr());
+            ffi::lua_createtable(L, p.names.len() as c_int, 0);
+            for (k, name) in p.names.iter().enumerate() {
+                push_bytes(L, name.as_bytes());
+                ffi::lua_rawseti(L, -2, k as ffi::lua_Integer + 1);
+            }
+            ffi::lua_setfield(L, -2, c"names".as_ptr());
+            ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
         }
-        ffi::lua_setfield(L, -2, c"names".as_ptr());
-        ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
     }
     drop(list);
     1
@@ -65,68 +81,93 @@ unsafe extern "C-unwind" fn processes(L: *mut ffi::lua_State) -> c_int {
 
 /// `probe(pid)`: asks the process to describe itself to the caller.
 unsafe extern "C-unwind" fn probe(L: *mut ffi::lua_State) -> c_int {
-    match pid_arg(L, 1, "probe") {
-        Ok(pid) => {
-            let c = ctx(L);
-            ffi::lua_pushboolean(L, c.rt().probe(pid, c.proc().pid()) as c_int);
-            1
+    // SAFETY: Lua calls this native function with its running state `L`
+    // (lib.rs invariant 1), whose context is entered; `raise` drops `e`.
+    unsafe {
+        match pid_arg(L, 1, "probe") {
+            Ok(pid) => {
+                let c = ctx(L);
+                ffi::lua_pushboolean(L, c.rt().probe(pid, c.proc().pid()) as c_int);
+                1
+            }
+            Err(e) => raise(L, e),
         }
-        Err(e) => raise(L, e),
     }
 }
 
 /// `spaces()`: this node's tuple spaces, their classes and counts (the tuple scope).
 unsafe extern "C-unwind" fn spaces(L: *mut ffi::lua_State) -> c_int {
-    let all = ctx(L).rt().spaces().all();
-    ffi::lua_createtable(L, all.len() as c_int, 0);
-    for (i, (id, name, space)) in all.iter().enumerate() {
-        let (tuples, waiting, classes) = space.with(|st| (st.len(), st.waiting(), st.classes()));
-        ffi::lua_createtable(L, 0, 5);
-        set_int(L, c"id", *id as i64);
-        if let Some(name) = name {
-            push_bytes(L, name);
-            ffi::lua_setfield(L, -2, c"name".as_ptr());
-        }
-        set_int(L, c"tuples", tuples as i64);
-        set_int(L, c"waiting", waiting as i64);
-        ffi::lua_createtable(L, classes.len() as c_int, 0);
-        for (k, (arity, first, count)) in classes.iter().enumerate() {
-            ffi::lua_createtable(L, 0, 3);
-            set_int(L, c"arity", *arity as i64);
-            set_int(L, c"count", *count as i64);
-            if let Some(f) = first {
-                push_field(L, f);
-                ffi::lua_setfield(L, -2, c"first".as_ptr());
+    // SAFETY: Lua calls this native function with its running state `L`
+    // (lib.rs invariant 1), whose context is entered.
+    let all = unsafe { ctx(L) }.rt().spaces().all();
+    // NOT KEPT: lib.rs invariant 2, `all` and `classes` are alive through
+    // these allocating calls, and a memory error unwinds over them (in
+    // practice a leak).
+    // SAFETY: as above; the list is built at -1, each space's table at -1
+    // above it while filled (its classes' list, and each class's table,
+    // likewise).
+    unsafe {
+        ffi::lua_createtable(L, all.len() as c_int, 0);
+        for (i, (id, name, space)) in all.iter().enumerate() {
+            let (tuples, waiting, classes) = space.with(|st| (st.len(), st.waiting(), st.classes()));
+            ffi::lua_createtable(L, 0, 5);
+            set_int(L, c"id", *id as i64);
+            if let Some(name) = name {
+                push_bytes(L, name);
+                ffi::lua_setfield(L, -2, c"name".as_ptr());
             }
-            ffi::lua_rawseti(L, -2, k as ffi::lua_Integer + 1);
+            set_int(L, c"tuples", tuples as i64);
+            set_int(L, c"waiting", waiting as i64);
+            ffi::lua_createtable(L, classes.len() as c_int, 0);
+            for (k, (arity, first, count)) in classes.iter().enumerate() {
+                ffi::lua_createtable(L, 0, 3);
+                set_int(L, c"arity", *arity as i64);
+                set_int(L, c"count", *count as i64);
+                if let Some(f) = first {
+                    push_field(L, f);
+                    ffi::lua_setfield(L, -2, c"first".as_ptr());
+                }
+                ffi::lua_rawseti(L, -2, k as ffi::lua_Integer + 1);
+            }
+            ffi::lua_setfield(L, -2, c"classes".as_ptr());
+            ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
         }
-        ffi::lua_setfield(L, -2, c"classes".as_ptr());
-        ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
     }
     drop(all);
     1
 }
 
 unsafe fn set_int(L: *mut ffi::lua_State, key: &CStr, n: i64) {
-    ffi::lua_pushinteger(L, n as ffi::lua_Integer);
-    ffi::lua_setfield(L, -2, key.as_ptr());
+    // SAFETY: `L` is the running state with a table on top (the caller's).
+    unsafe {
+        ffi::lua_pushinteger(L, n as ffi::lua_Integer);
+        ffi::lua_setfield(L, -2, key.as_ptr());
+    }
 }
 
 /// Pushes a plain field as the Lua value it came from.
 unsafe fn push_field(L: *mut ffi::lua_State, f: &Field) {
-    match f {
-        Field::Bool(b) => ffi::lua_pushboolean(L, *b as c_int),
-        Field::Int(i) => ffi::lua_pushinteger(L, *i as ffi::lua_Integer),
-        Field::Float(x) => ffi::lua_pushnumber(L, *x),
-        Field::Str(s) => push_bytes(L, s),
-        Field::Pid(p) => push_pid(L, Pid::from_raw(*p).unwrap_or(Pid::new(0, 0, 0))),
-        Field::Opaque(_) => ffi::lua_pushnil(L),
+    // SAFETY: `L` is a process's running state (lib.rs invariant 1), with
+    // room for one value (the caller's).
+    unsafe {
+        match f {
+            Field::Bool(b) => ffi::lua_pushboolean(L, *b as c_int),
+            Field::Int(i) => ffi::lua_pushinteger(L, *i as ffi::lua_Integer),
+            Field::Float(x) => ffi::lua_pushnumber(L, *x),
+            Field::Str(s) => push_bytes(L, s),
+            Field::Pid(p) => push_pid(L, Pid::from_raw(*p).unwrap_or(Pid::new(0, 0, 0))),
+            Field::Opaque(_) => ffi::lua_pushnil(L),
+        }
     }
 }
 
 /// `tuples(id, arity, first [, max])`: the tuples of one class of a space of this node.
 unsafe extern "C-unwind" fn tuples(L: *mut ffi::lua_State) -> c_int {
-    let found = (|| {
+    // SAFETY: Lua calls this native function with its running state `L`
+    // (lib.rs invariant 1), whose context is entered; the arguments are
+    // read (`lua_tointegerx` converts nothing on the stack), and nothing
+    // that raises is called while `first` is alive.
+    let found = (|| unsafe {
         let id = ffi::lua_tointegerx(L, 1, std::ptr::null_mut()) as u64;
         let arity = ffi::lua_tointegerx(L, 2, std::ptr::null_mut()).max(0) as usize;
         let first = match ffi::lua_isnil(L, 3) {
@@ -142,16 +183,24 @@ unsafe extern "C-unwind" fn tuples(L: *mut ffi::lua_State) -> c_int {
     })();
     let found = match found {
         Ok(t) => t,
-        Err(e) => return raise(L, e),
+        // SAFETY: as above; `raise` drops `e` before unwinding.
+        Err(e) => return unsafe { raise(L, e) },
     };
-    ffi::lua_createtable(L, found.len() as c_int, 0);
-    for (i, t) in found.iter().enumerate() {
-        let base = ffi::lua_gettop(L);
-        match crate::vm::codec::decode(L, &t.values) {
-            Ok(n) => crate::vm::util::pack(L, n),
-            Err(e) => push_bytes(L, format!("(cannot show: {e})").as_bytes()),
+    // NOT KEPT: lib.rs invariant 2, `found` (and an error's text) is alive
+    // while values are decoded and pushed, and a memory error unwinds over it
+    // (in practice a leak).
+    // SAFETY: as above; the list is at -1, each tuple's values decoded above
+    // `base` and packed into one table (or an error text) stored in it.
+    unsafe {
+        ffi::lua_createtable(L, found.len() as c_int, 0);
+        for (i, t) in found.iter().enumerate() {
+            let base = ffi::lua_gettop(L);
+            match crate::vm::codec::decode(L, &t.values) {
+                Ok(n) => crate::vm::util::pack(L, n),
+                Err(e) => push_bytes(L, format!("(cannot show: {e})").as_bytes()),
+            }
+            ffi::lua_rawseti(L, base, i as ffi::lua_Integer + 1);
         }
-        ffi::lua_rawseti(L, base, i as ffi::lua_Integer + 1);
     }
     drop(found);
     1

@@ -93,7 +93,8 @@ struct Fetching {
 
 impl wait::Queue for Fetching {
     unsafe fn withdraw(&self, L: *mut ffi::lua_State, waiter: Waiter) {
-        ctx(L).rt().futures().with(|st| st.cancel(self.ticket.id, waiter));
+        // SAFETY: `L` is the running process's state (the trait's contract), with a context.
+        unsafe { ctx(L) }.rt().futures().with(|st| st.cancel(self.ticket.id, waiter));
     }
     fn as_any(self: Box<Self>) -> Box<dyn std::any::Any> {
         self
@@ -104,48 +105,73 @@ impl wait::Queue for Fetching {
 /// other nodes are on this one, fetching them first (for the operation
 /// `fname`).
 pub(crate) unsafe fn deliver(L: *mut ffi::lua_State, values: Message, fname: &'static str, after: After) -> c_int {
-    let rt = ctx(L).rt();
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1), with
+    // its context entered for this resume (`rt` is a plain borrow).
+    let rt = unsafe { ctx(L) }.rt();
     let Some(ticket) = first_missing(rt, &values) else { return after(L, values) };
-    if ffi::lua_isyieldable(L) == 0 {
-        drop((ticket, values, after));
-        return raise(L, format!("{fname}: cannot wait for a buffer of another node here (inside a call that cannot yield, such as a metamethod called from C)"));
+    // SAFETY: as above; everything owned is dropped before `raise`, which
+    // drops its message before unwinding.
+    unsafe {
+        if ffi::lua_isyieldable(L) == 0 {
+            drop((ticket, values, after));
+            return raise(L, format!("{fname}: cannot wait for a buffer of another node here (inside a call that cannot yield, such as a metamethod called from C)"));
+        }
     }
-    let waiter = wait::begin(L, Box::new(Fetching { ticket: ticket.clone(), values, after, fname, asked: false }));
+    // SAFETY: as above; the context keeps the wait (and what it owns).
+    let waiter = unsafe { wait::begin(L, Box::new(Fetching { ticket: ticket.clone(), values, after, fname, asked: false })) };
     let read = rt.future_read(&ticket, waiter);
     drop(ticket);
     match read {
         Read::Value(bytes) => {
             // Here already: the next missing buffer, if any.
             drop(bytes);
-            let f = wait::end::<Fetching>(L).expect("the wait just begun");
-            deliver(L, f.values, f.fname, f.after)
+            // NOT KEPT: lib.rs invariant 2, the box `f` (and its `ticket`)
+            // stays alive through `deliver`, which blocks (a yield) when
+            // another buffer is missing: that unwinds over it, and the
+            // ticket's count is never returned (see `fetching_k`).
+            // SAFETY: as above; the wait just begun is taken back whole.
+            unsafe {
+                let f = wait::end::<Fetching>(L).expect("the wait just begun");
+                deliver(L, f.values, f.fname, f.after)
+            }
         }
-        Read::Wait { ask } => {
+        // SAFETY: as above; this frame owns nothing when it blocks (`ask`
+        // is a number, the rest is in the context's wait).
+        Read::Wait { ask } => unsafe {
             if ask.is_some() {
                 mark_asked(L);
             }
             wait::block(L, fetching_k, fname)
-        }
+        },
     }
 }
 
 /// Notes that the current fetch made this node ask for the bytes.
 unsafe fn mark_asked(L: *mut ffi::lua_State) {
-    if let Some(mut f) = wait::end::<Fetching>(L) {
-        f.asked = true;
-        wait::resume(L, f);
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1); the
+    // wait is taken out and put back, nothing that raises between.
+    unsafe {
+        if let Some(mut f) = wait::end::<Fetching>(L) {
+            f.asked = true;
+            wait::resume(L, f);
+        }
     }
 }
 
 unsafe extern "C-unwind" fn fetching_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
-    match wait::poll(L) {
-        Poll::Waiting => wait::block(L, fetching_k, "linda"),
-        Poll::Withdrawn => {
+    // SAFETY: Lua runs this continuation with the process's running state
+    // `L` (lib.rs invariant 1), with a context.
+    match unsafe { wait::poll(L) } {
+        // SAFETY: as above; this frame owns nothing.
+        Poll::Waiting => unsafe { wait::block(L, fetching_k, "linda") },
+        // SAFETY: as above; the wait (`f`) is dropped before the error.
+        Poll::Withdrawn => unsafe {
             let fname = wait::end::<Fetching>(L).map_or("linda", |f| f.fname);
             wait::cannot_block(L, fname)
-        }
+        },
         Poll::Done(done) => {
-            let Some(f) = wait::end::<Fetching>(L) else { return 0 };
+            // SAFETY: as above.
+            let Some(f) = (unsafe { wait::end::<Fetching>(L) }) else { return 0 };
             let came = match &done {
                 synodic_core::waiting::Completion::Value(v) => buffer_variant(v).map(|_| v.size()),
                 _ => None,
@@ -153,16 +179,30 @@ unsafe extern "C-unwind" fn fetching_k(L: *mut ffi::lua_State, _status: c_int, _
             drop(done);
             if let (true, Some(size)) = (f.asked, came) {
                 // Other readers of the tuple here may not have their answers yet.
-                ctx(L).rt().futures().keep(f.ticket.clone());
-                add_fetched(L, size as i64);
+                // SAFETY: as above. NOT KEPT: lib.rs invariant 2, `f` (its
+                // values, its closure) is alive while `add_fetched` sets a
+                // registry field, whose memory error would unwind over it.
+                unsafe {
+                    ctx(L).rt().futures().keep(f.ticket.clone());
+                    add_fetched(L, size as i64);
+                }
             }
             // The producer's node was lost: what came is the failure.
             if came.is_none() {
                 let fname = f.fname;
                 drop(f);
-                return raise(L, format!("{fname}: a buffer of this tuple was on a node that is lost"));
+                // SAFETY: as above; `f` is dropped, `raise` drops its message.
+                return unsafe { raise(L, format!("{fname}: a buffer of this tuple was on a node that is lost")) };
             }
-            deliver(L, f.values, f.fname, f.after)
+            // NOT KEPT: lib.rs invariant 2, the rest of the box `f` (its
+            // `ticket`, an `Arc<Ticket>`) is dropped only after `deliver`
+            // returns; when it blocks for a next missing buffer (a yield) or
+            // `after` raises, that unwinds over it: the Arc leaks and its
+            // `Drop`, which returns the ticket's weight to the producer, never
+            // runs.
+            // SAFETY: as above; the wait's values and closure move into
+            // `deliver`.
+            unsafe { deliver(L, f.values, f.fname, f.after) }
         }
     }
 }
@@ -171,10 +211,15 @@ unsafe extern "C-unwind" fn fetching_k(L: *mut ffi::lua_State, _status: c_int, _
 /// [`deliver`]): the buffer as its producer had it.
 pub(crate) unsafe fn rebuild(L: *mut ffi::lua_State, shared: &Attachment) -> Result<(), String> {
     let ticket = shared.downcast_ref::<Ticket>().ok_or("not a buffer left on another node")?;
-    let value = ctx(L).rt().futures().with(|st| st.value(ticket.id)).ok_or("a buffer whose bytes are on another node")?;
+    // SAFETY: `L` is a process's state (lib.rs invariant 1), with a context.
+    let value = unsafe { ctx(L) }.rt().futures().with(|st| st.value(ticket.id)).ok_or("a buffer whose bytes are on another node")?;
     let variant = buffer_variant(&value).ok_or("a buffer of this tuple was on a node that is lost")?;
     let payload = value.attachments().first().ok_or("a buffer left on another node without its bytes")?;
-    (crate::api::buffer::SENDABLE.rebuild)(L, variant, payload)
+    // SAFETY: as above; `payload` is a buffer's payload (checked by
+    // `buffer_variant`). NOT KEPT: lib.rs invariant 2, `value` is alive
+    // while the buffer's userdata is made, whose memory error would unwind
+    // over it.
+    unsafe { (crate::api::buffer::SENDABLE.rebuild)(L, variant, payload) }
 }
 
 /// The element kind of the buffer a fetched value holds; `None` when it
@@ -192,18 +237,25 @@ const FETCHED: &std::ffi::CStr = c"synodic.fetched";
 
 /// Adds `n` to the bytes fetched; returns the total before.
 pub(crate) unsafe fn add_fetched(L: *mut ffi::lua_State, n: i64) -> i64 {
-    ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
-    let before = ffi::lua_tointegerx(L, -1, std::ptr::null_mut());
-    ffi::lua_pop(L, 1);
-    ffi::lua_pushinteger(L, before + n);
-    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
-    before
+    // SAFETY: `L` is a process's state (lib.rs invariant 1); the registry is
+    // a plain table; the value read is popped, the new one set.
+    unsafe {
+        ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
+        let before = ffi::lua_tointegerx(L, -1, std::ptr::null_mut());
+        ffi::lua_pop(L, 1);
+        ffi::lua_pushinteger(L, before + n);
+        ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
+        before
+    }
 }
 
 /// The bytes fetched since the last call, the count starting again at 0.
 pub(crate) unsafe fn take_fetched(L: *mut ffi::lua_State) -> i64 {
-    let n = add_fetched(L, 0);
-    ffi::lua_pushinteger(L, 0);
-    ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
-    n
+    // SAFETY: as in `add_fetched`.
+    unsafe {
+        let n = add_fetched(L, 0);
+        ffi::lua_pushinteger(L, 0);
+        ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, FETCHED.as_ptr());
+        n
+    }
 }

@@ -59,211 +59,277 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
 crate::vm::lazy::lazy_module!(b"synodic");
 
 /// Encodes `f, args...` from `first` and starts a process running it.
+///
+/// The functions of this file are `unsafe` (or native functions) over the
+/// calling process's running thread `L` (lib.rs invariant 1), its context
+/// entered for this resume; each does its Rust work in an inner function
+/// or closure that returns a `Result`, dropped before it raises or blocks
+/// (lib.rs invariant 2). Their notes say "the contract" for that.
 unsafe fn spawn_from(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Result<Pid, String> {
-    if ffi::lua_type(L, first) != ffi::LUA_TFUNCTION {
-        return Err(format!("bad argument #{first} to '{fname}' (function expected, got {})", type_name(L, first)));
+    // SAFETY: the contract (a type read).
+    if unsafe { ffi::lua_type(L, first) } != ffi::LUA_TFUNCTION {
+        // SAFETY: the contract.
+        return Err(format!("bad argument #{first} to '{fname}' (function expected, got {})", unsafe { type_name(L, first) }));
     }
-    spawn_encoded(L, first, None, fname)
+    // SAFETY: the contract.
+    unsafe { spawn_encoded(L, first, None, fname) }
 }
 
 /// Encodes `f, args...` from `first` and starts a process running it, with
 /// a memory limit if given.
 pub(crate) unsafe fn spawn_encoded(L: *mut ffi::lua_State, first: c_int, max_memory: Option<u64>, fname: &str) -> Result<Pid, String> {
-    let (msg, leading) = codec::encode_spawn(L, first, ffi::lua_gettop(L)).map_err(|e| format!("{fname}: {e}"))?;
-    LuaProcess::spawn_marked(ctx(L).rt(), msg, leading, max_memory).map_err(|e| format!("{fname}: {e}"))
+    // SAFETY: the contract; `f, args...` are from `first` to the top.
+    let (msg, leading) = unsafe { codec::encode_spawn(L, first, ffi::lua_gettop(L)) }.map_err(|e| format!("{fname}: {e}"))?;
+    // SAFETY: the contract (the context's runtime, a plain borrow).
+    LuaProcess::spawn_marked(unsafe { ctx(L) }.rt(), msg, leading, max_memory).map_err(|e| format!("{fname}: {e}"))
 }
 
 /// `spawn_opt(opts, f, ...)`: `spawn` with options; `opts.max_memory` is the
 /// process's memory limit in bytes (its state and its queued messages).
 unsafe extern "C-unwind" fn spawn_opt(L: *mut ffi::lua_State) -> c_int {
-    let started = (|| {
+    // SAFETY: the contract.
+    let started = (|| unsafe {
         let max_memory = spawn_options(L)?;
         if ffi::lua_type(L, 2) != ffi::LUA_TFUNCTION {
             return Err(format!("bad argument #2 to 'spawn_opt' (function expected, got {})", type_name(L, 2)));
         }
         spawn_encoded(L, 2, max_memory, "spawn_opt")
     })();
-    match started {
-        Ok(pid) => {
-            push_pid(L, pid);
-            1
+    // SAFETY: the contract; `raise` drops `e` before unwinding.
+    unsafe {
+        match started {
+            Ok(pid) => {
+                push_pid(L, pid);
+                1
+            }
+            Err(e) => raise(L, e),
         }
-        Err(e) => raise(L, e),
     }
 }
 
 /// The options table of `spawn_opt` (argument 1): the memory limit, if any.
 unsafe fn spawn_options(L: *mut ffi::lua_State) -> Result<Option<u64>, String> {
-    if ffi::lua_type(L, 1) != ffi::LUA_TTABLE {
-        return Err(format!("bad argument #1 to 'spawn_opt' (options table expected, got {})", type_name(L, 1)));
-    }
-    let mut max_memory = None;
-    ffi::lua_pushnil(L);
-    while ffi::lua_next(L, 1) != 0 {
-        let key = (ffi::lua_type(L, -2) == ffi::LUA_TSTRING).then(|| to_bytes(L, -2)).flatten().unwrap_or_default();
-        if key != b"max_memory" {
-            let shown = String::from_utf8_lossy(key).into_owned();
-            ffi::lua_settop(L, -3);
-            return Err(format!("spawn_opt: unknown option '{shown}' (known: max_memory)"));
+    // SAFETY: the contract; a walk of the options table (checked at 1): a
+    // key is read as bytes only when it is a string (so `lua_next` goes
+    // on), and the stack is cut back to where it began before returning.
+    unsafe {
+        if ffi::lua_type(L, 1) != ffi::LUA_TTABLE {
+            return Err(format!("bad argument #1 to 'spawn_opt' (options table expected, got {})", type_name(L, 1)));
         }
-        let mut is_int = 0;
-        let n = ffi::lua_tointegerx(L, -1, &mut is_int);
-        ffi::lua_settop(L, -2);
-        if is_int == 0 || n <= 0 {
+        let mut max_memory = None;
+        ffi::lua_pushnil(L);
+        while ffi::lua_next(L, 1) != 0 {
+            let key = (ffi::lua_type(L, -2) == ffi::LUA_TSTRING).then(|| to_bytes(L, -2)).flatten().unwrap_or_default();
+            if key != b"max_memory" {
+                let shown = String::from_utf8_lossy(key).into_owned();
+                ffi::lua_settop(L, -3);
+                return Err(format!("spawn_opt: unknown option '{shown}' (known: max_memory)"));
+            }
+            let mut is_int = 0;
+            let n = ffi::lua_tointegerx(L, -1, &mut is_int);
             ffi::lua_settop(L, -2);
-            return Err("spawn_opt: max_memory must be a positive number of bytes".into());
+            if is_int == 0 || n <= 0 {
+                ffi::lua_settop(L, -2);
+                return Err("spawn_opt: max_memory must be a positive number of bytes".into());
+            }
+            max_memory = Some(n as u64);
         }
-        max_memory = Some(n as u64);
+        Ok(max_memory)
     }
-    Ok(max_memory)
 }
 
 unsafe extern "C-unwind" fn spawn(L: *mut ffi::lua_State) -> c_int {
-    match spawn_from(L, 1, "spawn") {
-        Ok(pid) => {
-            push_pid(L, pid);
-            1
+    // SAFETY: the contract; `raise` drops `e` before unwinding.
+    unsafe {
+        match spawn_from(L, 1, "spawn") {
+            Ok(pid) => {
+                push_pid(L, pid);
+                1
+            }
+            Err(e) => raise(L, e),
         }
-        Err(e) => raise(L, e),
     }
 }
 
 /// `spawn_on(node, f, ...)`: here, or on another node (`"any"`: the least
 /// loaded), where the call waits for the new pid (see `remote`).
 unsafe extern "C-unwind" fn spawn_on(L: *mut ffi::lua_State) -> c_int {
-    let Some(asked) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
-        return raise(L, format!("bad argument #1 to 'spawn_on' (node name expected, got {})", type_name(L, 1)));
-    };
-    if ffi::lua_type(L, 2) != ffi::LUA_TFUNCTION {
-        return raise(L, format!("bad argument #2 to 'spawn_on' (function expected, got {})", type_name(L, 2)));
+    // SAFETY: the contract; the node name (at 1, checked to be a string)
+    // stays on the stack while `asked` borrows it.
+    unsafe {
+        let Some(asked) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
+            return raise(L, format!("bad argument #1 to 'spawn_on' (node name expected, got {})", type_name(L, 1)));
+        };
+        if ffi::lua_type(L, 2) != ffi::LUA_TFUNCTION {
+            return raise(L, format!("bad argument #2 to 'spawn_on' (function expected, got {})", type_name(L, 2)));
+        }
+        spawn_somewhere(L, asked, 2, "spawn_on")
     }
-    spawn_somewhere(L, asked, 2, "spawn_on")
 }
 
 /// Starts `f, args...` (from `first`) on the node named `asked`, or the
 /// least loaded one for `"any"`; returns its pid, waiting for it if the
 /// node is another.
 pub(crate) unsafe fn spawn_somewhere(L: *mut ffi::lua_State, asked: &[u8], first: c_int, fname: &str) -> c_int {
-    let rt = ctx(L).rt();
+    // SAFETY: the contract.
+    let rt = unsafe { ctx(L) }.rt();
     let node = match asked {
         b"any" => rt.least_loaded_node(),
         named => String::from_utf8_lossy(named).into(),
     };
-    if node != rt.node_name() {
-        return crate::api::remote::spawn_on(L, &node, first);
-    }
-    match spawn_from(L, first, fname) {
-        Ok(pid) => {
-            push_pid(L, pid);
-            1
+    // NOT KEPT: lib.rs invariant 2, `node` (an `Arc<str>`) is alive while
+    // `spawn_on` waits for the reply (a yield) or raises, and while a local
+    // spawn's error is raised or its pid pushed: each unwinds over it, and it
+    // leaks (on every spawn on another node, which always waits).
+    // SAFETY: the contract.
+    unsafe {
+        if node != rt.node_name() {
+            return crate::api::remote::spawn_on(L, &node, first);
         }
-        Err(e) => raise(L, e),
+        match spawn_from(L, first, fname) {
+            Ok(pid) => {
+                push_pid(L, pid);
+                1
+            }
+            Err(e) => raise(L, e),
+        }
     }
 }
 
 unsafe extern "C-unwind" fn self_pid(L: *mut ffi::lua_State) -> c_int {
-    push_pid(L, ctx(L).proc().pid());
+    // SAFETY: the contract.
+    unsafe { push_pid(L, ctx(L).proc().pid()) };
     1
 }
 
 /// A destination: a pid, or a registered name (`None` when the name is free).
 unsafe fn destination(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<Option<Pid>, String> {
-    if let Some(pid) = to_pid(L, idx) {
-        return Ok(Some(pid));
+    // SAFETY: the contract; the value at `idx` is read (a name's bytes only
+    // once it is checked to be a string).
+    unsafe {
+        if let Some(pid) = to_pid(L, idx) {
+            return Ok(Some(pid));
+        }
+        if ffi::lua_type(L, idx) == ffi::LUA_TSTRING {
+            return Ok(ctx(L).rt().whereis(to_bytes(L, idx).unwrap_or_default()));
+        }
+        Err(format!("bad argument #{idx} to '{fname}' (pid or name expected, got {})", type_name(L, idx)))
     }
-    if ffi::lua_type(L, idx) == ffi::LUA_TSTRING {
-        return Ok(ctx(L).rt().whereis(to_bytes(L, idx).unwrap_or_default()));
-    }
-    Err(format!("bad argument #{idx} to '{fname}' (pid or name expected, got {})", type_name(L, idx)))
 }
 
 unsafe fn send_inner(L: *mut ffi::lua_State) -> Result<Option<Pid>, String> {
-    let dest = destination(L, 1, "send")?;
-    let top = ffi::lua_gettop(L);
+    // SAFETY: the contract.
+    let dest = unsafe { destination(L, 1, "send")? };
+    // SAFETY: the contract.
+    let top = unsafe { ffi::lua_gettop(L) };
     if top < 2 {
         return Err("send: nothing to send (give at least one value)".into());
     }
-    let msg = codec::encode(L, 2, top).map_err(|e| format!("send: {e}"))?;
+    // SAFETY: the contract; the values are from 2 to the top.
+    let msg = unsafe { codec::encode(L, 2, top) }.map_err(|e| format!("send: {e}"))?;
     let Some(pid) = dest else {
-        return Err(format!("no such name: {}", String::from_utf8_lossy(to_bytes(L, 1).unwrap_or_default())));
+        // SAFETY: the contract; the name (a string, for `dest` to be
+        // `None`) is read as it is.
+        return Err(format!("no such name: {}", String::from_utf8_lossy(unsafe { to_bytes(L, 1) }.unwrap_or_default())));
     };
     let remote = pid.node() != 0;
     if remote {
         synodic_core::dist::carry::crossing(&msg).map_err(|e| format!("send: {e}"))?;
     }
-    let ctx = ctx(L);
+    // SAFETY: the contract.
+    let ctx = unsafe { ctx(L) };
     ctx.rt().send_from(ctx.proc(), pid, msg);
     // A sender to a node that cannot keep up waits here for room.
-    let full = remote && ffi::lua_isyieldable(L) != 0 && ctx.rt().transport().is_some_and(|t| !t.room_for(pid, ctx.proc().pid()));
+    // SAFETY: the contract.
+    let full = remote && unsafe { ffi::lua_isyieldable(L) } != 0 && ctx.rt().transport().is_some_and(|t| !t.room_for(pid, ctx.proc().pid()));
     Ok(full.then_some(pid))
 }
 
 unsafe extern "C-unwind" fn send(L: *mut ffi::lua_State) -> c_int {
-    match send_inner(L) {
-        Ok(None) => 0,
-        Ok(Some(full)) => block_on_mailbox(L, send_k, full.raw() as ffi::lua_KContext, "send"),
-        Err(e) => raise(L, e),
+    // SAFETY: the contract; `send_inner`'s values are dropped when it
+    // returns, so this frame owns nothing when it blocks or raises.
+    unsafe {
+        match send_inner(L) {
+            Ok(None) => 0,
+            Ok(Some(full)) => block_on_mailbox(L, send_k, full.raw() as ffi::lua_KContext, "send"),
+            Err(e) => raise(L, e),
+        }
     }
 }
 
 /// A sender slowed until the link to `to`'s node has room again.
 unsafe extern "C-unwind" fn send_k(L: *mut ffi::lua_State, _status: c_int, to: ffi::lua_KContext) -> c_int {
     let to = Pid::from_raw(to as u64).expect("the pid send_inner gave");
-    let ctx = ctx(L);
+    // SAFETY: the contract (a continuation of `send`).
+    let ctx = unsafe { ctx(L) };
     match ctx.rt().transport().is_some_and(|t| !t.room_for(to, ctx.proc().pid())) {
-        true => block_on_mailbox(L, send_k, to.raw() as ffi::lua_KContext, "send"),
+        // SAFETY: the contract; this frame owns nothing (`to` is a number).
+        true => unsafe { block_on_mailbox(L, send_k, to.raw() as ffi::lua_KContext, "send") },
         false => 0,
     }
 }
 
 /// Pushes the next message's values, if there is one.
 unsafe fn take_message(L: *mut ffi::lua_State) -> Option<Result<c_int, String>> {
-    let msg = ctx(L).proc().pop_message()?;
-    Some(codec::decode(L, &msg).map_err(|e| format!("receive: {e}")))
+    // SAFETY: the contract.
+    let msg = unsafe { ctx(L) }.proc().pop_message()?;
+    // SAFETY: the contract. NOT KEPT: lib.rs invariant 2, `msg` is alive
+    // while it is decoded, and a memory error there unwinds over it (in
+    // practice a leak).
+    Some(unsafe { codec::decode(L, &msg) }.map_err(|e| format!("receive: {e}")))
 }
 
 unsafe fn finish_receive(L: *mut ffi::lua_State, got: Result<c_int, String>) -> c_int {
     match got {
         Ok(n) => n,
-        Err(e) => raise(L, e),
+        // SAFETY: the contract; `raise` drops `e` before unwinding.
+        Err(e) => unsafe { raise(L, e) },
     }
 }
 
 /// Refuses to take messages out of the mailbox while a `receive_match`
 /// filter runs: it is walking the mailbox by position.
 unsafe fn not_in_filter(L: *mut ffi::lua_State, fname: &str) -> Result<(), String> {
-    match ctx(L).in_filter {
+    // SAFETY: the contract (a read of the context).
+    match unsafe { ctx(L) }.in_filter {
         true => Err(format!("{fname}: cannot receive inside a receive_match filter")),
         false => Ok(()),
     }
 }
 
 unsafe extern "C-unwind" fn receive(L: *mut ffi::lua_State) -> c_int {
-    let timeout = match opt_seconds(L, 1, "receive").and_then(|t| not_in_filter(L, "receive").map(|()| t)) {
-        Ok(t) => t,
-        Err(e) => return raise(L, e),
-    };
-    if let Some(got) = take_message(L) {
-        return finish_receive(L, got);
+    // SAFETY: the contract; the checks' errors are raised with nothing
+    // else owned, and this frame owns nothing when it blocks.
+    unsafe {
+        let timeout = match opt_seconds(L, 1, "receive").and_then(|t| not_in_filter(L, "receive").map(|()| t)) {
+            Ok(t) => t,
+            Err(e) => return raise(L, e),
+        };
+        if let Some(got) = take_message(L) {
+            return finish_receive(L, got);
+        }
+        if timeout.is_some_and(|t| t.is_zero()) {
+            return 0;
+        }
+        start_deadline(L, timeout);
+        block_on_mailbox(L, receive_k, 0, "receive")
     }
-    if timeout.is_some_and(|t| t.is_zero()) {
-        return 0;
-    }
-    start_deadline(L, timeout);
-    block_on_mailbox(L, receive_k, 0, "receive")
 }
 
 unsafe extern "C-unwind" fn receive_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
-    if let Some(got) = take_message(L) {
-        return finish_receive(L, got);
+    // SAFETY: the contract (a continuation of `receive`); as in `receive`.
+    unsafe {
+        if let Some(got) = take_message(L) {
+            return finish_receive(L, got);
+        }
+        if wait::take_withdrawn(L) {
+            return wait::cannot_block(L, "receive");
+        }
+        if deadline_passed(L) {
+            return 0;
+        }
+        block_on_mailbox(L, receive_k, 0, "receive")
     }
-    if wait::take_withdrawn(L) {
-        return wait::cannot_block(L, "receive");
-    }
-    if deadline_passed(L) {
-        return 0;
-    }
-    block_on_mailbox(L, receive_k, 0, "receive")
 }
 
 /// How `receive_match` tells a message it wants (its argument 1).
@@ -274,12 +340,21 @@ enum Filter {
     Function,
 }
 
+/// The filter of a `receive_match` (its argument 1). A string filter's
+/// bytes are borrowed from the stack: `'static` here is for the call that
+/// asked only (`match_from`, which reads it anew after every yield).
 unsafe fn filter(L: *mut ffi::lua_State) -> Result<Filter, String> {
-    match peek(L, 1) {
-        Plain::Other if ffi::lua_type(L, 1) == ffi::LUA_TFUNCTION => Ok(Filter::Function),
-        Plain::Other => Err(format!("bad argument #1 to 'receive_match' (a plain value or a function expected, got {})", type_name(L, 1))),
+    // SAFETY: the contract (argument 1 is read).
+    match unsafe { peek(L, 1) } {
+        // SAFETY: the contract.
+        Plain::Other if unsafe { ffi::lua_type(L, 1) } == ffi::LUA_TFUNCTION => Ok(Filter::Function),
+        // SAFETY: the contract.
+        Plain::Other => Err(format!("bad argument #1 to 'receive_match' (a plain value or a function expected, got {})", unsafe { type_name(L, 1) })),
         // The string stays on the stack (argument 1) for the whole call.
-        v => Ok(Filter::Value(std::mem::transmute::<Plain<'_>, Plain<'static>>(v))),
+        // SAFETY: only the lifetime changes: a string's bytes live while
+        // it stays at 1, which it does for the whole native call (or
+        // continuation) in which `match_from` uses the filter.
+        v => Ok(Filter::Value(unsafe { std::mem::transmute::<Plain<'_>, Plain<'static>>(v) })),
     }
 }
 
@@ -315,23 +390,32 @@ fn number(v: Plain) -> Field {
 /// the first that matches (taken out of the mailbox) and returns their
 /// count, or returns the position to look from next time.
 unsafe fn match_from(L: *mut ffi::lua_State, cursor: usize) -> Result<Result<c_int, usize>, String> {
-    let proc = ctx(L).proc();
-    match filter(L)? {
+    // SAFETY: the contract.
+    let proc = unsafe { ctx(L) }.proc();
+    // SAFETY: the contract.
+    match unsafe { filter(L)? } {
         Filter::Value(want) => match proc.take_first_match(cursor, |m| first_value_is(m, want)) {
-            Ok(msg) => Ok(Ok(codec::decode(L, &msg).map_err(|e| format!("receive_match: {e}"))?)),
+            // SAFETY: the contract. NOT KEPT: lib.rs invariant 2, `msg` is
+            // alive while it is decoded, and a memory error there unwinds
+            // over it (in practice a leak).
+            Ok(msg) => Ok(Ok(unsafe { codec::decode(L, &msg) }.map_err(|e| format!("receive_match: {e}"))?)),
             Err(count) => Ok(Err(count)),
         },
         Filter::Function => {
             let mut at = cursor;
             loop {
                 let Some(msg) = proc.peek_message(at) else { return Ok(Err(at)) };
-                let n = codec::decode(L, &msg).map_err(|e| format!("receive_match: {e}"))?;
+                // SAFETY: the contract. NOT KEPT: as above, for `msg`.
+                let n = unsafe { codec::decode(L, &msg) }.map_err(|e| format!("receive_match: {e}"))?;
                 drop(msg);
-                if call_filter(L, n)? {
+                // SAFETY: the contract; the message's `n` values are on
+                // top, and nothing is owned here when the filter runs.
+                if unsafe { call_filter(L, n)? } {
                     proc.take_message_at(at);
                     return Ok(Ok(n));
                 }
-                ffi::lua_settop(L, -n - 1);
+                // SAFETY: the contract; the values looked at are popped.
+                unsafe { ffi::lua_settop(L, -n - 1) };
                 at += 1;
             }
         }
@@ -340,24 +424,30 @@ unsafe fn match_from(L: *mut ffi::lua_State, cursor: usize) -> Result<Result<c_i
 
 /// Calls the filter (argument 1) with the `n` values on top, which stay.
 unsafe fn call_filter(L: *mut ffi::lua_State, n: c_int) -> Result<bool, String> {
-    if ffi::lua_checkstack(L, n + 2) == 0 {
-        return Err("receive_match: too many values".into());
+    // SAFETY: the contract; room for the filter and its `n` arguments is
+    // made first; the filter runs protected (lib.rs invariant 3), its
+    // error raised again through frames that own nothing; the context is
+    // borrowed per statement.
+    unsafe {
+        if ffi::lua_checkstack(L, n + 2) == 0 {
+            return Err("receive_match: too many values".into());
+        }
+        let first = ffi::lua_gettop(L) - n + 1;
+        ffi::lua_pushvalue(L, 1);
+        for i in first..first + n {
+            ffi::lua_pushvalue(L, i);
+        }
+        ctx(L).in_filter = true;
+        let called = protected(L, n, 1);
+        ctx(L).in_filter = false;
+        if called.is_err() {
+            // The filter's error is the caller's (the message stays queued).
+            ffi::lua_error(L);
+        }
+        let yes = ffi::lua_toboolean(L, -1) != 0;
+        ffi::lua_settop(L, -2);
+        Ok(yes)
     }
-    let first = ffi::lua_gettop(L) - n + 1;
-    ffi::lua_pushvalue(L, 1);
-    for i in first..first + n {
-        ffi::lua_pushvalue(L, i);
-    }
-    ctx(L).in_filter = true;
-    let called = protected(L, n, 1);
-    ctx(L).in_filter = false;
-    if called.is_err() {
-        // The filter's error is the caller's (the message stays queued).
-        ffi::lua_error(L);
-    }
-    let yes = ffi::lua_toboolean(L, -1) != 0;
-    ffi::lua_settop(L, -2);
-    Ok(yes)
 }
 
 /// `receive_match(filter [, timeout])`: the oldest message the filter wants;
@@ -365,64 +455,83 @@ unsafe fn call_filter(L: *mut ffi::lua_State, n: c_int) -> Result<bool, String> 
 /// call, however long it waits: the position reached is kept across yields
 /// (the continuation's context).
 unsafe extern "C-unwind" fn receive_match(L: *mut ffi::lua_State) -> c_int {
-    let timeout = match opt_seconds(L, 2, "receive_match").and_then(|t| not_in_filter(L, "receive_match").map(|()| t)) {
-        Ok(t) => t,
-        Err(e) => return raise(L, e),
-    };
-    ffi::lua_settop(L, 2);
-    start_deadline(L, timeout);
-    match_k(L, ffi::LUA_OK, 0)
+    // SAFETY: the contract; the checks' errors are raised with nothing
+    // else owned; the stack is cut to [filter, timeout] for `match_k`.
+    unsafe {
+        let timeout = match opt_seconds(L, 2, "receive_match").and_then(|t| not_in_filter(L, "receive_match").map(|()| t)) {
+            Ok(t) => t,
+            Err(e) => return raise(L, e),
+        };
+        ffi::lua_settop(L, 2);
+        start_deadline(L, timeout);
+        match_k(L, ffi::LUA_OK, 0)
+    }
 }
 
 unsafe extern "C-unwind" fn match_k(L: *mut ffi::lua_State, _status: c_int, cursor: ffi::lua_KContext) -> c_int {
-    let found = match_from(L, cursor as usize);
-    match found {
-        Ok(Ok(n)) => n,
-        Ok(Err(next)) => {
-            if wait::take_withdrawn(L) {
-                return wait::cannot_block(L, "receive_match");
+    // SAFETY: the contract (called by `receive_match`, or as its
+    // continuation, the filter at 1); `found` holds nothing owned but `e`,
+    // which `raise` drops before unwinding.
+    unsafe {
+        let found = match_from(L, cursor as usize);
+        match found {
+            Ok(Ok(n)) => n,
+            Ok(Err(next)) => {
+                if wait::take_withdrawn(L) {
+                    return wait::cannot_block(L, "receive_match");
+                }
+                if deadline_passed(L) {
+                    return 0;
+                }
+                block_on_mailbox(L, match_k, next as ffi::lua_KContext, "receive_match")
             }
-            if deadline_passed(L) {
-                return 0;
-            }
-            block_on_mailbox(L, match_k, next as ffi::lua_KContext, "receive_match")
+            Err(e) => raise(L, e),
         }
-        Err(e) => raise(L, e),
     }
 }
 
 unsafe extern "C-unwind" fn sleep(L: *mut ffi::lua_State) -> c_int {
-    let timeout = match opt_seconds(L, 1, "sleep") {
-        Ok(Some(t)) => t,
-        Ok(None) => return raise(L, "bad argument #1 to 'sleep' (number expected, got no value)".into()),
-        Err(e) => return raise(L, e),
-    };
-    if timeout.is_zero() {
-        ctx(L).deadline = None;
-        return yield_to_scheduler(L, Pending::Preempt, sleep_k, "sleep");
+    // SAFETY: the contract; this frame owns nothing when it raises, yields
+    // or blocks.
+    unsafe {
+        let timeout = match opt_seconds(L, 1, "sleep") {
+            Ok(Some(t)) => t,
+            Ok(None) => return raise(L, "bad argument #1 to 'sleep' (number expected, got no value)".into()),
+            Err(e) => return raise(L, e),
+        };
+        if timeout.is_zero() {
+            ctx(L).deadline = None;
+            return yield_to_scheduler(L, Pending::Preempt, sleep_k, "sleep");
+        }
+        start_deadline(L, Some(timeout));
+        block_on_mailbox(L, sleep_k, 0, "sleep")
     }
-    start_deadline(L, Some(timeout));
-    block_on_mailbox(L, sleep_k, 0, "sleep")
 }
 
 unsafe extern "C-unwind" fn sleep_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
-    if ctx(L).deadline.is_none() || deadline_passed(L) {
-        return 0;
+    // SAFETY: the contract (a continuation of `sleep`); as in `sleep`.
+    unsafe {
+        if ctx(L).deadline.is_none() || deadline_passed(L) {
+            return 0;
+        }
+        if wait::take_withdrawn(L) {
+            return wait::cannot_block(L, "sleep");
+        }
+        block_on_mailbox(L, sleep_k, 0, "sleep")
     }
-    if wait::take_withdrawn(L) {
-        return wait::cannot_block(L, "sleep");
-    }
-    block_on_mailbox(L, sleep_k, 0, "sleep")
 }
 
 unsafe extern "C-unwind" fn monitor(L: *mut ffi::lua_State) -> c_int {
-    match pid_arg(L, 1, "monitor") {
-        Ok(target) => {
-            let c = ctx(L);
-            c.rt().monitor(c.proc().pid(), target);
-            0
+    // SAFETY: the contract; `raise` drops `e` before unwinding.
+    unsafe {
+        match pid_arg(L, 1, "monitor") {
+            Ok(target) => {
+                let c = ctx(L);
+                c.rt().monitor(c.proc().pid(), target);
+                0
+            }
+            Err(e) => raise(L, e),
         }
-        Err(e) => raise(L, e),
     }
 }
 
@@ -430,13 +539,16 @@ unsafe extern "C-unwind" fn monitor(L: *mut ffi::lua_State) -> c_int {
 /// when one was in place (no DOWN will come for it); false when none was
 /// (the DOWN of one it set is in its mailbox or on its way).
 unsafe extern "C-unwind" fn demonitor(L: *mut ffi::lua_State) -> c_int {
-    match pid_arg(L, 1, "demonitor") {
-        Ok(target) => {
-            let c = ctx(L);
-            ffi::lua_pushboolean(L, c.rt().demonitor(c.proc().pid(), target) as c_int);
-            1
+    // SAFETY: the contract; `raise` drops `e` before unwinding.
+    unsafe {
+        match pid_arg(L, 1, "demonitor") {
+            Ok(target) => {
+                let c = ctx(L);
+                ffi::lua_pushboolean(L, c.rt().demonitor(c.proc().pid(), target) as c_int);
+                1
+            }
+            Err(e) => raise(L, e),
         }
-        Err(e) => raise(L, e),
     }
 }
 
@@ -444,10 +556,13 @@ unsafe extern "C-unwind" fn demonitor(L: *mut ffi::lua_State) -> c_int {
 /// connection to `node` is lost, at once if it is not connected. On a node
 /// alone, every other node is not connected, and its own is never lost.
 unsafe extern "C-unwind" fn monitor_node(L: *mut ffi::lua_State) -> c_int {
-    let Some(node) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
-        return raise(L, format!("bad argument #1 to 'monitor_node' (node name expected, got {})", type_name(L, 1)));
+    // SAFETY: the contract; the name (at 1, checked to be a string) stays
+    // on the stack while `node` borrows it; `raise` drops its message.
+    let Some(node) = (unsafe { (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() }) else {
+        return unsafe { raise(L, format!("bad argument #1 to 'monitor_node' (node name expected, got {})", type_name(L, 1))) };
     };
-    let c = ctx(L);
+    // SAFETY: the contract; nothing below calls into Lua.
+    let c = unsafe { ctx(L) };
     let here = node == c.rt().node_name().as_bytes();
     let watched = here || c.rt().service::<synodic_core::dist::monitors::Monitors>().monitor_node(c.rt(), c.proc().pid(), &String::from_utf8_lossy(node));
     if !watched {
@@ -460,71 +575,103 @@ unsafe extern "C-unwind" fn monitor_node(L: *mut ffi::lua_State) -> c_int {
 /// that arbitrates the name decides, and the caller waits for its answer
 /// (see `remote`).
 unsafe extern "C-unwind" fn register(L: *mut ffi::lua_State) -> c_int {
-    let Some(name) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
-        return raise(L, format!("bad argument #1 to 'register' (string expected, got {})", type_name(L, 1)));
+    // SAFETY: the contract; the name (at 1, checked to be a string) stays
+    // on the stack while `name` borrows it; `raise` drops its message.
+    let (name, pid) = unsafe {
+        let Some(name) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
+            return raise(L, format!("bad argument #1 to 'register' (string expected, got {})", type_name(L, 1)));
+        };
+        let pid = match pid_arg(L, 2, "register") {
+            Ok(pid) => pid,
+            Err(e) => return raise(L, e),
+        };
+        (name, pid)
     };
-    let pid = match pid_arg(L, 2, "register") {
-        Ok(pid) => pid,
-        Err(e) => return raise(L, e),
-    };
-    if ctx(L).rt().transport().is_some() {
-        return crate::api::remote::register(L, name, pid);
-    }
-    let failed = ctx(L).rt().register(name, pid).err().map(|e| format!("register: {e}"));
-    match failed {
-        None => {
-            ffi::lua_pushboolean(L, 1);
-            1
+    // SAFETY: the contract (a read of the context; the request, if any,
+    // owns nothing here when it waits).
+    unsafe {
+        if ctx(L).rt().transport().is_some() {
+            return crate::api::remote::register(L, name, pid);
         }
-        Some(msg) => raise(L, msg),
+    }
+    // SAFETY: the contract (the context's runtime, a plain borrow).
+    let failed = unsafe { ctx(L) }.rt().register(name, pid).err().map(|e| format!("register: {e}"));
+    // SAFETY: the contract; `msg` moves into `raise`, which drops it first.
+    unsafe {
+        match failed {
+            None => {
+                ffi::lua_pushboolean(L, 1);
+                1
+            }
+            Some(msg) => raise(L, msg),
+        }
     }
 }
 
 unsafe extern "C-unwind" fn whereis(L: *mut ffi::lua_State) -> c_int {
-    match to_bytes(L, 1).and_then(|name| ctx(L).rt().whereis(name)) {
-        Some(pid) => push_pid(L, pid),
-        None => ffi::lua_pushnil(L),
+    // SAFETY: the contract; the name's bytes are read while it stays at 1.
+    unsafe {
+        match to_bytes(L, 1).and_then(|name| ctx(L).rt().whereis(name)) {
+            Some(pid) => push_pid(L, pid),
+            None => ffi::lua_pushnil(L),
+        }
     }
     1
 }
 
 unsafe extern "C-unwind" fn is_alive(L: *mut ffi::lua_State) -> c_int {
-    let alive = to_pid(L, 1).is_some_and(|pid| ctx(L).rt().is_alive(pid));
-    ffi::lua_pushboolean(L, alive as c_int);
+    // SAFETY: the contract.
+    unsafe {
+        let alive = to_pid(L, 1).is_some_and(|pid| ctx(L).rt().is_alive(pid));
+        ffi::lua_pushboolean(L, alive as c_int);
+    }
     1
 }
 
 unsafe extern "C-unwind" fn exit(L: *mut ffi::lua_State) -> c_int {
-    let normal = ffi::lua_isnoneornil(L, 1) != 0 || (ffi::lua_type(L, 1) == ffi::LUA_TSTRING && to_bytes(L, 1) == Some(b"normal"));
-    let reason = if normal {
-        Ok(ExitReason::Normal)
-    } else {
-        codec::encode(L, 1, 1).map(|m| ExitReason::Value(m.to_vec())).map_err(|e| format!("exit: {e}"))
-    };
-    match reason {
-        Ok(r) => {
-            ctx(L).exit = Some(Box::new(r));
-            end_process(L, exit_k)
+    // SAFETY: the contract; the reason moves into the context (which keeps
+    // it while the process ends) and `e` into `raise`, so this frame owns
+    // nothing when it yields or raises.
+    unsafe {
+        let normal = ffi::lua_isnoneornil(L, 1) != 0 || (ffi::lua_type(L, 1) == ffi::LUA_TSTRING && to_bytes(L, 1) == Some(b"normal"));
+        let reason = if normal {
+            Ok(ExitReason::Normal)
+        } else {
+            codec::encode(L, 1, 1).map(|m| ExitReason::Value(m.to_vec())).map_err(|e| format!("exit: {e}"))
+        };
+        match reason {
+            Ok(r) => {
+                ctx(L).exit = Some(Box::new(r));
+                end_process(L, exit_k)
+            }
+            Err(e) => raise(L, e),
         }
-        Err(e) => raise(L, e),
     }
 }
 
 /// Ends the calling process here, whose `exit` reason is set, by an error
 /// that no `pcall` keeps (for a caller that cannot yield).
 pub(crate) unsafe fn end_process_here(L: *mut ffi::lua_State) -> ! {
-    ffi::lua_pushlightuserdata(L, exit_sentinel());
-    ffi::lua_error(L);
+    // SAFETY: the contract; the sentinel (a static's address) is the error
+    // object, raised through frames that own nothing (the callers'
+    // contract); `synodic_uncatchable` keeps any `pcall` from stopping it.
+    unsafe {
+        ffi::lua_pushlightuserdata(L, exit_sentinel());
+        ffi::lua_error(L);
+    }
 }
 
 /// Ends the calling process, whose `exit` reason is set: by yielding to the
 /// scheduler, or where that cannot be, by an error that no `pcall` keeps
 /// (see `vm::util::synodic_uncatchable`).
 unsafe fn end_process(L: *mut ffi::lua_State, k: ffi::lua_KFunction) -> c_int {
-    if ffi::lua_isyieldable(L) == 0 {
-        end_process_here(L);
+    // SAFETY: the contract; this frame owns nothing.
+    unsafe {
+        if ffi::lua_isyieldable(L) == 0 {
+            end_process_here(L);
+        }
+        yield_to_scheduler(L, Pending::Exit, k, "exit")
     }
-    yield_to_scheduler(L, Pending::Exit, k, "exit")
 }
 
 /// The error object of an `exit` that had to unwind (its address is unique).
@@ -540,24 +687,35 @@ unsafe extern "C-unwind" fn exit_k(_L: *mut ffi::lua_State, _status: c_int, _k: 
 /// `s.node()`: this node's name; `s.node(pid)`: the name of the node the
 /// process `pid` runs on.
 unsafe extern "C-unwind" fn node(L: *mut ffi::lua_State) -> c_int {
-    let rt = ctx(L).rt();
-    let name = match ffi::lua_isnoneornil(L, 1) != 0 {
-        true => rt.node_name(),
-        false => match to_pid(L, 1) {
-            Some(pid) => rt.nodes().id(pid.node()).map_or_else(|| "?".into(), |n| n.name),
-            None => return raise(L, format!("bad argument #1 to 'node' (pid expected, got {})", type_name(L, 1))),
-        },
-    };
-    push_bytes(L, name.as_bytes());
+    // SAFETY: the contract; `raise` drops its message before unwinding.
+    // NOT KEPT: lib.rs invariant 2, a memory error while pushing would
+    // unwind over `name` (an `Arc<str>`; in practice a leak).
+    unsafe {
+        let rt = ctx(L).rt();
+        let name = match ffi::lua_isnoneornil(L, 1) != 0 {
+            true => rt.node_name(),
+            false => match to_pid(L, 1) {
+                Some(pid) => rt.nodes().id(pid.node()).map_or_else(|| "?".into(), |n| n.name),
+                None => return raise(L, format!("bad argument #1 to 'node' (pid expected, got {})", type_name(L, 1))),
+            },
+        };
+        push_bytes(L, name.as_bytes());
+    }
     1
 }
 
 unsafe extern "C-unwind" fn nodes(L: *mut ffi::lua_State) -> c_int {
-    let nodes = ctx(L).rt().live_nodes();
-    ffi::lua_createtable(L, nodes.len().min(1 << 16) as c_int, 0);
-    for (i, name) in nodes.iter().enumerate() {
-        push_bytes(L, name.as_bytes());
-        ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
+    // SAFETY: the contract; the list is at -2 while each name, pushed on
+    // top, is stored in it. NOT KEPT: lib.rs invariant 2, `nodes` is alive
+    // through these allocating calls, and a memory error unwinds over it
+    // (in practice a leak).
+    unsafe {
+        let nodes = ctx(L).rt().live_nodes();
+        ffi::lua_createtable(L, nodes.len().min(1 << 16) as c_int, 0);
+        for (i, name) in nodes.iter().enumerate() {
+            push_bytes(L, name.as_bytes());
+            ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
+        }
     }
     1
 }
@@ -565,28 +723,36 @@ unsafe extern "C-unwind" fn nodes(L: *mut ffi::lua_State) -> c_int {
 /// Seconds since the node started, on a monotonic clock: the same clock in
 /// every process of the node.
 unsafe extern "C-unwind" fn clock(L: *mut ffi::lua_State) -> c_int {
-    ffi::lua_pushnumber(L, ctx(L).rt().uptime().as_secs_f64());
+    // SAFETY: the contract.
+    unsafe { ffi::lua_pushnumber(L, ctx(L).rt().uptime().as_secs_f64()) };
     1
 }
 
 /// Ends the whole run with an exit status (default 0), from any process.
 unsafe extern "C-unwind" fn halt(L: *mut ffi::lua_State) -> c_int {
     let mut ok = 0;
-    let status = if ffi::lua_isnoneornil(L, 1) != 0 { 0 } else { ffi::lua_tointegerx(L, 1, &mut ok) };
-    if ffi::lua_isnoneornil(L, 1) == 0 && (ok == 0 || !(0..=255).contains(&status)) {
-        return raise(L, format!("bad argument #1 to 'halt' (exit status 0-255 expected, got {})", type_name(L, 1)));
+    // SAFETY: the contract; the reason moves into the context, so this
+    // frame owns nothing when the process ends (by a yield or an error).
+    unsafe {
+        let status = if ffi::lua_isnoneornil(L, 1) != 0 { 0 } else { ffi::lua_tointegerx(L, 1, &mut ok) };
+        if ffi::lua_isnoneornil(L, 1) == 0 && (ok == 0 || !(0..=255).contains(&status)) {
+            return raise(L, format!("bad argument #1 to 'halt' (exit status 0-255 expected, got {})", type_name(L, 1)));
+        }
+        ctx(L).rt().halt(status as i32);
+        // The run is over: stop this process here rather than let it go on.
+        ctx(L).exit = Some(Box::new(ExitReason::Normal));
+        end_process(L, exit_k)
     }
-    ctx(L).rt().halt(status as i32);
-    // The run is over: stop this process here rather than let it go on.
-    ctx(L).exit = Some(Box::new(ExitReason::Normal));
-    end_process(L, exit_k)
 }
 
 /// The pid of the main process (the script `synodic run` started).
 unsafe extern "C-unwind" fn main_pid(L: *mut ffi::lua_State) -> c_int {
-    match ctx(L).rt().main_pid() {
-        Some(pid) => push_pid(L, pid),
-        None => ffi::lua_pushnil(L),
+    // SAFETY: the contract.
+    unsafe {
+        match ctx(L).rt().main_pid() {
+            Some(pid) => push_pid(L, pid),
+            None => ffi::lua_pushnil(L),
+        }
     }
     1
 }

@@ -28,8 +28,13 @@ pub(crate) fn is_bundled(name: &[u8]) -> bool {
 /// Adds a loader for every bundled module to the `package.preload` table at `preload`.
 pub(crate) unsafe fn register_preloads(L: *mut ffi::lua_State, preload: c_int) {
     for b in bundled() {
-        push_loader(L, b.name.to_bytes());
-        ffi::lua_setfield(L, preload, b.name.as_ptr());
+        // SAFETY: `L` is a process's state (lib.rs invariant 1) and
+        // `preload` the index of a table (the caller's); `push_loader`
+        // pushes a loader for every bundled name, which `lua_setfield` pops.
+        unsafe {
+            push_loader(L, b.name.to_bytes());
+            ffi::lua_setfield(L, preload, b.name.as_ptr());
+        }
     }
 }
 
@@ -37,23 +42,38 @@ pub(crate) unsafe fn register_preloads(L: *mut ffi::lua_State, preload: c_int) {
 /// if there is none.
 pub(crate) unsafe fn push_loader(L: *mut ffi::lua_State, name: &[u8]) -> bool {
     let Some(i) = index_of(name) else { return false };
-    ffi::lua_pushinteger(L, i as ffi::lua_Integer);
-    ffi::lua_pushcclosure(L, load_bundled, 1);
+    // SAFETY: `L` is a process's state (lib.rs invariant 1); the closure
+    // takes the integer just pushed as its one upvalue.
+    unsafe {
+        ffi::lua_pushinteger(L, i as ffi::lua_Integer);
+        ffi::lua_pushcclosure(L, load_bundled, 1);
+    }
     true
 }
 
 /// A `package.preload` loader: runs the bundled module, passing its name
 /// (or, for a frozen module, makes its table of the node's functions).
 unsafe extern "C-unwind" fn load_bundled(L: *mut ffi::lua_State) -> c_int {
-    let i = ffi::lua_tointegerx(L, ffi::lua_upvalueindex(1), std::ptr::null_mut()) as usize;
-    if crate::vm::shared::push_frozen_module(L, i) {
+    // SAFETY: Lua calls this closure (made by `push_loader`) with its
+    // running state `L` (lib.rs invariant 1); upvalue 1 is the module's index.
+    let i = unsafe { ffi::lua_tointegerx(L, ffi::lua_upvalueindex(1), std::ptr::null_mut()) } as usize;
+    // SAFETY: as above; `i` is an index among the bundled modules (checked
+    // again by the callee's indexing).
+    if unsafe { crate::vm::shared::push_frozen_module(L, i) } {
         return 1;
     }
     let name = bundled()[i].name;
-    if let Err(why) = crate::vm::shared::push_module_chunk(L, i) {
-        return raise(L, format!("bundled module {}: {why}", name.to_string_lossy()));
+    // SAFETY: as above; `raise` drops the message it is given before
+    // unwinding, and `why` is a static text.
+    if let Err(why) = unsafe { crate::vm::shared::push_module_chunk(L, i) } {
+        return unsafe { raise(L, format!("bundled module {}: {why}", name.to_string_lossy())) };
     }
-    push_bytes(L, name.to_bytes());
-    ffi::lua_call(L, 1, 1);
+    // SAFETY: as above; the chunk is on top, and the call's errors unwind
+    // through this frame, which owns nothing (`name` is static), as
+    // `require` of the module would.
+    unsafe {
+        push_bytes(L, name.to_bytes());
+        ffi::lua_call(L, 1, 1);
+    }
     1
 }

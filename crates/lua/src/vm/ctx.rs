@@ -146,5 +146,9 @@ impl Ctx {
 /// # Safety
 /// `L` must be a state created by [`crate::vm::state::new_state`].
 pub(crate) unsafe fn ctx<'a>(L: *mut ffi::lua_State) -> &'a mut Ctx {
-    &mut **(ffi::lua_getextraspace(L) as *mut *mut Ctx)
+    // SAFETY: `new_state` (or a template's copy) wrote a pointer to the
+    // process's `Ctx` into `L`'s extra space, which its coroutines inherit,
+    // and the context outlives the state. (That no other `&mut Ctx` is in
+    // use meanwhile is left to the callers, not enforced: see `wait::withdraw`.)
+    unsafe { &mut **(ffi::lua_getextraspace(L) as *mut *mut Ctx) }
 }

@@ -35,8 +35,10 @@ pub(crate) struct Dumps {
 /// # Safety
 /// `L` must be a process state (see `ctx`) with a Lua function at `idx`.
 pub(crate) unsafe fn dump(L: *mut ffi::lua_State, idx: c_int, out: &mut Vec<u8>) -> bool {
-    let proto = synodic_proto(L, idx);
-    let cache = &mut crate::vm::ctx::ctx(L).dumps;
+    // SAFETY: `L` is a process state with a value at `idx` (the contract).
+    let proto = unsafe { synodic_proto(L, idx) };
+    // SAFETY: `L` is a process state, with a context (the contract).
+    let cache = &mut unsafe { crate::vm::ctx::ctx(L) }.dumps;
     if let Some((_, bytes)) = cache.as_ref().and_then(|c| c.entries.get(&proto)) {
         if out.try_reserve(bytes.len()).is_err() {
             return false;
@@ -45,17 +47,24 @@ pub(crate) unsafe fn dump(L: *mut ffi::lua_State, idx: c_int, out: &mut Vec<u8>)
         return true;
     }
     let start = out.len();
-    ffi::lua_pushvalue(L, idx);
-    if ffi::lua_dump(L, writer, (out as *mut Vec<u8>).cast(), 0) != 0 {
-        ffi::lua_settop(L, -2);
-        return false;
+    // SAFETY: the function at `idx` (the contract) is copied to the top and
+    // dumped through `writer`, whose user data is `out`, live and not
+    // otherwise used during the call; the copy is popped on failure.
+    unsafe {
+        ffi::lua_pushvalue(L, idx);
+        if ffi::lua_dump(L, writer, (out as *mut Vec<u8>).cast(), 0) != 0 {
+            ffi::lua_settop(L, -2);
+            return false;
+        }
     }
     let cache = cache.get_or_insert_with(Default::default);
     if proto.is_null() || cache.entries.len() >= CAPACITY {
-        ffi::lua_settop(L, -2);
+        // SAFETY: pops the copy pushed above.
+        unsafe { ffi::lua_settop(L, -2) };
         return true;
     }
-    let keep = ffi::luaL_ref(L, ffi::LUA_REGISTRYINDEX);
+    // SAFETY: takes the copy on top into the registry (a plain table).
+    let keep = unsafe { ffi::luaL_ref(L, ffi::LUA_REGISTRYINDEX) };
     cache.entries.insert(proto, (keep, out[start..].into()));
     true
 }
@@ -63,10 +72,13 @@ pub(crate) unsafe fn dump(L: *mut ffi::lua_State, idx: c_int, out: &mut Vec<u8>)
 /// A `lua_Writer` appending to a `Vec<u8>`; stops the dump (non-zero) when
 /// the vector cannot grow.
 unsafe extern "C-unwind" fn writer(_L: *mut ffi::lua_State, p: *const c_void, sz: usize, ud: *mut c_void) -> c_int {
-    let buf = &mut *(ud as *mut Vec<u8>);
+    // SAFETY: `lua_dump` passes back the user data `dump` gave it: its
+    // `out`, a live `Vec<u8>` no one else uses during the dump.
+    let buf = unsafe { &mut *(ud as *mut Vec<u8>) };
     if buf.try_reserve(sz).is_err() || buf.len() + sz > synodic_core::wire::MAX_MESSAGE {
         return 1;
     }
-    buf.extend_from_slice(std::slice::from_raw_parts(p.cast::<u8>(), sz));
+    // SAFETY: Lua's writer contract: `p` points at `sz` readable bytes.
+    buf.extend_from_slice(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), sz) });
     0
 }

@@ -187,11 +187,13 @@ impl Heap {
     /// state built in it twice, at two addresses, differs only where it
     /// holds addresses (see `template`).
     pub(crate) fn zeroed(bytes: usize) -> Option<Heap> {
+        // SAFETY: `mi_zalloc` takes any size and returns null (checked below) or a block of `bytes` bytes.
         let chunk = unsafe { libmimalloc_sys::mi_zalloc(bytes) } as *mut u8;
         if chunk.is_null() {
             return None;
         }
         let mut heap = Heap::new();
+        // SAFETY: `chunk` is a live block of `bytes` bytes, so `chunk + bytes` is one past its end.
         (heap.first, heap.bump, heap.end, heap.chunk_bytes) = (chunk, chunk, unsafe { chunk.add(bytes) }, bytes as u32);
         Some(heap)
     }
@@ -209,16 +211,29 @@ impl Heap {
     /// Takes `chunk`, `bytes` long, as the first chunk of this empty heap:
     /// it holds a copy of another heap's blocks, laid out as `layout` says.
     /// False (nothing taken) when it does not fit under the limit.
+    ///
+    /// # Safety
+    /// `chunk` is a block of at least `bytes` bytes from mimalloc (the heap
+    /// frees it with `mi_free`), 8-aligned, `bytes >= layout.used`, and its
+    /// first `layout.used` bytes hold, before the heap next allocates, the
+    /// blocks of the heap `layout` was taken from, free-list links included,
+    /// moved to this address.
     pub(crate) unsafe fn adopt(&mut self, chunk: *mut u8, bytes: usize, layout: &Layout) -> bool {
         debug_assert!(self.first.is_null() && bytes >= layout.used);
         if !self.fits(bytes) {
             return false;
         }
         self.first = chunk;
-        self.bump = chunk.add(layout.used);
-        self.end = chunk.add(bytes);
-        self.chunk_bytes = bytes as u32;
-        self.free = layout.free.map(|o| if o == 0 { null_mut() } else { chunk.add(o as usize - 1) });
+        // SAFETY: `layout.used <= bytes` (the caller's contract), so both ends
+        // are inside `chunk` or one past it; a free block's offset (`o - 1`)
+        // is below `layout.used`, since `layout` (made only by
+        // [`Heap::layout`]) lists blocks carved below its heap's bump.
+        unsafe {
+            self.bump = chunk.add(layout.used);
+            self.end = chunk.add(bytes);
+            self.chunk_bytes = bytes as u32;
+            self.free = layout.free.map(|o| if o == 0 { null_mut() } else { chunk.add(o as usize - 1) });
+        }
         self.publish();
         true
     }
@@ -229,19 +244,31 @@ impl Heap {
         self.chunk_bytes as usize - ((self.end as usize) - (self.bump as usize))
     }
 
+    /// A block of class `class`, from its free list or the current chunk.
+    /// (Sound for any `class < CLASSES` given the heap's own invariants:
+    /// free lists hold only free blocks of their class, and `bump..end`
+    /// lies in one chunk.)
     #[inline]
     unsafe fn alloc_small(&mut self, class: usize) -> *mut u8 {
         let head = self.free[class];
         if !head.is_null() {
-            self.free[class] = *(head as *mut *mut u8);
+            // SAFETY: `head` is a free block of this class (at least 8 bytes,
+            // 8-aligned: class sizes and chunk starts are multiples of 8) whose
+            // first word `free_small` set to the next free block; in an adopted
+            // chunk that word was copied from the template and moved with it.
+            self.free[class] = unsafe { *(head as *mut *mut u8) };
             return head;
         }
         let size = class_size(class);
-        if (self.end as usize) - (self.bump as usize) < size && !self.add_chunk(size) {
+        // SAFETY: `add_chunk` has no precondition: it only writes the chunk it allocates.
+        if (self.end as usize) - (self.bump as usize) < size && !unsafe { self.add_chunk(size) } {
             return null_mut();
         }
         let p = self.bump;
-        self.bump = p.add(size);
+        // SAFETY: `end - bump >= size` here (checked above, or `add_chunk`
+        // just made a chunk with room for `size` past `bump`), and both lie in
+        // one chunk, so `p + size` is inside it or one past its end.
+        self.bump = unsafe { p.add(size) };
         p
     }
 
@@ -253,7 +280,9 @@ impl Heap {
         if !self.fits(bytes) {
             return false;
         }
-        let chunk = mi_malloc(bytes) as *mut u8;
+        // SAFETY: `mi_malloc` takes any size and returns null (checked below)
+        // or a block of `bytes` bytes aligned for a pointer.
+        let chunk = unsafe { mi_malloc(bytes) } as *mut u8;
         if chunk.is_null() {
             return false;
         }
@@ -262,12 +291,18 @@ impl Heap {
             self.first = chunk;
             self.bump = chunk;
         } else {
-            *(chunk as *mut *mut u8) = self.chunks;
-            self.chunks = chunk;
-            self.bump = chunk.add(LINK);
+            // SAFETY: a later chunk is `CHUNK.max(size + LINK)` bytes, so its
+            // first `LINK` (16) bytes hold the link word, aligned, and
+            // `chunk + LINK` is inside it.
+            unsafe {
+                *(chunk as *mut *mut u8) = self.chunks;
+                self.chunks = chunk;
+                self.bump = chunk.add(LINK);
+            }
         }
         self.chunk_bytes = self.chunk_bytes.saturating_add(bytes as u32);
-        self.end = chunk.add(bytes);
+        // SAFETY: `chunk` is a live block of `bytes` bytes: its end is one past it.
+        self.end = unsafe { chunk.add(bytes) };
         self.publish();
         true
     }
@@ -275,12 +310,14 @@ impl Heap {
     #[inline]
     unsafe fn alloc(&mut self, size: usize) -> *mut u8 {
         if size <= SMALL_MAX {
-            return self.alloc_small(class_of(size));
+            // SAFETY: `size <= SMALL_MAX`, so its class is below `CLASSES`.
+            return unsafe { self.alloc_small(class_of(size)) };
         }
         if !self.fits(size) || size > synodic_core::cache::largest_block() {
             return null_mut();
         }
-        let p = mi_malloc(size).cast::<u8>();
+        // SAFETY: `mi_malloc` takes any size and returns null (checked below) or a block of `size` bytes.
+        let p = unsafe { mi_malloc(size) }.cast::<u8>();
         if !p.is_null() {
             self.large += 1;
             self.large_changed(size as i64);
@@ -294,19 +331,32 @@ impl Heap {
         self.large == 0
     }
 
+    /// Puts `p`, a block of class `class` from this heap that is no longer
+    /// used, on its class's free list.
     unsafe fn free_small(&mut self, p: *mut u8, class: usize) {
-        *(p as *mut *mut u8) = self.free[class];
+        // SAFETY: `p` is a block of this heap (the caller's contract): at
+        // least 8 bytes, 8-aligned, and no longer used, so its first word may
+        // hold the link.
+        unsafe { *(p as *mut *mut u8) = self.free[class] };
         self.free[class] = p;
     }
 
     /// The `lua_Alloc` contract: free when `nsize == 0`, else (re)allocate.
+    ///
+    /// # Safety
+    /// `ptr` is null or a live block this heap returned, `osize` bytes long
+    /// (as Lua passes it: the size it asked for).
     pub(crate) unsafe fn realloc(&mut self, ptr: *mut u8, osize: usize, nsize: usize) -> *mut u8 {
         let old_small = !ptr.is_null() && osize <= SMALL_MAX;
         if nsize == 0 {
             if old_small {
-                self.free_small(ptr, class_of(osize));
+                // SAFETY: `ptr` is a block of this heap of `osize <= SMALL_MAX`
+                // bytes (the contract), so it was carved from a chunk in that class.
+                unsafe { self.free_small(ptr, class_of(osize)) };
             } else if !ptr.is_null() {
-                mi_free(ptr.cast());
+                // SAFETY: a block over `SMALL_MAX` bytes came from `mi_malloc`
+                // or `mi_realloc` (`alloc`, below), and Lua frees it once.
+                unsafe { mi_free(ptr.cast()) };
                 self.large -= 1;
                 self.large_changed(-(osize as i64));
             }
@@ -316,7 +366,8 @@ impl Heap {
             return null_mut();
         }
         if ptr.is_null() {
-            return self.alloc(nsize);
+            // SAFETY: `alloc` has no precondition beyond the heap's own invariants.
+            return unsafe { self.alloc(nsize) };
         }
         match (old_small, nsize <= SMALL_MAX) {
             (true, true) if class_of(osize) == class_of(nsize) => ptr,
@@ -324,17 +375,26 @@ impl Heap {
                 if nsize > osize && (!self.fits(nsize - osize) || nsize > synodic_core::cache::largest_block()) {
                     return null_mut();
                 }
-                let p = mi_realloc(ptr.cast(), nsize).cast::<u8>();
+                // SAFETY: both sizes are over `SMALL_MAX`, so `ptr` is a live
+                // block from `mi_malloc`/`mi_realloc` (see `alloc`).
+                let p = unsafe { mi_realloc(ptr.cast(), nsize) }.cast::<u8>();
                 if !p.is_null() {
                     self.large_changed(nsize as i64 - osize as i64);
                 }
                 p
             }
             _ => {
-                let new = self.alloc(nsize);
+                // SAFETY: `alloc` has no precondition beyond the heap's own invariants.
+                let new = unsafe { self.alloc(nsize) };
                 if !new.is_null() {
-                    std::ptr::copy_nonoverlapping(ptr, new, osize.min(nsize));
-                    self.realloc(ptr, osize, 0);
+                    // SAFETY: `ptr` holds `osize` bytes (the contract) and `new`
+                    // at least `nsize`; `new` is a different live block (`ptr` is
+                    // still in use), so they do not overlap. Then `ptr` is freed
+                    // once, with its size, as the contract asks.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(ptr, new, osize.min(nsize));
+                        self.realloc(ptr, osize, 0);
+                    }
                 }
                 new
             }
@@ -346,6 +406,9 @@ impl Drop for Heap {
     fn drop(&mut self) {
         let mut c = self.chunks;
         while !c.is_null() {
+            // SAFETY: `chunks` links the later chunks through their first
+            // word (set in `add_chunk`; the last holds the null it was linked
+            // to), each a live block from `mi_malloc`, freed only here.
             unsafe {
                 let next = *(c as *mut *mut u8);
                 mi_free(c.cast());
@@ -353,6 +416,9 @@ impl Drop for Heap {
             }
         }
         if !self.first.is_null() {
+            // SAFETY: the first chunk is a live block from mimalloc
+            // (`mi_malloc` in `add_chunk` or a template's copy, `mi_zalloc` in
+            // `zeroed`), freed only here.
             unsafe { mi_free(self.first.cast()) };
         }
     }
@@ -378,15 +444,24 @@ pub(crate) fn charge(L: *mut mlua_sys::lua_State, delta: i64) -> bool {
 }
 
 /// The heap of a state created with [`lua_alloc`], if it was.
+/// (A safe function over a raw `L`: its callers pass the running state.)
 pub(crate) fn of_state<'a>(L: *mut mlua_sys::lua_State) -> Option<&'a mut Heap> {
     let mut ud = null_mut();
+    // SAFETY: not checked here: the callers (`charge`, from native
+    // functions, and `synodic_uncatchable`) pass a live state they run in.
     let f = unsafe { mlua_sys::lua_getallocf(L, &mut ud) };
+    // SAFETY: a state whose allocator is `lua_alloc` was given a `Heap` as
+    // its user data (`fresh_state`, `Template::copy`), which outlives it;
+    // the heap is otherwise touched only inside the allocator's calls or by
+    // its owner between resumes, so no other reference is in use.
     (f as usize == lua_alloc as mlua_sys::lua_Alloc as usize && !ud.is_null()).then(|| unsafe { &mut *(ud as *mut Heap) })
 }
 
 /// `lua_Alloc` over a [`Heap`] passed as `ud`.
 pub(crate) unsafe extern "C" fn lua_alloc(ud: *mut c_void, ptr: *mut c_void, osize: usize, nsize: usize) -> *mut c_void {
-    (*(ud as *mut Heap)).realloc(ptr.cast(), osize, nsize).cast()
+    // SAFETY: Lua calls its allocator with the user data it was given, a
+    // live `Heap` (see `of_state`), and with `ptr`/`osize` as `realloc` asks.
+    unsafe { (*(ud as *mut Heap)).realloc(ptr.cast(), osize, nsize).cast() }
 }
 
 /// [`lua_alloc`] for a state being closed, whose heap is dropped right
@@ -396,7 +471,8 @@ pub(crate) unsafe extern "C" fn lua_alloc_closing(ud: *mut c_void, ptr: *mut c_v
     if nsize == 0 && !ptr.is_null() && osize <= SMALL_MAX {
         return std::ptr::null_mut();
     }
-    lua_alloc(ud, ptr, osize, nsize)
+    // SAFETY: Lua's allocator contract, passed on as is (see `lua_alloc`).
+    unsafe { lua_alloc(ud, ptr, osize, nsize) }
 }
 
 #[cfg(test)]
@@ -405,6 +481,7 @@ mod tests {
 
     #[test]
     fn a_block_cap_refuses_large_growth_only() {
+        // SAFETY: every pointer given back to `realloc` is one it returned, with the size asked for.
         unsafe {
             let mut h = Heap::new();
             assert_eq!(h.limit_blocks(1000), 0);
@@ -419,6 +496,7 @@ mod tests {
 
     #[test]
     fn the_first_block_starts_the_first_chunk() {
+        // SAFETY: only allocations (null pointers) are asked of `realloc`.
         unsafe {
             let mut h = Heap::new();
             let p = h.realloc(null_mut(), 0, 1200);
@@ -442,6 +520,8 @@ mod tests {
 
     #[test]
     fn blocks_are_reused_grown_and_shrunk() {
+        // SAFETY: every pointer given back to `realloc` is one it returned,
+        // with the size asked for; reads and writes stay within those sizes.
         unsafe {
             let mut h = Heap::new();
             let a = h.realloc(null_mut(), 0, 40);

@@ -47,28 +47,37 @@ impl HotPlace {
     pub(crate) unsafe fn note(&mut self, L: *mut ffi::lua_State, heap: &Heap, me: &Process, template: Option<&Template>) {
         let base = heap.first_chunk_line();
         if let (Some(t), false) = (template, base.is_null()) {
-            let place = synodic_hot_place(L, base);
+            // SAFETY: `L` is blocked in a yield (the contract), so the C walk
+            // finds its frames at rest; it only reads them.
+            let place = unsafe { synodic_hot_place(L, base) };
             if let Some(&(first, map)) = t.hot_hint().get().filter(|(first, _)| *first == place) {
                 self.0 = first;
                 me.set_hot_lines(base, map);
                 return;
             }
-            if let Some(map) = self.lines(L, heap) {
+            // SAFETY: this function's contract, passed on.
+            if let Some(map) = unsafe { self.lines(L, heap) } {
                 me.set_hot_lines(base, map);
                 let _ = t.hot_hint().set((self.0, map));
             }
             return;
         }
-        if let Some(map) = self.lines(L, heap) {
+        // SAFETY: this function's contract, passed on.
+        if let Some(map) = unsafe { self.lines(L, heap) } {
             me.set_hot_lines(base, map);
         }
     }
 
     /// The new map, or `None` when it has not changed (or there is no chunk yet).
+    ///
+    /// # Safety
+    /// As [`HotPlace::note`]'s.
     unsafe fn lines(&mut self, L: *mut ffi::lua_State, heap: &Heap) -> Option<[u64; 2]> {
         let base = heap.first_chunk_line();
         let mut map = [0u64; 2];
-        (!base.is_null() && synodic_hot_lines(L, base, &mut map, &mut self.0) != 0).then_some(map)
+        // SAFETY: `L` is blocked in a yield (the contract); the C walk only
+        // reads its structures and writes `map` and `self.0`, both ours.
+        (!base.is_null() && unsafe { synodic_hot_lines(L, base, &mut map, &mut self.0) } != 0).then_some(map)
     }
 }
 
@@ -85,6 +94,7 @@ mod tests {
     fn copies_of_a_template_stand_at_one_place() {
         let t = crate::vm::template::base().expect("a template");
         let copies: Vec<_> = (0..2).map(|_| crate::vm::template::tests::Copy::of(t, Heap::new()).unwrap()).collect();
+        // SAFETY: each `c.L` is a live copy at rest on this thread.
         let places: Vec<usize> = copies.iter().map(|c| unsafe { synodic_hot_place(c.L, c.heap.first_chunk_line()) }).collect();
         assert_ne!(copies[0].L, copies[1].L);
         assert_eq!(places[0], places[1]);
@@ -99,6 +109,8 @@ mod tests {
     #[test]
     fn a_blocked_thread_marks_its_state_and_is_not_walked_twice() {
         let st = TestState::new();
+        // SAFETY: `L` is this test's `TestState` and `co` a thread of it,
+        // yielded before each walk.
         unsafe {
             let L = st.L;
             let src = "local step = {by = 1}

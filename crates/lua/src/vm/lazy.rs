@@ -108,6 +108,7 @@ const LOADED: u8 = 1;
 /// Every lazy table's template, built once per OS process.
 pub(crate) fn templates() -> &'static [Template] {
     static T: OnceLock<Vec<Template>> = OnceLock::new();
+    // SAFETY: `build_templates` has no precondition: it reads a state of its own.
     T.get_or_init(|| unsafe { build_templates() })
 }
 
@@ -135,11 +136,16 @@ const LIBRARIES: [(&str, ffi::lua_CFunction); 8] = [
     ("debug", ffi::luaopen_debug),
 ];
 
+/// Reads the templates from a state of its own. (An error in that state,
+/// which has no protected call, goes to Lua's default panic, which aborts:
+/// nothing unwinds over the vectors built here.)
 unsafe fn build_templates() -> Vec<Template> {
-    let L = ffi::luaL_newstate();
+    // SAFETY: a new state of its own, used on this thread only.
+    let L = unsafe { ffi::luaL_newstate() };
     assert!(!L.is_null(), "cannot create the template Lua state");
     let mut globals = Template::new("_G");
-    for (name, entry) in entries_of(L, ffi::luaopen_base, false) {
+    // SAFETY: `L` is the new state (checked above), its stack empty.
+    for (name, entry) in unsafe { entries_of(L, ffi::luaopen_base, false) } {
         if matches!(entry, Entry::Function(_)) {
             globals = globals.with(&name, entry);
         }
@@ -159,12 +165,15 @@ unsafe fn build_templates() -> Vec<Template> {
         let mut library = Template::new(name);
         // The io functions find their files through registry entries that
         // only the opener makes: io is made whole.
-        for (field, entry) in entries_of(L, opener, name == "io") {
+        // SAFETY: as above; `entries_of` leaves the stack as it found it.
+        for (field, entry) in unsafe { entries_of(L, opener, name == "io") } {
             library = library.with(&field, entry);
         }
         all.push(library);
     }
-    ffi::lua_close(L);
+    // SAFETY: `L` is not used again; the entries read are copies (names)
+    // or C functions, which outlive it.
+    unsafe { ffi::lua_close(L) };
     let mut templates = vec![globals, loaded];
     ORIGINALS.get_or_init(|| all.iter().flat_map(|t| t.functions().map(move |(n, f)| ((t.module, n.to_vec()), f))).collect());
     templates.extend(all.into_iter().map(|t| match t.module {
@@ -200,82 +209,112 @@ pub(crate) fn original(module: &str, name: &[u8]) -> Option<ffi::lua_CFunction> 
 /// sharing state, userdata) made with the opener; with `whole`, every entry
 /// is made with the opener.
 unsafe fn entries_of(L: *mut ffi::lua_State, opener: ffi::lua_CFunction, whole: bool) -> Vec<(Vec<u8>, Entry)> {
-    ffi::lua_pushcfunction(L, opener);
-    ffi::lua_call(L, 0, 1);
-    let t = ffi::lua_gettop(L);
+    // SAFETY: `L` is `build_templates`' own state (the caller's), where an
+    // error aborts (see `build_templates`); the library's table lands at `t`.
+    let t = unsafe {
+        ffi::lua_pushcfunction(L, opener);
+        ffi::lua_call(L, 0, 1);
+        ffi::lua_gettop(L)
+    };
     let mut entries = Vec::new();
-    ffi::lua_pushnil(L);
-    while ffi::lua_next(L, t) != 0 {
-        if ffi::lua_type(L, -2) == ffi::LUA_TSTRING {
-            let name = to_bytes(L, -2).unwrap_or_default().to_vec();
-            let entry = match ffi::lua_type(L, -1) {
-                _ if whole => Some(Entry::Opened(opener)),
-                ffi::LUA_TFUNCTION if ffi::lua_iscfunction(L, -1) != 0 && ffi::lua_getupvalue(L, -1, 1).is_null() => ffi::lua_tocfunction(L, -1).map(Entry::Function),
-                ffi::LUA_TNUMBER if ffi::lua_isinteger(L, -1) != 0 => Some(Entry::Integer(ffi::lua_tointegerx(L, -1, std::ptr::null_mut()))),
-                ffi::LUA_TNUMBER => Some(Entry::Number(ffi::lua_tonumberx(L, -1, std::ptr::null_mut()))),
-                ffi::LUA_TSTRING => Some(Entry::Str(to_bytes(L, -1).unwrap_or_default().into())),
-                _ => Some(Entry::Opened(opener)),
-            };
-            ffi::lua_settop(L, t + 2);
-            if let Some(e) = entry {
-                entries.push((name, e));
+    // SAFETY: as above; a walk of the table at `t` (the key at `t + 1`, the
+    // value at `t + 2`, whatever `lua_getupvalue` pushes above it dropped by
+    // the first `lua_settop`). `to_bytes` reads a key only when it is a
+    // string, so `lua_next` goes on; the bytes are copied while on the stack.
+    unsafe {
+        ffi::lua_pushnil(L);
+        while ffi::lua_next(L, t) != 0 {
+            if ffi::lua_type(L, -2) == ffi::LUA_TSTRING {
+                let name = to_bytes(L, -2).unwrap_or_default().to_vec();
+                let entry = match ffi::lua_type(L, -1) {
+                    _ if whole => Some(Entry::Opened(opener)),
+                    ffi::LUA_TFUNCTION if ffi::lua_iscfunction(L, -1) != 0 && ffi::lua_getupvalue(L, -1, 1).is_null() => ffi::lua_tocfunction(L, -1).map(Entry::Function),
+                    ffi::LUA_TNUMBER if ffi::lua_isinteger(L, -1) != 0 => Some(Entry::Integer(ffi::lua_tointegerx(L, -1, std::ptr::null_mut()))),
+                    ffi::LUA_TNUMBER => Some(Entry::Number(ffi::lua_tonumberx(L, -1, std::ptr::null_mut()))),
+                    ffi::LUA_TSTRING => Some(Entry::Str(to_bytes(L, -1).unwrap_or_default().into())),
+                    _ => Some(Entry::Opened(opener)),
+                };
+                ffi::lua_settop(L, t + 2);
+                if let Some(e) = entry {
+                    entries.push((name, e));
+                }
             }
+            ffi::lua_settop(L, t + 1);
         }
-        ffi::lua_settop(L, t + 1);
+        ffi::lua_settop(L, t - 1);
     }
-    ffi::lua_settop(L, t - 1);
     entries
 }
 
-// Makers of `Entry::Make` entries.
+// Makers of `Entry::Make` entries. Each is called by `make` with a
+// process's state `L` (lib.rs invariant 1) and pushes one value.
 
 unsafe fn make_globals(L: *mut ffi::lua_State, _name: &[u8]) -> Result<(), String> {
-    ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
+    // SAFETY: `L` is a process's state (see above); the registry holds the globals.
+    unsafe { ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS) };
     Ok(())
 }
 
 /// A library global: the same table as `package.loaded[name]`.
 unsafe fn make_loaded(L: *mut ffi::lua_State, name: &[u8]) -> Result<(), String> {
-    ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
-    push_bytes(L, name);
-    ffi::lua_rawget(L, -2);
-    ffi::lua_rotate(L, -2, 1);
-    ffi::lua_settop(L, -2);
+    // SAFETY: `L` is a process's state (see above); `package.loaded` is read
+    // raw (a lazy table makes the library), and dropped from under the value.
+    unsafe {
+        ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
+        push_bytes(L, name);
+        ffi::lua_rawget(L, -2);
+        ffi::lua_rotate(L, -2, 1);
+        ffi::lua_settop(L, -2);
+    }
     Ok(())
 }
 
 unsafe fn make_library(L: *mut ffi::lua_State, name: &[u8]) -> Result<(), String> {
     let template = template_of(name).ok_or("no such library")?;
-    push_lazy(L, template);
+    // SAFETY: `L` is a process's state (see above).
+    unsafe { push_lazy(L, template) };
     Ok(())
 }
 
 unsafe fn make_package(L: *mut ffi::lua_State, _name: &[u8]) -> Result<(), String> {
-    ffi::lua_pushcfunction(L, crate::vm::state::open_package);
-    ffi::lua_call(L, 0, 1);
+    // SAFETY: `L` is a process's state (see above); the opener's errors
+    // unwind through frames that own nothing (`make`'s callers keep to it).
+    unsafe {
+        ffi::lua_pushcfunction(L, crate::vm::state::open_package);
+        ffi::lua_call(L, 0, 1);
+    }
     Ok(())
 }
 
 unsafe fn make_module(L: *mut ffi::lua_State, name: &[u8]) -> Result<(), String> {
     let module: &[u8] = if name == b"alua" { b"synodic.alua" } else { name };
-    crate::vm::state::push_module(L, module)
+    // SAFETY: `L` is a process's state (see above).
+    unsafe { crate::vm::state::push_module(L, module) }
 }
 
 /// Pushes a new, empty lazy table of `template`.
 pub(crate) unsafe fn push_lazy(L: *mut ffi::lua_State, template: u8) {
-    ffi::lua_createtable(L, 0, 0);
-    make_lazy(L, -1, template);
+    // SAFETY: `L` is a process's state, with a context (lib.rs invariant 1).
+    unsafe {
+        ffi::lua_createtable(L, 0, 0);
+        make_lazy(L, -1, template);
+    }
 }
 
 /// Makes the (empty) table at `idx` a lazy table of `template`.
 unsafe fn make_lazy(L: *mut ffi::lua_State, idx: c_int, template: u8) {
-    let idx = ffi::lua_absindex(L, idx);
-    let table = ffi::lua_topointer(L, idx);
-    let lazy = &mut ctx(L).lazy;
-    // A table of a collected one's address is a new table.
-    lazy.retain(|t| t.table != table);
-    lazy.push(LazyTable { table, template, made: 0 });
-    synodic_lazy_mark(L, idx, 1);
+    // SAFETY: `L` is a process's state, with a context, and `idx` a table's
+    // index (the caller's); the context's borrow ends before the mark, which
+    // calls nothing that reaches it.
+    unsafe {
+        let idx = ffi::lua_absindex(L, idx);
+        let table = ffi::lua_topointer(L, idx);
+        let lazy = &mut ctx(L).lazy;
+        // A table of a collected one's address is a new table.
+        lazy.retain(|t| t.table != table);
+        lazy.push(LazyTable { table, template, made: 0 });
+        synodic_lazy_mark(L, idx, 1);
+    }
 }
 
 /// Pushes a new lazy table for the library or native module `name`;
@@ -283,7 +322,8 @@ unsafe fn make_lazy(L: *mut ffi::lua_State, idx: c_int, template: u8) {
 pub(crate) unsafe fn push_library(L: *mut ffi::lua_State, name: &[u8]) -> bool {
     match template_of(name) {
         Some(t) => {
-            push_lazy(L, t);
+            // SAFETY: `L` is a process's state, with a context (lib.rs invariant 1).
+            unsafe { push_lazy(L, t) };
             true
         }
         None => false,
@@ -294,32 +334,46 @@ pub(crate) unsafe fn push_library(L: *mut ffi::lua_State, name: &[u8]) -> bool {
 /// library behind the string metatable (whose metamethods are made now: Lua
 /// looks them up raw). Called on a new state.
 pub(crate) unsafe fn set_up(L: *mut ffi::lua_State, string_meta: &[(Box<[u8]>, ffi::lua_CFunction)]) {
-    ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
-    make_lazy(L, -1, GLOBALS);
-    ffi::luaL_getsubtable(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
-    make_lazy(L, -1, LOADED);
-    ffi::lua_rotate(L, -2, 1);
-    ffi::lua_setfield(L, -2, c"_G".as_ptr());
-    push_library(L, b"string");
-    ffi::lua_pushvalue(L, -1);
-    ffi::lua_setfield(L, -3, c"string".as_ptr());
-    ffi::lua_createtable(L, 0, string_meta.len() as c_int + 1);
-    for (name, f) in string_meta {
-        ffi::lua_pushcfunction(L, *f);
-        ffi::lua_setfield(L, -2, name.as_ptr() as *const c_char);
+    // SAFETY: `L` is a new state whose extra space points at its context
+    // (`fresh_state`); the globals and `package.loaded`, both empty and
+    // plain yet, become lazy; the stack is then [loaded, globals].
+    unsafe {
+        ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
+        make_lazy(L, -1, GLOBALS);
+        ffi::luaL_getsubtable(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
+        make_lazy(L, -1, LOADED);
+        ffi::lua_rotate(L, -2, 1);
+        ffi::lua_setfield(L, -2, c"_G".as_ptr());
     }
-    ffi::lua_rotate(L, -2, 1);
-    ffi::lua_setfield(L, -2, c"__index".as_ptr());
-    push_bytes(L, b"");
-    ffi::lua_rotate(L, -2, 1);
-    ffi::lua_setmetatable(L, -2);
-    ffi::lua_settop(L, -3);
+    // SAFETY: as above; the string library (lazy) is stored in `loaded` (at
+    // -3 once it is copied), then set as `__index` of a new table of the
+    // string metamethods (`string_meta`'s names are NUL-ended), which
+    // becomes the metatable of strings; the stack ends as it began.
+    unsafe {
+        push_library(L, b"string");
+        ffi::lua_pushvalue(L, -1);
+        ffi::lua_setfield(L, -3, c"string".as_ptr());
+        ffi::lua_createtable(L, 0, string_meta.len() as c_int + 1);
+        for (name, f) in string_meta {
+            ffi::lua_pushcfunction(L, *f);
+            ffi::lua_setfield(L, -2, name.as_ptr() as *const c_char);
+        }
+        ffi::lua_rotate(L, -2, 1);
+        ffi::lua_setfield(L, -2, c"__index".as_ptr());
+        push_bytes(L, b"");
+        ffi::lua_rotate(L, -2, 1);
+        ffi::lua_setmetatable(L, -2);
+        ffi::lua_settop(L, -3);
+    }
 }
 
 /// The string metatable's metamethods (arithmetic on strings), NUL-ended
 /// names, read once from a template state.
 pub(crate) fn string_metamethods() -> &'static [(Box<[u8]>, ffi::lua_CFunction)] {
     static M: OnceLock<Vec<(Box<[u8]>, ffi::lua_CFunction)>> = OnceLock::new();
+    // SAFETY: a state of its own, used on this thread and closed once its
+    // entries are copied out; an error there aborts (no protected call: see
+    // `build_templates`), so nothing unwinds over `all`.
     M.get_or_init(|| unsafe {
         let L = ffi::luaL_newstate();
         assert!(!L.is_null(), "cannot create the template Lua state");
@@ -341,12 +395,17 @@ pub(crate) fn string_metamethods() -> &'static [(Box<[u8]>, ffi::lua_CFunction)]
 /// The plain C functions under string keys of the table at `t`.
 unsafe fn entries_of_table(L: *mut ffi::lua_State, t: c_int) -> Vec<(Vec<u8>, ffi::lua_CFunction)> {
     let mut found = Vec::new();
-    ffi::lua_pushnil(L);
-    while ffi::lua_next(L, t) != 0 {
-        if let (Some(f), Some(name)) = (ffi::lua_tocfunction(L, -1), (ffi::lua_type(L, -2) == ffi::LUA_TSTRING).then(|| to_bytes(L, -2)).flatten()) {
-            found.push((name.to_vec(), f));
+    // SAFETY: `L` is `string_metamethods`' own state and `t` a table's
+    // index (the caller's); a walk that reads a key only when it is a
+    // string (so `lua_next` goes on), copying its bytes while on the stack.
+    unsafe {
+        ffi::lua_pushnil(L);
+        while ffi::lua_next(L, t) != 0 {
+            if let (Some(f), Some(name)) = (ffi::lua_tocfunction(L, -1), (ffi::lua_type(L, -2) == ffi::LUA_TSTRING).then(|| to_bytes(L, -2)).flatten()) {
+                found.push((name.to_vec(), f));
+            }
+            ffi::lua_settop(L, -2);
         }
-        ffi::lua_settop(L, -2);
     }
     found
 }
@@ -354,7 +413,8 @@ unsafe fn entries_of_table(L: *mut ffi::lua_State, t: c_int) -> Vec<(Vec<u8>, ff
 /// The template and the made entries of the lazy table at `table`, if the
 /// state has one there.
 fn find(L: *mut ffi::lua_State, table: *const c_void) -> Option<(u8, u64)> {
-    // SAFETY: only called with process states (lazy tables exist only there).
+    // SAFETY: not checked (a safe function over a raw `L`): every caller
+    // passes a process's state (lazy tables exist only there), with a context.
     unsafe { ctx(L) }.lazy.iter().find(|t| t.table == table).map(|t| (t.template, t.made))
 }
 
@@ -396,9 +456,13 @@ unsafe extern "C-unwind" fn synodic_lazy_entry(L: *mut ffi::lua_State, table: *c
     let Some((template, made)) = find(L, table) else { return 0 };
     if template == LOADED && claim != 0 {
         // A module is being stored: the codec's maps of modules are stale.
-        ctx(L).modules_changed = true;
+        // SAFETY: `L` has a lazy table (found above), so it is a process's
+        // state, with a context.
+        unsafe { ctx(L) }.modules_changed = true;
     }
-    let key = std::slice::from_raw_parts(key as *const u8, len);
+    // SAFETY: `csrc/lazy.c` passes a string key's bytes and length, alive
+    // during this call.
+    let key = unsafe { std::slice::from_raw_parts(key as *const u8, len) };
     let Some(i) = templates()[template as usize].position(key) else { return 0 };
     if claim != 0 {
         set_made(L, table, i);
@@ -410,61 +474,98 @@ unsafe extern "C-unwind" fn synodic_lazy_entry(L: *mut ffi::lua_State, table: *c
 /// its entries still to be made: makes it, stores it and returns it.
 #[no_mangle]
 unsafe extern "C-unwind" fn synodic_lazy_make(L: *mut ffi::lua_State) -> c_int {
-    let made = make(L, 1, 2);
+    // SAFETY: `csrc/lazy.c` calls this as a C function of a process's state
+    // (lib.rs invariant 1), with the table at 1 and the key at 2.
+    let made = unsafe { make(L, 1, 2) };
     match made {
         Ok(()) => 1,
-        Err(e) => raise(L, e),
+        // SAFETY: as above; `raise` drops `e` before unwinding.
+        Err(e) => unsafe { raise(L, e) },
     }
 }
 
 /// Makes the entry whose key is at `key` of the lazy table at `table`,
 /// stores it, and pushes it.
+///
+/// # Safety
+/// `L` is a process's state (lib.rs invariant 1), `table` and `key` stack
+/// indices (absolute) of a table and a string key. What the entry's maker
+/// raises unwinds through this frame, which owns nothing.
 unsafe fn make(L: *mut ffi::lua_State, table: c_int, key: c_int) -> Result<(), String> {
-    let template = find(L, ffi::lua_topointer(L, table)).map(|(t, _)| &templates()[t as usize]);
-    let name = to_bytes(L, key).unwrap_or_default();
+    // SAFETY: the contract; `name` borrows the key, which stays at `key`
+    // while it is used.
+    let (template, name) = unsafe {
+        let template = find(L, ffi::lua_topointer(L, table)).map(|(t, _)| &templates()[t as usize]);
+        (template, to_bytes(L, key).unwrap_or_default())
+    };
     let Some((template, i)) = template.and_then(|t| Some((t, t.position(name)?))) else {
-        ffi::lua_pushnil(L);
+        // SAFETY: the contract.
+        unsafe { ffi::lua_pushnil(L) };
         return Ok(());
     };
-    if ffi::lua_checkstack(L, 8) == 0 {
+    // SAFETY: the contract.
+    if unsafe { ffi::lua_checkstack(L, 8) } == 0 {
         return Err("not enough memory".into());
     }
-    match &template.entries[i].1 {
-        Entry::Function(f) => ffi::lua_pushcfunction(L, *f),
-        Entry::Integer(n) => ffi::lua_pushinteger(L, *n),
-        Entry::Number(n) => ffi::lua_pushnumber(L, *n),
-        Entry::Str(s) => push_bytes(L, s),
-        Entry::Make(f) => f(L, name)?,
-        Entry::Opened(opener) => return make_opened(L, table, key, template, *opener),
+    // SAFETY: the contract; room for the pushes was checked above. A
+    // maker's error unwinds this frame, which owns nothing (its `Err` is
+    // returned, not raised).
+    unsafe {
+        match &template.entries[i].1 {
+            Entry::Function(f) => ffi::lua_pushcfunction(L, *f),
+            Entry::Integer(n) => ffi::lua_pushinteger(L, *n),
+            Entry::Number(n) => ffi::lua_pushnumber(L, *n),
+            Entry::Str(s) => push_bytes(L, s),
+            Entry::Make(f) => f(L, name)?,
+            Entry::Opened(opener) => return make_opened(L, table, key, template, *opener),
+        }
     }
-    ffi::lua_pushvalue(L, key);
-    ffi::lua_pushvalue(L, -2);
-    ffi::lua_rawset(L, table);
+    // SAFETY: the contract; the value made is on top, stored raw under the
+    // key and left pushed.
+    unsafe {
+        ffi::lua_pushvalue(L, key);
+        ffi::lua_pushvalue(L, -2);
+        ffi::lua_rawset(L, table);
+    }
     Ok(())
 }
 
 /// Runs `opener` and stores every entry of `template` made with it.
+///
+/// # Safety
+/// As [`make`]'s.
 unsafe fn make_opened(L: *mut ffi::lua_State, table: c_int, key: c_int, template: &Template, opener: ffi::lua_CFunction) -> Result<(), String> {
-    ffi::lua_pushcfunction(L, opener);
-    ffi::lua_call(L, 0, 1);
-    let opened = ffi::lua_gettop(L);
+    // SAFETY: the contract; the opener's table lands at `opened` (its
+    // errors unwind frames that own nothing).
+    let opened = unsafe {
+        ffi::lua_pushcfunction(L, opener);
+        ffi::lua_call(L, 0, 1);
+        ffi::lua_gettop(L)
+    };
     for (name, entry) in &template.entries {
         if matches!(entry, Entry::Opened(o) if *o as usize == opener as usize) {
-            push_bytes(L, name);
-            ffi::lua_pushvalue(L, -1);
-            ffi::lua_rawget(L, opened);
-            // Only entries still to be made: one the program wrote over stays.
-            let table_ptr = ffi::lua_topointer(L, table);
-            if synodic_lazy_entry(L, table_ptr, name.as_ptr() as *const c_char, name.len(), 0) != 0 {
-                ffi::lua_rawset(L, table);
-            } else {
-                ffi::lua_settop(L, -3);
+            // SAFETY: the contract; [name, name, value] above `opened`: both
+            // stored raw in `table`, or dropped; `name` is the template's.
+            unsafe {
+                push_bytes(L, name);
+                ffi::lua_pushvalue(L, -1);
+                ffi::lua_rawget(L, opened);
+                // Only entries still to be made: one the program wrote over stays.
+                let table_ptr = ffi::lua_topointer(L, table);
+                if synodic_lazy_entry(L, table_ptr, name.as_ptr() as *const c_char, name.len(), 0) != 0 {
+                    ffi::lua_rawset(L, table);
+                } else {
+                    ffi::lua_settop(L, -3);
+                }
             }
         }
     }
-    ffi::lua_settop(L, opened - 1);
-    ffi::lua_pushvalue(L, key);
-    ffi::lua_rawget(L, table);
+    // SAFETY: the contract; drops the opener's table and pushes the entry asked for.
+    unsafe {
+        ffi::lua_settop(L, opened - 1);
+        ffi::lua_pushvalue(L, key);
+        ffi::lua_rawget(L, table);
+    }
     Ok(())
 }
 
@@ -473,7 +574,11 @@ unsafe fn make_opened(L: *mut ffi::lua_State, table: c_int, key: c_int, template
 /// ordinary one.
 #[no_mangle]
 unsafe extern "C-unwind" fn synodic_lazy_make_all(L: *mut ffi::lua_State) -> c_int {
-    let made = (|| {
+    // SAFETY: `csrc/lazy.c` calls this as a C function of a process's state
+    // (lib.rs invariant 1) with the lazy table at 1; each name is pushed as
+    // the key `make` asks for, the stack cut back to the table after. The
+    // closure owns nothing while `make` may raise.
+    let made = (|| unsafe {
         let Some((template, _)) = find(L, ffi::lua_topointer(L, 1)) else { return Ok(()) };
         let template = &templates()[template as usize];
         for (i, (name, _)) in template.entries.iter().enumerate() {
@@ -487,11 +592,15 @@ unsafe extern "C-unwind" fn synodic_lazy_make_all(L: *mut ffi::lua_State) -> c_i
         Ok::<(), String>(())
     })();
     if let Err(e) = made {
-        return raise(L, e);
+        // SAFETY: as above; `raise` drops `e` before unwinding.
+        return unsafe { raise(L, e) };
     }
     // `package.loaded` stays lazy, so that storing a module is still seen.
-    if find(L, ffi::lua_topointer(L, 1)).is_some_and(|(template, _)| template != LOADED) {
-        synodic_lazy_mark(L, 1, 0);
+    // SAFETY: as above; the table is still at 1.
+    unsafe {
+        if find(L, ffi::lua_topointer(L, 1)).is_some_and(|(template, _)| template != LOADED) {
+            synodic_lazy_mark(L, 1, 0);
+        }
     }
     0
 }
@@ -507,8 +616,12 @@ extern "C" {
 macro_rules! lazy_module {
     ($name:expr) => {
         pub unsafe extern "C-unwind" fn open(L: *mut mlua_sys::lua_State) -> std::ffi::c_int {
-            if !$crate::vm::lazy::push_library(L, $name) {
-                mlua_sys::lua_createtable(L, 0, 0);
+            // SAFETY: Lua calls this opener (as `require` does) with a
+            // process's running state `L` (lib.rs invariant 1).
+            unsafe {
+                if !$crate::vm::lazy::push_library(L, $name) {
+                    mlua_sys::lua_createtable(L, 0, 0);
+                }
             }
             1
         }

@@ -31,7 +31,8 @@ extern "C" {
 /// # Safety
 /// `L` must be a valid state.
 pub(crate) unsafe fn upvalue_count(L: *mut ffi::lua_State, idx: c_int) -> c_int {
-    synodic_upvalue_count(L, idx)
+    // SAFETY: `L` is valid (the contract); the C side checks `idx` is a stack slot.
+    unsafe { synodic_upvalue_count(L, idx) }
 }
 
 /// A stack value as the short paths see it.
@@ -55,13 +56,17 @@ pub(crate) enum Plain<'a> {
 pub(crate) unsafe fn peek<'a>(L: *mut ffi::lua_State, idx: c_int) -> Plain<'a> {
     let mut raw = Raw { i: 0, n: 0.0, p: std::ptr::null(), len: 0 };
     // Keep in step with the kinds in `csrc/peek.c`.
-    match synodic_peek(L, idx, &mut raw) {
+    // SAFETY: `L` is valid (the contract); the C side checks `idx` is a
+    // stack slot and writes only `raw`.
+    match unsafe { synodic_peek(L, idx, &mut raw) } {
         1 => Plain::Nil,
         2 => Plain::Bool(false),
         3 => Plain::Bool(true),
         4 => Plain::Int(raw.i),
         5 => Plain::Float(raw.n),
-        6 => Plain::Str(std::slice::from_raw_parts(raw.p.cast(), raw.len)),
+        // SAFETY: kind 6 sets `p`/`len` to a string's bytes, which live
+        // while it stays on the stack (the caller's part of the contract).
+        6 => Plain::Str(unsafe { std::slice::from_raw_parts(raw.p.cast(), raw.len) }),
         7 => Plain::Light(raw.p.cast_mut()),
         _ => Plain::Other,
     }
@@ -89,7 +94,9 @@ pub(crate) enum Object {
 pub(crate) unsafe fn object(L: *mut ffi::lua_State, idx: c_int) -> Object {
     let mut p = std::ptr::null();
     // Keep in step with the kinds in `csrc/peek.c`.
-    match synodic_object(L, idx, &mut p) {
+    // SAFETY: `L` is valid (the contract); the C side checks `idx` is a
+    // stack slot and writes only `p`.
+    match unsafe { synodic_object(L, idx, &mut p) } {
         1 => Object::Table(p),
         2 => Object::Globals,
         3 => Object::LuaFunction(p),
@@ -104,6 +111,7 @@ mod tests {
 
     #[test]
     fn each_plain_kind_is_seen_as_the_api_sees_it() {
+        // SAFETY: `L` is a state this test makes, uses on this thread and closes.
         unsafe {
             let L = ffi::luaL_newstate();
             ffi::lua_pushnil(L);
@@ -137,6 +145,7 @@ mod tests {
 
     #[test]
     fn tables_and_functions_are_seen_with_their_addresses() {
+        // SAFETY: `L` is a state this test makes, uses on this thread and closes.
         unsafe {
             let L = ffi::luaL_newstate();
             ffi::luaL_openlibs(L);

@@ -25,7 +25,10 @@ extern "C" {
 pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Option<Message> {
     // The encoder may write one value past the limit before it refuses the message.
     let mut bytes = [0u8; Message::INLINE + MAX_SCALAR];
-    let len = synodic_encode_plain(L, first, last, bytes.as_mut_ptr(), Message::INLINE as c_int);
+    // SAFETY: `L` is a valid state (lib.rs invariant 1); the C side reads
+    // only stack slots it checks, and writes at most `INLINE + MAX_SCALAR`
+    // bytes, the size of `bytes`.
+    let len = unsafe { synodic_encode_plain(L, first, last, bytes.as_mut_ptr(), Message::INLINE as c_int) };
     if len < 0 {
         return None;
     }
@@ -39,12 +42,15 @@ pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -
 #[inline]
 pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &[u8]) -> Option<c_int> {
     let mut pids = 0;
-    let n = synodic_decode_plain(L, msg.as_ptr(), msg.len(), &mut pids);
+    // SAFETY: `L` is a valid state (lib.rs invariant 1); the C side reads
+    // `msg` within its `len` bytes and pushes nothing unless it is whole.
+    let n = unsafe { synodic_decode_plain(L, msg.as_ptr(), msg.len(), &mut pids) };
     if n < 0 {
         return None;
     }
     if pids != 0 {
-        crate::vm::util::give_pids_their_metatable(L);
+        // SAFETY: `L` is a process's state (lib.rs invariant 1), with a context.
+        unsafe { crate::vm::util::give_pids_their_metatable(L) };
     }
     Some(n)
 }
@@ -73,20 +79,25 @@ mod tests {
 
     /// Pushes the values `source` returns; returns how many.
     unsafe fn push(L: *mut ffi::lua_State, source: &str) -> c_int {
-        // `pid`: a pid, as light userdata (the state runs no process to ask).
-        ffi::lua_pushlightuserdata(L, synodic_core::Pid::new(0, 5, 1).raw() as usize as *mut std::ffi::c_void);
-        ffi::lua_setglobal(L, c"pid".as_ptr());
-        let chunk = format!("return {source}");
-        assert_eq!(ffi::luaL_loadbufferx(L, chunk.as_ptr().cast(), chunk.len(), c"t".as_ptr(), std::ptr::null()), 0);
-        let base = ffi::lua_gettop(L) - 1;
-        assert_eq!(ffi::lua_pcall(L, 0, ffi::LUA_MULTRET, 0), 0);
-        ffi::lua_gettop(L) - base
+        // SAFETY: `L` is a test's `TestState`, at rest on this thread; the
+        // chunk runs protected (a failed assertion panics, and tests abort).
+        unsafe {
+            // `pid`: a pid, as light userdata (the state runs no process to ask).
+            ffi::lua_pushlightuserdata(L, synodic_core::Pid::new(0, 5, 1).raw() as usize as *mut std::ffi::c_void);
+            ffi::lua_setglobal(L, c"pid".as_ptr());
+            let chunk = format!("return {source}");
+            assert_eq!(ffi::luaL_loadbufferx(L, chunk.as_ptr().cast(), chunk.len(), c"t".as_ptr(), std::ptr::null()), 0);
+            let base = ffi::lua_gettop(L) - 1;
+            assert_eq!(ffi::lua_pcall(L, 0, ffi::LUA_MULTRET, 0), 0);
+            ffi::lua_gettop(L) - base
+        }
     }
 
     /// Whether the values at `a..a+n` and `b..b+n` are the same, NaN
     /// included, floats and integers kept apart.
     unsafe fn same(L: *mut ffi::lua_State, a: c_int, b: c_int, n: c_int) -> bool {
-        (0..n).all(|i| {
+        // SAFETY: `L` is a test's `TestState`; these reads raise nothing.
+        (0..n).all(|i| unsafe {
             let (x, y) = (a + i, b + i);
             let numbers = ffi::lua_type(L, x) == ffi::LUA_TNUMBER && ffi::lua_type(L, y) == ffi::LUA_TNUMBER;
             if numbers && ffi::lua_isinteger(L, x) != ffi::lua_isinteger(L, y) {
@@ -103,6 +114,7 @@ mod tests {
         let st = TestState::new();
         let L = st.L;
         let mut next = xorshift(0x2545_F491_4F6C_DD1D);
+        // SAFETY: `L` is this test's `TestState`, at rest on this thread.
         unsafe {
             for round in 0..2000 {
                 ffi::lua_settop(L, 0);
@@ -129,6 +141,7 @@ mod tests {
     fn anything_else_is_left_to_the_general_path() {
         let st = TestState::new();
         let L = st.L;
+        // SAFETY: `L` is this test's `TestState`, at rest on this thread.
         unsafe {
             for source in ["{}", "print", "function() end", "coroutine.create(print)", "string.rep('x', 40)", "1, 2, 3, 4, 5, 6, 7, 8, 9"] {
                 ffi::lua_settop(L, 0);
@@ -150,6 +163,7 @@ mod tests {
         let st = TestState::new();
         let L = st.L;
         let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
+        // SAFETY: `L` is this test's `TestState`, at rest on this thread.
         unsafe {
             for source in ["1, -300, 'hey', true, nil, pid", "2.5, false, 'xy', 70000, -1/0"] {
                 ffi::lua_settop(L, 0);

@@ -58,6 +58,8 @@ thread_local! {
 /// Installs the signal handler (once per OS process) and returns its signal.
 pub fn install() -> libc::c_int {
     static ONCE: Once = Once::new();
+    // SAFETY: `action` is zeroed (a valid `sigaction`) before its fields are
+    // set; `on_signal` is async-signal-safe (see the module's notes).
     ONCE.call_once(|| unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
@@ -95,12 +97,18 @@ pub(crate) fn leave(L: *mut ffi::lua_State) {
 /// `debug.gethook` (replacing the debug library's): disarms the thread it
 /// asks about first, so that a program always sees its own hook.
 pub(crate) unsafe extern "C-unwind" fn gethook(L: *mut ffi::lua_State) -> c_int {
-    let thread = if ffi::lua_type(L, 1) == ffi::LUA_TTHREAD { ffi::lua_tothread(L, 1) } else { L };
+    // SAFETY: Lua calls this native function with its running state `L`
+    // (lib.rs invariant 1); the value at 1 was checked to be a thread.
+    let thread = unsafe { if ffi::lua_type(L, 1) == ffi::LUA_TTHREAD { ffi::lua_tothread(L, 1) } else { L } };
     disarm(thread);
-    ffi::lua_pushcfunction(L, crate::vm::lazy::original("debug", b"gethook").expect("the debug library has gethook"));
-    ffi::lua_rotate(L, 1, 1);
-    ffi::lua_call(L, ffi::lua_gettop(L) - 1, ffi::LUA_MULTRET);
-    ffi::lua_gettop(L)
+    // SAFETY: as above; the original `gethook` goes under the arguments and
+    // is called with them all. Its errors unwind this frame, which owns nothing.
+    unsafe {
+        ffi::lua_pushcfunction(L, crate::vm::lazy::original("debug", b"gethook").expect("the debug library has gethook"));
+        ffi::lua_rotate(L, 1, 1);
+        ffi::lua_call(L, ffi::lua_gettop(L) - 1, ffi::LUA_MULTRET);
+        ffi::lua_gettop(L)
+    }
 }
 
 /// Puts `L`'s own hook back if `L` is armed (and still has the preempting
@@ -133,8 +141,9 @@ extern "C" fn on_signal(_sig: libc::c_int) {
     if L.is_null() || RESTORING.with(|r| r.get()) {
         return;
     }
-    // SAFETY (all three blocks): `L` is the thread running on this worker;
-    // reading and storing its hook fields is what a signal handler may do.
+    // SAFETY (this and the two blocks below): `L` is the thread running on
+    // this worker (set by `enter`, cleared by `leave`); reading and storing
+    // its hook fields is what a signal handler may do.
     let current = unsafe { ffi::lua_gethook(L) };
     let saved = match ARMED.with(|a| a.get()) {
         // Armed and not yet fired: arm again (the saved hook stays).
@@ -144,10 +153,12 @@ extern "C" fn on_signal(_sig: libc::c_int) {
         // Not armed, or the program set its own hook since: save it.
         _ => {
             let mut saved = Saved { hook: None, mask: 0, count: 0 };
+            // SAFETY: as above (the running thread's hook fields, into `saved`).
             unsafe { synodic_hook_save(L, &mut saved) };
             saved
         }
     };
+    // SAFETY: as above (the running thread's hook fields).
     if unsafe { synodic_preempt_arm(L, Some(preempt), saved.mask & !ffi::LUA_MASKCOUNT) } != 0 {
         ARMED.with(|a| a.set(Some((L, saved))));
     }
@@ -160,11 +171,13 @@ fn is_preempt(hook: Option<ffi::lua_Hook>) -> bool {
 unsafe extern "C-unwind" fn preempt(L: *mut ffi::lua_State, ar: *mut ffi::lua_Debug) {
     let Some((armed, saved)) = ARMED.with(|a| a.get()).filter(|(armed, _)| *armed == L) else {
         // Left over from an arming this thread no longer knows: remove it.
-        ffi::lua_sethook(L, None, 0, 0);
+        // SAFETY: Lua calls its hook with the running thread `L`.
+        unsafe { ffi::lua_sethook(L, None, 0, 0) };
         return;
     };
     let _ = armed;
-    match (*ar).event {
+    // SAFETY: Lua calls its hook with a valid activation record `ar`.
+    match unsafe { (*ar).event } {
         // With a line hook of the program's, preempt at its line event
         // instead: after a yield in the count hook, Lua would call the line
         // hook of the same instruction with the thread already suspended,
@@ -177,36 +190,49 @@ unsafe extern "C-unwind" fn preempt(L: *mut ffi::lua_State, ar: *mut ffi::lua_De
             // inside it must see its own hook, mask and count).
             restore(L, saved);
             if let Some(hook) = saved.hook {
-                hook(L, ar);
+                // SAFETY: the program's own hook, called as Lua would have
+                // called it, with this event's `L` and `ar`.
+                unsafe { hook(L, ar) };
             }
             if event == ffi::LUA_HOOKLINE {
-                return preempt_now(L);
+                // SAFETY: `L` is the running thread, inside its hook.
+                return unsafe { preempt_now(L) };
             }
             // Armed again, unless the hook changed the hooks meanwhile.
-            if ARMED.with(|a| a.get()).is_none() && ffi::lua_gethook(L).map(|h| h as usize) == saved.hook.map(|h| h as usize) {
+            // SAFETY: `L` is the running thread, inside its hook.
+            if ARMED.with(|a| a.get()).is_none() && unsafe { ffi::lua_gethook(L) }.map(|h| h as usize) == saved.hook.map(|h| h as usize) {
                 // (Inside the hook call that runs us: arm directly.)
-                rearm(L, saved);
+                // SAFETY: as above.
+                unsafe { rearm(L, saved) };
             }
             return;
         }
     }
     restore(L, saved);
-    preempt_now(L)
+    // SAFETY: `L` is the running thread, inside its count hook.
+    unsafe { preempt_now(L) }
 }
 
 /// Arms `L` again from inside a hook, where `synodic_preempt_arm` declines.
 unsafe fn rearm(L: *mut ffi::lua_State, saved: Saved) {
     ARMED.with(|a| a.set(Some((L, saved))));
-    synodic_hook_restore(L, &Saved { hook: Some(preempt), mask: saved.mask | ffi::LUA_MASKCOUNT, count: 1 });
+    // SAFETY: `L` is the running thread (the caller's); only this worker touches its hook.
+    unsafe { synodic_hook_restore(L, &Saved { hook: Some(preempt), mask: saved.mask | ffi::LUA_MASKCOUNT, count: 1 }) };
 }
 
 /// Yields the process to the scheduler from the hook, if it can yield here.
 unsafe fn preempt_now(L: *mut ffi::lua_State) {
-    if ffi::lua_isyieldable(L) == 0 {
-        return;
+    // SAFETY: `L` is a process's running thread, inside a hook (the
+    // caller's), with a context. A hook's yield (`lua_yield` from a hook)
+    // does not unwind: it returns, and Lua suspends the thread after the
+    // hook; `c` is not used after it.
+    unsafe {
+        if ffi::lua_isyieldable(L) == 0 {
+            return;
+        }
+        let c = ctx(L);
+        c.pending = Pending::Preempt;
+        c.hook_yielded = true;
+        ffi::lua_yield(L, 0);
     }
-    let c = ctx(L);
-    c.pending = Pending::Preempt;
-    c.hook_yielded = true;
-    ffi::lua_yield(L, 0);
 }

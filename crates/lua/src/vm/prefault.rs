@@ -220,8 +220,10 @@ mod tests {
             pieces += 1;
         }
         assert_eq!(pieces, (WINDOW / PAGE).div_ceil(PIECE));
+        // SAFETY: `p` is a mapping of `len = 64` pages: 2 pages in is inside it.
         let past = unsafe { p.cast::<u8>().add(2 * PAGE) };
         assert_eq!(resident(past.cast(), len - 2 * PAGE), 62, "the mapping's pages past the chunk are ready");
+        // SAFETY: the test's own mapping, not used after.
         unsafe { libc::munmap(p, len) };
     }
 
@@ -241,11 +243,14 @@ mod tests {
         let resident_in = |from: usize, to: usize| resident(at(from) as *mut libc::c_void, (to - from) * PAGE);
         assert_eq!((resident_in(2, 10), resident_in(20, 30), resident_in(40, 44)), (8, 0, 4));
         assert!(!asked.pending.load(Relaxed), "nothing is left pending");
+        // SAFETY: the test's own mapping, not used after.
         unsafe { libc::munmap(p, len) };
     }
 
     /// A fresh private mapping of `len` bytes, none of them resident.
     fn mapping(len: usize) -> *mut libc::c_void {
+        // SAFETY: a new anonymous mapping (no address asked, no file);
+        // failure is checked below.
         let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
         assert_ne!(p, libc::MAP_FAILED);
         p
@@ -254,6 +259,8 @@ mod tests {
     /// Pages of `len` bytes at `p` that are resident.
     fn resident(p: *mut libc::c_void, len: usize) -> usize {
         let mut pages = vec![0u8; len / PAGE];
+        // SAFETY: `pages` has one byte per page of the `len` bytes at `p`
+        // (a page-aligned mapping of the caller's).
         assert_eq!(unsafe { libc::mincore(p, len, pages.as_mut_ptr()) }, 0);
         pages.iter().filter(|&&b| b & 1 == 1).count()
     }
@@ -263,6 +270,7 @@ mod tests {
         let len = 64 * PAGE;
         let p = mapping(len);
         let bytes = p as *mut u8;
+        // SAFETY: byte 5 of the test's 64-page read-write mapping.
         unsafe { *bytes.add(5) = 42 };
         assert_eq!(resident(p, len), 1);
         if !populate(p as usize, p as usize + len) {
@@ -270,12 +278,17 @@ mod tests {
             return;
         }
         assert_eq!(resident(p, len), 64);
+        // SAFETY: bytes inside the test's 64-page mapping (pages 0 and 10).
         assert_eq!(unsafe { *bytes.add(5) }, 42, "a page in use keeps its contents");
+        // SAFETY: as above.
         assert_eq!(unsafe { *bytes.add(10 * PAGE) }, 0);
         // Past the mapping it fails, and harms nothing.
+        // SAFETY: the mapping's second half (pages 32 to 63), not used after.
         unsafe { libc::munmap(bytes.add(32 * PAGE).cast(), 32 * PAGE) };
         assert!(!populate(p as usize + 30 * PAGE, p as usize + 40 * PAGE));
+        // SAFETY: page 0 is still mapped (only the second half was unmapped).
         assert_eq!(unsafe { *bytes.add(5) }, 42);
+        // SAFETY: the first half, the rest of the test's mapping, not used after.
         unsafe { libc::munmap(p, 32 * PAGE) };
     }
 }

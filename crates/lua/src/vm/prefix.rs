@@ -125,6 +125,10 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
     let function = crate::vm::codec::leading_library(msg);
     let stack_slots = crate::vm::template::stack_slots(function.map(|(module, _)| module));
     let preparer = function.and_then(|(module, field)| PREPARED.iter().find(|(m, f, _)| (*m, *f) == (module, field)));
+    // SAFETY: `build` asks that decoding `leading` and preparing need no
+    // process: `keep_prefix` refuses modules only a process may load, and
+    // the preparers of `PREPARED` are Lua functions of a frozen module that
+    // need none.
     let template = unsafe { build(leading, stack_slots, preparer) }.map(|t| &*Box::leak(Box::new(t)));
     cache.built += 1;
     // Kept for good, as the templates are (and the last one found refers to them).
@@ -136,14 +140,21 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
 /// `codec::keep_prefix`) and prepared them with `preparer` if given (see
 /// [`PREPARED`]), its main stack starting with `stack_slots` slots (see
 /// `template::stack_slots`), if it can be built.
+///
+/// # Safety
+/// As [`Template::build`]'s: `preparer`, if given, needs no process.
 unsafe fn build(leading: &[u8], stack_slots: std::ffi::c_int, preparer: Option<&Preparer>) -> Option<Template> {
-    Template::build_with_stack(stack_slots, |L| {
-        let kept = crate::vm::codec::keep_prefix(L, leading).is_ok() && preparer.is_none_or(|p| prepare(L, p));
-        if kept {
-            crate::vm::util::hold_pids(L);
-        }
-        kept
-    })
+    // SAFETY: decoding needs no process (`keep_prefix` refuses what
+    // would), nor does `preparer` (the contract).
+    unsafe {
+        Template::build_with_stack(stack_slots, |L| {
+            let kept = crate::vm::codec::keep_prefix(L, leading).is_ok() && preparer.is_none_or(|p| prepare(L, p));
+            if kept {
+                crate::vm::util::hold_pids(L);
+            }
+            kept
+        })
+    }
 }
 
 /// A function of a frozen module whose spawns are prepared (module,
@@ -158,13 +169,18 @@ const PREPARED: [Preparer; 1] = [(b"synodic.entity.loop", b"main", b"prepare")];
 /// Replaces the first argument among the values `codec::keep_prefix` kept
 /// in `L` by what `preparer` makes of it; false when it fails.
 unsafe fn prepare(L: *mut ffi::lua_State, (module, _, preparer): &Preparer) -> bool {
-    crate::vm::codec::with_kept_argument(L, |L| {
-        if !crate::vm::shared::push_frozen_field(L, module, preparer) {
-            return false;
-        }
-        ffi::lua_rotate(L, -2, 1);
-        ffi::lua_pcall(L, 1, 1, 0) == ffi::LUA_OK
-    })
+    // SAFETY: `L` is a template's build state holding what `keep_prefix`
+    // kept (the caller's); `with_kept_argument` gives the closure the kept
+    // argument on top, under which the preparer goes, and it runs protected.
+    unsafe {
+        crate::vm::codec::with_kept_argument(L, |L| {
+            if !crate::vm::shared::push_frozen_field(L, module, preparer) {
+                return false;
+            }
+            ffi::lua_rotate(L, -2, 1);
+            ffi::lua_pcall(L, 1, 1, 0) == ffi::LUA_OK
+        })
+    }
 }
 
 #[cfg(test)]
@@ -179,11 +195,14 @@ mod tests {
     /// Makes the values on `L`'s stack globals named `names`, in order, and
     /// empties the stack.
     unsafe fn name_values(L: *mut ffi::lua_State, names: &[&std::ffi::CStr]) {
-        for (i, name) in names.iter().enumerate() {
-            ffi::lua_pushvalue(L, i as i32 + 1);
-            ffi::lua_setglobal(L, name.as_ptr());
+        // SAFETY: `L` is a test's copy, at rest, with at least `names.len()` values on its stack.
+        unsafe {
+            for (i, name) in names.iter().enumerate() {
+                ffi::lua_pushvalue(L, i as i32 + 1);
+                ffi::lua_setglobal(L, name.as_ptr());
+            }
+            ffi::lua_settop(L, 0);
         }
-        ffi::lua_settop(L, 0);
     }
 
     /// A message of the values `code` returns, and the template of its
@@ -191,6 +210,7 @@ mod tests {
     fn template_of(code: &str) -> (Vec<u8>, Template) {
         let msg = TestState::new().encode(code);
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).expect("no shared values");
+        // SAFETY: no preparer; decoding needs no process.
         let t = unsafe { build(leading, 0, None) }.expect("a template");
         (msg, t)
     }
@@ -199,6 +219,7 @@ mod tests {
     fn a_copy_holds_the_leading_values_and_decodes_the_rest() {
         let (msg, t) = template_of("local t = {7} local function f() return t end return f, {t = t, g = f}, {8}, 'x'");
         let plain = Copy::of(crate::vm::template::base().unwrap(), Heap::new()).unwrap();
+        // SAFETY: `plain.L` is a live copy, at rest on this thread.
         let decoded_whole = unsafe {
             assert_eq!(ffi::lua_gettop(plain.L), 0, "a plain state starts with an empty stack");
             let before = plain.heap.used();
@@ -207,6 +228,7 @@ mod tests {
         };
         for _ in 0..2 {
             let c = Copy::of(&t, Heap::new()).unwrap();
+            // SAFETY: `c.L` is a live copy, at rest on this thread.
             unsafe {
                 assert_eq!(ffi::lua_gettop(c.L), 4, "the two values, their length and how many objects they hold");
                 let before = c.heap.used();
@@ -225,6 +247,7 @@ mod tests {
     fn a_rest_that_refers_to_the_leading_values_is_decoded_whole() {
         let (msg, t) = template_of("local t = {7} local function f() return t end return f, {t = t, g = f}, t, f, 'x'");
         let c = Copy::of(&t, Heap::new()).unwrap();
+        // SAFETY: `c.L` is a live copy, at rest on this thread.
         unsafe {
             assert_eq!(crate::vm::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 5);
             assert_eq!(ffi::lua_gettop(c.L), 5, "the values alone");
@@ -238,9 +261,11 @@ mod tests {
         let st = TestState::new();
         let msg = st.encode("return require('synodic.skel').farm, 1");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
+        // SAFETY: no preparer; decoding needs no process.
         assert!(unsafe { build(leading, 0, None) }.is_none(), "a bundled module that may need a process to load");
         let msg = st.encode("return require('synodic.entity.loop').main, {string.format, math}");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
+        // SAFETY: as above.
         assert!(unsafe { build(leading, 0, None) }.is_some(), "the entity loop and the libraries load anywhere");
         let msg = st.encode("return function() end, require('synodic.buffer').new(4)");
         assert!(synodic_core::wire::leading_values(&msg, LEADING).is_none(), "a buffer is an attachment");
@@ -256,8 +281,10 @@ mod tests {
         let msg = st.encode("return require('synodic.entity.loop').main, {methods = {m = function() return 7 end}, frame_rate = 4}, 'own'");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
         let stack = crate::vm::template::stack_slots(Some(b"synodic.entity.loop"));
+        // SAFETY: the entity loop's `prepare` needs no process.
         let t = unsafe { build(leading, stack, preparer) }.expect("a template");
         let c = Copy::of(&t, Heap::new()).unwrap();
+        // SAFETY: `c.L` is a live copy, at rest on this thread.
         unsafe {
             assert_eq!(crate::vm::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 3);
             name_values(c.L, &[c"f", c"st", c"own"]);
@@ -267,7 +294,9 @@ mod tests {
         }
         let msg = st.encode("return require('synodic.entity.loop').main, {persist = 5}");
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
+        // SAFETY: the entity loop's `prepare` needs no process.
         assert!(unsafe { build(leading, stack, preparer) }.is_none(), "a preparer that fails");
+        // SAFETY: no preparer.
         assert!(unsafe { build(leading, stack, None) }.is_some(), "the same values unprepared");
     }
 

@@ -76,6 +76,8 @@ impl LuaProcess {
 impl Drop for LuaProcess {
     fn drop(&mut self) {
         if !self.L.is_null() {
+            // SAFETY: `L` was made over `self.heap` by `resume` and is not
+            // running (the body is being dropped); it is not used again.
             unsafe { crate::vm::state::close_state(self.L, &mut self.heap) };
             self.L = std::ptr::null_mut();
         }
@@ -100,26 +102,42 @@ impl Body for LuaProcess {
     fn resume(&mut self, rt: &Runtime, me: &'static Process) -> Step {
         self.ctx.enter(rt, me);
         let mut nargs = 0;
-        unsafe {
-            if self.L.is_null() {
-                self.heap.attach(me, rt.max_process_memory());
-                let template = match self.ctx.boot {
-                    Some(Boot::Spawned(t)) => t,
-                    _ => None,
-                };
-                match new_state(&mut self.ctx, &mut self.heap, template) {
-                    Some(L) => self.L = L,
-                    None if self.heap.is_limited() => return Step::Exited(ExitReason::Error(synodic_core::MEMORY_LIMIT.into())),
-                    None => return Step::Exited(ExitReason::Error("cannot create a Lua state: out of memory".into())),
-                }
-                // A copy of a prefix template starts with values on its
-                // stack: `boot` gets them as its arguments (see `prepare_spawned`).
+        if self.L.is_null() {
+            self.heap.attach(me, rt.max_process_memory());
+            let template = match self.ctx.boot {
+                Some(Boot::Spawned(t)) => t,
+                _ => None,
+            };
+            // SAFETY: `ctx` and `heap` live in this boxed body (it never
+            // moves) and outlive the state (`Drop` closes it first); `heap`
+            // is empty (a state is made on the first resume only).
+            match unsafe { new_state(&mut self.ctx, &mut self.heap, template) } {
+                Some(L) => self.L = L,
+                None if self.heap.is_limited() => return Step::Exited(ExitReason::Error(synodic_core::MEMORY_LIMIT.into())),
+                None => return Step::Exited(ExitReason::Error("cannot create a Lua state: out of memory".into())),
+            }
+            // A copy of a prefix template starts with values on its
+            // stack: `boot` gets them as its arguments (see `prepare_spawned`).
+            // SAFETY: the new state, at rest on this worker; `boot` goes
+            // under the values it starts with. (An error here, memory, has
+            // no protected call to go to: the panic handler aborts.)
+            unsafe {
                 nargs = ffi::lua_gettop(self.L);
                 ffi::lua_pushcfunction(self.L, boot);
                 ffi::lua_rotate(self.L, 1, 1);
             }
-            let L = self.L;
-            let mut nres = 0;
+        }
+        let L = self.L;
+        let mut nres = 0;
+        // NOT UPHELD: the run writes `self.ctx` (and `self.heap`, through the
+        // allocator) through the raw pointers the state keeps, while `&mut
+        // self` is live (and marked `noalias`) across `lua_resume`; reading
+        // `pending`, `timed` and `exit` after it relies on the compiler not
+        // assuming the call left them unchanged.
+        // SAFETY: `L` is this process's main thread, at rest between resumes
+        // and run only by the worker running this body; its context was
+        // entered above. `lua_resume` catches what the run raises.
+        let status = unsafe {
             if self.ctx.timed {
                 crate::vm::cputime::run_starts(L);
             }
@@ -130,29 +148,33 @@ impl Body for LuaProcess {
             if self.ctx.timed {
                 crate::vm::cputime::run_ends(L);
             }
-            match status {
-                ffi::LUA_YIELD => {
-                    if nres > 0 {
-                        ffi::lua_settop(L, -nres - 1);
-                    }
-                    match self.ctx.pending {
-                        Pending::Block => {
-                            if rt.wakes_cold() {
-                                self.hot.note(L, &self.heap, me, self.ctx.take_started());
-                            }
-                            Step::Blocked
-                        }
-                        Pending::Exit => Step::Exited(self.ctx.exit.take().map_or(ExitReason::Normal, |r| *r)),
-                        Pending::Preempt | Pending::None => Step::Preempted,
-                    }
+            status
+        };
+        match status {
+            ffi::LUA_YIELD => {
+                if nres > 0 {
+                    // SAFETY: the thread yielded `nres` values on top; they are dropped.
+                    unsafe { ffi::lua_settop(L, -nres - 1) };
                 }
-                ffi::LUA_OK => Step::Exited(ExitReason::Normal),
-                // An `exit` that unwound ends the process with its reason
-                // (whatever error a closing method raised on the way).
-                _ if self.ctx.exit.is_some() => Step::Exited(self.ctx.exit.take().map_or(ExitReason::Normal, |r| *r)),
-                ffi::LUA_ERRMEM if self.heap.is_limited() => Step::Exited(ExitReason::Error(synodic_core::MEMORY_LIMIT.into())),
-                _ => Step::Exited(self.failure(me)),
+                match self.ctx.pending {
+                    Pending::Block => {
+                        if rt.wakes_cold() {
+                            // SAFETY: `L` was made over `self.heap` and is blocked in a yield.
+                            unsafe { self.hot.note(L, &self.heap, me, self.ctx.take_started()) };
+                        }
+                        Step::Blocked
+                    }
+                    Pending::Exit => Step::Exited(self.ctx.exit.take().map_or(ExitReason::Normal, |r| *r)),
+                    Pending::Preempt | Pending::None => Step::Preempted,
+                }
             }
+            ffi::LUA_OK => Step::Exited(ExitReason::Normal),
+            // An `exit` that unwound ends the process with its reason
+            // (whatever error a closing method raised on the way).
+            _ if self.ctx.exit.is_some() => Step::Exited(self.ctx.exit.take().map_or(ExitReason::Normal, |r| *r)),
+            ffi::LUA_ERRMEM if self.heap.is_limited() => Step::Exited(ExitReason::Error(synodic_core::MEMORY_LIMIT.into())),
+            // SAFETY: the thread died with its error on top, as `failure` asks.
+            _ => Step::Exited(unsafe { self.failure(me) }),
         }
     }
 }
@@ -160,36 +182,56 @@ impl Body for LuaProcess {
 impl LuaProcess {
     /// Where the process stands and its call stack: the traceback of its
     /// suspended main thread.
+    ///
+    /// # Safety
+    /// `self.L` is a live state, not running.
     unsafe fn traceback(&mut self) -> String {
         let L = self.L;
-        let Some(T) = helper_thread(L) else { return String::new() };
-        let text = traceback_of(T, L);
-        ffi::lua_settop(L, -2);
-        text
+        // SAFETY: `L` is live and not running (the contract). No protected
+        // call is active between resumes: an error (memory) in these calls
+        // goes to the panic handler, which aborts, so nothing unwinds.
+        unsafe {
+            let Some(T) = helper_thread(L) else { return String::new() };
+            let text = traceback_of(T, L);
+            ffi::lua_settop(L, -2);
+            text
+        }
     }
 
     /// Reports the error on top of the dead state and turns it into an exit reason.
+    ///
+    /// # Safety
+    /// `self.L` is a thread that died of an error, with it on top.
     unsafe fn failure(&mut self, me: &Process) -> ExitReason {
         let L = self.L;
-        let Some(T) = helper_thread(L) else { return ExitReason::Error("not enough memory".into()) };
+        // SAFETY: the contract; as in `traceback`, an error here aborts
+        // rather than unwinds (no protected call is active after a resume).
+        let Some(T) = (unsafe { helper_thread(L) }) else { return ExitReason::Error("not enough memory".into()) };
         // The error object, on the helper thread (the dead one may not call).
-        ffi::lua_pushvalue(L, -2);
-        ffi::lua_xmove(L, T, 1);
-        let text = match ffi::lua_type(T, 1) {
-            ffi::LUA_TSTRING | ffi::LUA_TNUMBER => to_bytes(T, 1).map(|b| String::from_utf8_lossy(b).into_owned()),
-            _ => None,
+        // SAFETY: as above; the error is under the helper thread pushed on `L`.
+        let text = unsafe {
+            ffi::lua_pushvalue(L, -2);
+            ffi::lua_xmove(L, T, 1);
+            match ffi::lua_type(T, 1) {
+                ffi::LUA_TSTRING | ffi::LUA_TNUMBER => to_bytes(T, 1).map(|b| String::from_utf8_lossy(b).into_owned()),
+                _ => None,
+            }
         };
         let reason = match &text {
             Some(t) => ExitReason::Error(t.clone()),
             // A nil error says so: a DOWN reason is never nil.
-            None if ffi::lua_isnil(T, 1) != 0 => ExitReason::Error(String::new()),
-            None => codec::encode(T, 1, 1).map(|m| ExitReason::Value(m.to_vec())).unwrap_or_else(|_| ExitReason::Error(String::new())),
+            // SAFETY: as above (the error is at 1 on `T`).
+            None if unsafe { ffi::lua_isnil(T, 1) } != 0 => ExitReason::Error(String::new()),
+            // SAFETY: as above; `T` is a thread of the process's state, able to call.
+            None => unsafe { codec::encode(T, 1, 1) }.map(|m| ExitReason::Value(m.to_vec())).unwrap_or_else(|_| ExitReason::Error(String::new())),
         };
-        let text = text.unwrap_or_else(|| format!("(error object is a {} value)", crate::vm::util::type_name(T, 1)));
+        // SAFETY: as above.
+        let text = text.unwrap_or_else(|| format!("(error object is a {} value)", unsafe { crate::vm::util::type_name(T, 1) }));
         if self.ctx.load_error {
             eprintln!("synodic: {text}");
         } else {
-            let tb = traceback_of(T, L);
+            // SAFETY: as above; `T` makes the traceback of the dead `L`.
+            let tb = unsafe { traceback_of(T, L) };
             eprintln!("synodic: error in process {}: {text}\n{tb}", me.pid());
         }
         match reason {
@@ -204,18 +246,26 @@ impl LuaProcess {
 /// function names in the loaded modules, which may be made then; the codec)
 /// runs on this one. `None` when there is no memory for it.
 unsafe fn helper_thread(L: *mut ffi::lua_State) -> Option<*mut ffi::lua_State> {
-    if ffi::lua_checkstack(L, 3) == 0 {
-        return None;
+    // SAFETY: `L` is a live state, not running (the caller's); the stack is
+    // checked for room before the thread is pushed.
+    unsafe {
+        if ffi::lua_checkstack(L, 3) == 0 {
+            return None;
+        }
+        Some(ffi::lua_newthread(L))
     }
-    Some(ffi::lua_newthread(L))
 }
 
 /// The traceback of `L`, made by `T`.
 unsafe fn traceback_of(T: *mut ffi::lua_State, L: *mut ffi::lua_State) -> String {
-    ffi::luaL_traceback(T, L, std::ptr::null(), 0);
-    let text = to_bytes(T, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
-    ffi::lua_settop(T, -2);
-    text
+    // SAFETY: `T` is a helper thread of `L`'s state (the caller's), able
+    // to call; the traceback pushed on it is copied, then popped.
+    unsafe {
+        ffi::luaL_traceback(T, L, std::ptr::null(), 0);
+        let text = to_bytes(T, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+        ffi::lua_settop(T, -2);
+        text
+    }
 }
 
 /// Continuation stages of `boot` (its `lua_KContext`).
@@ -225,24 +275,38 @@ const MAIN_EVENTS: ffi::lua_KContext = 2;
 
 /// The first function a process runs: unpacks its boot data and calls it.
 unsafe extern "C-unwind" fn boot(L: *mut ffi::lua_State) -> c_int {
-    let (prepared, stage) = match ctx(L).boot.take() {
-        Some(Boot::Spawned(template)) => {
-            ctx(L).boot = template.map(Boot::Started);
-            (prepare_spawned(L), SPAWNED)
+    // NOT KEPT: lib.rs invariant 2, the boot data (the script's box, path and
+    // arguments, a module's box, a spawn's message) is alive in these frames
+    // while the `prepare_*` functions call the API, and a memory error (or a
+    // module's `__index`, in `prepare_module`) would unwind over it: in
+    // practice a leak.
+    // SAFETY: Lua calls this native function (pushed by `resume`) with the
+    // process's running state `L` (lib.rs invariant 1), with a context; each
+    // borrow of it ends within its statement.
+    let (prepared, stage) = unsafe {
+        match ctx(L).boot.take() {
+            Some(Boot::Spawned(template)) => {
+                ctx(L).boot = template.map(Boot::Started);
+                (prepare_spawned(L), SPAWNED)
+            }
+            Some(Boot::Script(script)) => {
+                let (path, args) = *script;
+                (prepare_script(L, path, args), MAIN_CHUNK)
+            }
+            Some(Boot::Module(m)) => (prepare_module(L, m.0, m.1), SPAWNED),
+            Some(Boot::Started(_)) | None => (Err("process started twice".into()), SPAWNED),
         }
-        Some(Boot::Script(script)) => {
-            let (path, args) = *script;
-            (prepare_script(L, path, args), MAIN_CHUNK)
-        }
-        Some(Boot::Module(m)) => (prepare_module(L, m.0, m.1), SPAWNED),
-        Some(Boot::Started(_)) | None => (Err("process started twice".into()), SPAWNED),
     };
     match prepared {
-        Ok(nargs) => {
+        // SAFETY: as above; the function and its `nargs` arguments are on
+        // the stack. The call (and a yield in it, resumed in `boot_k`)
+        // unwinds this frame, which owns nothing now (`Ok` holds a count).
+        Ok(nargs) => unsafe {
             ffi::lua_callk(L, nargs, 0, stage, Some(boot_k));
             boot_k(L, ffi::LUA_OK, stage)
-        }
-        Err(e) => raise(L, e),
+        },
+        // SAFETY: as above; `raise` drops `e` before unwinding.
+        Err(e) => unsafe { raise(L, e) },
     }
 }
 
@@ -250,11 +314,17 @@ unsafe extern "C-unwind" fn boot(L: *mut ffi::lua_State) -> c_int {
 /// script goes on handling events (SPEC §3).
 unsafe extern "C-unwind" fn boot_k(L: *mut ffi::lua_State, _status: c_int, stage: ffi::lua_KContext) -> c_int {
     if stage == MAIN_CHUNK {
-        ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
-        if ffi::lua_getfield(L, -1, c"synodic.alua".as_ptr()) == ffi::LUA_TTABLE
-            && ffi::lua_getfield(L, -1, c"_main_loop".as_ptr()) == ffi::LUA_TFUNCTION
-        {
-            ffi::lua_callk(L, 0, 0, MAIN_EVENTS, Some(boot_k));
+        // SAFETY: Lua runs this continuation (or `boot` calls it) with the
+        // process's running state (lib.rs invariant 1); the loop, called only
+        // when it is a function, may yield (continuing here) or raise through
+        // this frame, which owns nothing.
+        unsafe {
+            ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
+            if ffi::lua_getfield(L, -1, c"synodic.alua".as_ptr()) == ffi::LUA_TTABLE
+                && ffi::lua_getfield(L, -1, c"_main_loop".as_ptr()) == ffi::LUA_TFUNCTION
+            {
+                ffi::lua_callk(L, 0, 0, MAIN_EVENTS, Some(boot_k));
+            }
         }
     }
     0
@@ -264,14 +334,22 @@ unsafe extern "C-unwind" fn boot_k(L: *mut ffi::lua_State, _status: c_int, stage
 /// in the mailbox); returns the argument count. A copy of a prefix template
 /// has the message's leading values decoded already: `boot`'s arguments.
 unsafe fn prepare_spawned(L: *mut ffi::lua_State) -> Result<c_int, String> {
-    let kept = ffi::lua_gettop(L) > 0;
-    let Some(msg) = ctx(L).proc().pop_message() else {
-        ffi::lua_settop(L, 0);
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1), in
+    // `boot`, with a context entered for this resume.
+    let kept = unsafe { ffi::lua_gettop(L) } > 0;
+    // SAFETY: as above.
+    let Some(msg) = unsafe { ctx(L) }.proc().pop_message() else {
+        // SAFETY: as above.
+        unsafe { ffi::lua_settop(L, 0) };
         return Err("spawn: the spawn message is missing".into());
     };
-    let n = if kept { codec::decode_after_prefix(L, &msg) } else { codec::decode(L, &msg) };
+    // SAFETY: as above; a kept prefix means `L` is a copy of a prefix
+    // template. NOT KEPT: lib.rs invariant 2, `msg` is alive while the
+    // values are pushed, and a memory error there unwinds over it.
+    let n = unsafe { if kept { codec::decode_after_prefix(L, &msg) } else { codec::decode(L, &msg) } };
     let n = n.map_err(|e| format!("spawn: {e}"))?;
-    if n < 1 || ffi::lua_type(L, 1) != ffi::LUA_TFUNCTION {
+    // SAFETY: as above (a type read).
+    if n < 1 || unsafe { ffi::lua_type(L, 1) } != ffi::LUA_TFUNCTION {
         return Err("spawn: the message does not start with a function".into());
     }
     Ok(n - 1)
@@ -279,36 +357,55 @@ unsafe fn prepare_spawned(L: *mut ffi::lua_State) -> Result<c_int, String> {
 
 /// Pushes `require(module).main` and `arg`.
 unsafe fn prepare_module(L: *mut ffi::lua_State, module: &str, arg: i64) -> Result<c_int, String> {
-    ffi::lua_settop(L, 0);
-    crate::vm::state::push_module(L, module.as_bytes())?;
-    if ffi::lua_getfield(L, -1, c"main".as_ptr()) != ffi::LUA_TFUNCTION {
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1), in
+    // `boot`; `push_module` runs `require` protected.
+    unsafe {
+        ffi::lua_settop(L, 0);
+        crate::vm::state::push_module(L, module.as_bytes())?;
+    }
+    // SAFETY: as above; the module is on top. Its `__index`, if any, may
+    // raise here unprotected (see `boot`'s note).
+    if unsafe { ffi::lua_getfield(L, -1, c"main".as_ptr()) } != ffi::LUA_TFUNCTION {
         return Err(format!("module {module} has no main function"));
     }
-    ffi::lua_pushinteger(L, arg);
+    // SAFETY: as above.
+    unsafe { ffi::lua_pushinteger(L, arg) };
     Ok(1)
 }
 
 /// Loads the main script, sets `arg`, pushes the chunk and its arguments.
 unsafe fn prepare_script(L: *mut ffi::lua_State, path: String, args: Vec<String>) -> Result<c_int, String> {
-    ffi::lua_settop(L, 0);
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1), in `boot`.
+    unsafe { ffi::lua_settop(L, 0) };
     let cpath = CString::new(path.clone()).map_err(|_| format!("cannot open {path}: the name contains a NUL byte"))?;
-    if ffi::luaL_loadfilex(L, cpath.as_ptr(), std::ptr::null()) != ffi::LUA_OK {
-        ctx(L).load_error = true;
-        let msg = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+    // SAFETY: as above; `luaL_loadfilex` is protected (returns a status)
+    // and reads the NUL-terminated `cpath`.
+    if unsafe { ffi::luaL_loadfilex(L, cpath.as_ptr(), std::ptr::null()) } != ffi::LUA_OK {
+        // SAFETY: as above; the load's error message is on top, copied.
+        let msg = unsafe {
+            ctx(L).load_error = true;
+            to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default()
+        };
         return Err(msg);
     }
-    ffi::lua_createtable(L, args.len() as c_int, 2);
-    push_bytes(L, b"synodic");
-    ffi::lua_rawseti(L, -2, -1);
-    push_bytes(L, path.as_bytes());
-    ffi::lua_rawseti(L, -2, 0);
-    for (i, a) in args.iter().enumerate() {
-        push_bytes(L, a.as_bytes());
-        ffi::lua_rawseti(L, -2, i as i64 + 1);
-    }
-    ffi::lua_setglobal(L, c"arg".as_ptr());
-    for a in &args {
-        push_bytes(L, a.as_bytes());
+    // SAFETY: as above; the `arg` table is built on top and set as a
+    // global, then the arguments pushed for the chunk. NOT KEPT: lib.rs
+    // invariant 2, `path`, `args` and `cpath` are alive here, and a memory
+    // error in these calls unwinds over them (in practice a leak).
+    unsafe {
+        ffi::lua_createtable(L, args.len() as c_int, 2);
+        push_bytes(L, b"synodic");
+        ffi::lua_rawseti(L, -2, -1);
+        push_bytes(L, path.as_bytes());
+        ffi::lua_rawseti(L, -2, 0);
+        for (i, a) in args.iter().enumerate() {
+            push_bytes(L, a.as_bytes());
+            ffi::lua_rawseti(L, -2, i as i64 + 1);
+        }
+        ffi::lua_setglobal(L, c"arg".as_ptr());
+        for a in &args {
+            push_bytes(L, a.as_bytes());
+        }
     }
     Ok(args.len() as c_int)
 }

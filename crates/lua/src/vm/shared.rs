@@ -55,7 +55,8 @@ struct Frozen(Vec<FrozenField>);
 /// A bundled module's main-chunk prototype, or why it did not compile.
 struct Module(Result<*const c_void, String>);
 
-// The prototypes are frozen: no thread ever writes them (csrc/shared.c).
+// SAFETY: the prototypes are frozen: no thread ever writes them
+// (csrc/shared.c), and the node's state that holds them is never closed.
 unsafe impl Send for Module {}
 unsafe impl Sync for Module {}
 
@@ -81,38 +82,64 @@ pub(crate) fn ensure() {
 }
 
 fn shared() -> &'static Shared {
+    // SAFETY: `build` runs once, inside the `OnceLock`.
     SHARED.get_or_init(|| unsafe { build() })
 }
 
+/// Builds the node's shared state.
+///
+/// # Safety
+/// Runs once per OS process (its state is frozen into every later one).
+/// Lua errors here are not caught: a memory error in this unprotected state
+/// goes to Lua's default panic, which aborts, so nothing unwinds over the
+/// vectors built here.
 unsafe fn build() -> Shared {
-    let L = ffi::luaL_newstate();
+    // SAFETY: a new state of its own, used on this thread only.
+    let L = unsafe { ffi::luaL_newstate() };
     assert!(!L.is_null(), "cannot create the node's shared Lua state");
-    ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
-    ffi::luaL_openlibs(L);
-    // Room for the names, the modules' chunks and what freezing pushes.
-    let room = frozen_sees().len() + bundled().len() + 8;
-    assert!(ffi::lua_checkstack(L, room as c_int) != 0, "no stack for the node's shared Lua state");
-    for (name, _) in frozen_sees() {
-        ffi::lua_pushstring(L, name.as_ptr());
-    }
-    let names = ffi::lua_gettop(L);
+    // SAFETY: `L` is the new state (checked above); the stack is checked
+    // for room before the names are pushed.
+    let names = unsafe {
+        ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
+        ffi::luaL_openlibs(L);
+        // Room for the names, the modules' chunks and what freezing pushes.
+        let room = frozen_sees().len() + bundled().len() + 8;
+        assert!(ffi::lua_checkstack(L, room as c_int) != 0, "no stack for the node's shared Lua state");
+        for (name, _) in frozen_sees() {
+            ffi::lua_pushstring(L, name.as_ptr());
+        }
+        ffi::lua_gettop(L)
+    };
     let modules: Vec<Module> = bundled()
         .iter()
-        .map(|&crate::vm::module::Bundled { chunk, source, .. }| {
+        // SAFETY: as above; a chunk that loads is left on the stack (one
+        // slot a module, reserved above), its error message read before
+        // anything else is pushed.
+        .map(|&crate::vm::module::Bundled { chunk, source, .. }| unsafe {
             if ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), chunk.as_ptr(), c"t".as_ptr()) != ffi::LUA_OK {
                 return Module(Err(String::from_utf8_lossy(to_bytes(L, -1).unwrap_or_default()).into_owned()));
             }
             Module(Ok(synodic_proto_of(L, -1)))
         })
         .collect();
-    provide_frozen_sees(L);
-    let frozen: Vec<Option<Frozen>> = (0..bundled().len()).map(|i| freeze(L, i, names + 1 + i as c_int)).collect();
-    synodic_share(L);
+    // SAFETY: as above; module `i`'s chunk (or error) is at `names + 1 + i`.
+    // Then the whole state is shared and frozen; `L` is never used again.
+    let frozen: Vec<Option<Frozen>> = unsafe {
+        provide_frozen_sees(L);
+        let frozen = (0..bundled().len()).map(|i| freeze(L, i, names + 1 + i as c_int)).collect();
+        synodic_share(L);
+        frozen
+    };
     let mut protos = Vec::new();
     for proto in modules.iter().filter_map(|m| m.0.as_ref().ok()) {
-        let n = synodic_proto_tree(*proto, std::ptr::null_mut(), 0);
-        let mut tree = vec![std::ptr::null(); n];
-        synodic_proto_tree(*proto, tree.as_mut_ptr(), n);
+        // SAFETY: `proto` is a frozen prototype of the node's state, which
+        // lives for good; the walk writes at most `n` addresses into `tree`.
+        let tree = unsafe {
+            let n = synodic_proto_tree(*proto, std::ptr::null_mut(), 0);
+            let mut tree = vec![std::ptr::null(); n];
+            synodic_proto_tree(*proto, tree.as_mut_ptr(), n);
+            tree
+        };
         protos.extend(tree.into_iter().map(|p| p as usize));
     }
     protos.sort_unstable();
@@ -130,14 +157,19 @@ unsafe fn build() -> Shared {
 /// the node's state, for frozen modules' main chunks (which keep only
 /// functions).
 unsafe fn provide_frozen_sees(L: *mut ffi::lua_State) {
-    ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
-    ffi::lua_createtable(L, 0, frozen_sees().len() as c_int);
-    for (field, f) in frozen_sees() {
-        ffi::lua_pushcfunction(L, *f);
-        ffi::lua_setfield(L, -2, field.as_ptr());
+    // SAFETY: `L` is the node's state being built (the caller's); the new
+    // table is filled at -1, stored in `package.loaded` (at -2), which is
+    // then popped.
+    unsafe {
+        ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
+        ffi::lua_createtable(L, 0, frozen_sees().len() as c_int);
+        for (field, f) in frozen_sees() {
+            ffi::lua_pushcfunction(L, *f);
+            ffi::lua_setfield(L, -2, field.as_ptr());
+        }
+        ffi::lua_setfield(L, -2, crate::vm::module::frozen_sees().as_ptr());
+        ffi::lua_settop(L, -2);
     }
-    ffi::lua_setfield(L, -2, crate::vm::module::frozen_sees().as_ptr());
-    ffi::lua_settop(L, -2);
 }
 
 /// Runs bundled module `i`'s main chunk (at `chunk` on the stack) if it is
@@ -146,20 +178,31 @@ unsafe fn provide_frozen_sees(L: *mut ffi::lua_State) {
 unsafe fn freeze(L: *mut ffi::lua_State, i: usize, chunk: c_int) -> Option<Frozen> {
     let module = &bundled()[i];
     let name = module.name.to_bytes();
-    if !module.frozen || ffi::lua_type(L, chunk) != ffi::LUA_TFUNCTION {
+    // SAFETY: `L` is the node's state being built, `chunk` a stack index
+    // (the caller's).
+    if !module.frozen || unsafe { ffi::lua_type(L, chunk) } != ffi::LUA_TFUNCTION {
         return None;
     }
-    ffi::lua_pushvalue(L, chunk);
-    crate::vm::util::push_bytes(L, name);
-    if ffi::lua_pcall(L, 1, 1, 0) != ffi::LUA_OK || synodic_freezable(L, -1) == 0 {
-        ffi::lua_settop(L, -2);
-        return None;
+    // SAFETY: as above; the chunk runs protected, and its result (a table
+    // `synodic_freezable` accepted) stays on top.
+    unsafe {
+        ffi::lua_pushvalue(L, chunk);
+        crate::vm::util::push_bytes(L, name);
+        if ffi::lua_pcall(L, 1, 1, 0) != ffi::LUA_OK || synodic_freezable(L, -1) == 0 {
+            ffi::lua_settop(L, -2);
+            return None;
+        }
     }
     let mut fields = Vec::new();
-    ffi::lua_pushnil(L);
-    while ffi::lua_next(L, -2) != 0 {
-        fields.push((to_bytes(L, -2).unwrap_or_default().into(), ffi::lua_topointer(L, -1) as usize));
-        ffi::lua_settop(L, -2);
+    // SAFETY: as above; a walk of the table on top (its keys are strings,
+    // as `synodic_freezable` checks; `to_bytes` on a key keeps it a string,
+    // so `lua_next` goes on). No error can arise: `build`'s contract.
+    unsafe {
+        ffi::lua_pushnil(L);
+        while ffi::lua_next(L, -2) != 0 {
+            fields.push((to_bytes(L, -2).unwrap_or_default().into(), ffi::lua_topointer(L, -1) as usize));
+            ffi::lua_settop(L, -2);
+        }
     }
     Some(Frozen(fields))
 }
@@ -167,8 +210,13 @@ unsafe fn freeze(L: *mut ffi::lua_State, i: usize, chunk: c_int) -> Option<Froze
 /// Whether the value at `idx` is a Lua function whose code is shared: a
 /// function of a bundled module.
 pub(crate) unsafe fn is_shared_function(L: *mut ffi::lua_State, idx: c_int) -> bool {
-    let proto = synodic_proto_of(L, idx);
-    synodic_maybe_frozen(proto) != 0 && shared().protos.binary_search(&(proto as usize)).is_ok()
+    // SAFETY: `L` is valid and `idx` a stack index (lib.rs invariant 1);
+    // `synodic_maybe_frozen` only reads the mark of the prototype given
+    // (null when the value is not a Lua function).
+    unsafe {
+        let proto = synodic_proto_of(L, idx);
+        synodic_maybe_frozen(proto) != 0 && shared().protos.binary_search(&(proto as usize)).is_ok()
+    }
 }
 
 /// Pushes a fresh closure of bundled module `i`'s main chunk (as loading
@@ -176,7 +224,9 @@ pub(crate) unsafe fn is_shared_function(L: *mut ffi::lua_State, idx: c_int) -> b
 pub(crate) unsafe fn push_module_chunk(L: *mut ffi::lua_State, i: usize) -> Result<(), &'static str> {
     match &shared().modules[i].0 {
         Ok(proto) => {
-            synodic_push_shared(L, *proto);
+            // SAFETY: `L` is valid (lib.rs invariant 1); `proto` is a frozen
+            // main-chunk prototype of the node's state, which lives for good.
+            unsafe { synodic_push_shared(L, *proto) };
             Ok(())
         }
         Err(why) => Err(why),
@@ -192,12 +242,17 @@ fn frozen_fields(i: usize) -> Option<&'static [FrozenField]> {
 /// it would return, if it is frozen; false (nothing pushed) otherwise.
 pub(crate) unsafe fn push_frozen_module(L: *mut ffi::lua_State, i: usize) -> bool {
     let Some(fields) = frozen_fields(i) else { return false };
-    ffi::lua_createtable(L, 0, fields.len() as c_int);
-    for (name, f) in fields {
-        ffi::luaL_checkstack(L, 2, std::ptr::null());
-        crate::vm::util::push_bytes(L, name);
-        synodic_push_frozen(L, *f as *const c_void);
-        ffi::lua_rawset(L, -3);
+    // SAFETY: `L` is valid (lib.rs invariant 1); each `f` is the address of
+    // a frozen closure of the node's state, which lives for good; the
+    // table is at -3 when each name and function are set in it.
+    unsafe {
+        ffi::lua_createtable(L, 0, fields.len() as c_int);
+        for (name, f) in fields {
+            ffi::luaL_checkstack(L, 2, std::ptr::null());
+            crate::vm::util::push_bytes(L, name);
+            synodic_push_frozen(L, *f as *const c_void);
+            ffi::lua_rawset(L, -3);
+        }
     }
     true
 }
@@ -207,17 +262,23 @@ pub(crate) unsafe fn push_frozen_module(L: *mut ffi::lua_State, i: usize) -> boo
 pub(crate) unsafe fn push_frozen_field(L: *mut ffi::lua_State, module: &[u8], field: &[u8]) -> bool {
     let found = crate::vm::bundled::index_of(module).and_then(frozen_fields).and_then(|fields| fields.iter().find(|(n, _)| &**n == field));
     let Some((_, f)) = found else { return false };
-    if ffi::lua_checkstack(L, 1) == 0 {
-        return false;
+    // SAFETY: `L` is valid (lib.rs invariant 1), checked for a free slot;
+    // `f` is a frozen closure of the node's state, which lives for good.
+    unsafe {
+        if ffi::lua_checkstack(L, 1) == 0 {
+            return false;
+        }
+        synodic_push_frozen(L, *f as *const c_void);
     }
-    synodic_push_frozen(L, *f as *const c_void);
     true
 }
 
 /// `module\0field` when the Lua closure at address `p` is a frozen
 /// module's function.
 pub(crate) unsafe fn frozen_name(p: *const c_void) -> Option<Vec<u8>> {
-    if synodic_maybe_frozen(p) == 0 {
+    // SAFETY: `p` is a Lua closure's address (the caller's), whose mark the
+    // C side reads.
+    if unsafe { synodic_maybe_frozen(p) } == 0 {
         return None;
     }
     let p = p as usize;
@@ -247,21 +308,24 @@ mod tests {
     /// nothing.)
     unsafe fn freezable(code: &str) -> bool {
         ensure(); // the node's own freezing is over: this one only reads what it recorded
-        let L = ffi::luaL_newstate();
-        ffi::luaL_openlibs(L);
-        let loaded = ffi::luaL_loadbufferx(L, code.as_ptr().cast(), code.len(), c"=test".as_ptr(), c"t".as_ptr()) == ffi::LUA_OK
-            && ffi::lua_pcall(L, 0, 1, 0) == ffi::LUA_OK;
-        assert!(loaded, "the test's chunk runs");
-        let ok = synodic_freezable(L, -1) != 0;
-        if !ok && ffi::lua_istable(L, -1) != 0 {
-            ffi::lua_pushnil(L);
-            while ffi::lua_next(L, -2) != 0 {
-                assert!(synodic_is_frozen(ffi::lua_topointer(L, -1)) == 0, "a refused module's functions are not recorded");
-                ffi::lua_settop(L, -2);
+        // SAFETY: `L` is a state this test makes, uses on this thread and closes.
+        unsafe {
+            let L = ffi::luaL_newstate();
+            ffi::luaL_openlibs(L);
+            let loaded = ffi::luaL_loadbufferx(L, code.as_ptr().cast(), code.len(), c"=test".as_ptr(), c"t".as_ptr()) == ffi::LUA_OK
+                && ffi::lua_pcall(L, 0, 1, 0) == ffi::LUA_OK;
+            assert!(loaded, "the test's chunk runs");
+            let ok = synodic_freezable(L, -1) != 0;
+            if !ok && ffi::lua_istable(L, -1) != 0 {
+                ffi::lua_pushnil(L);
+                while ffi::lua_next(L, -2) != 0 {
+                    assert!(synodic_is_frozen(ffi::lua_topointer(L, -1)) == 0, "a refused module's functions are not recorded");
+                    ffi::lua_settop(L, -2);
+                }
             }
+            ffi::lua_close(L);
+            ok
         }
-        ffi::lua_close(L);
-        ok
     }
 
     #[test]
@@ -272,6 +336,7 @@ mod tests {
 
     #[test]
     fn only_functions_no_process_could_write_are_frozen() {
+        // SAFETY: `freezable` has no precondition: it makes its own state.
         unsafe {
             assert!(!freezable("local n = 0 return {f = function() n = n + 1 end}"), "an upvalue assigned");
             assert!(!freezable("return {f = function() return x end}"), "a global read (the upvalue is the globals)");

@@ -70,14 +70,16 @@ pub(crate) struct Template {
     hot: OnceLock<(usize, [u64; 2])>,
 }
 
-// A template is read, never written, once built; its addresses are those
-// of a build that is gone.
+// SAFETY: a template is read, never written, once built (`hot` is a
+// `OnceLock`); its raw pointers (lazy tables' addresses, of a build that is
+// gone) are only compared and moved as numbers, never dereferenced.
 unsafe impl Send for Template {}
 unsafe impl Sync for Template {}
 
 /// The template of a new process's state, if this node could build one.
 pub(crate) fn base() -> Option<&'static Template> {
     static BASE: OnceLock<Option<Template>> = OnceLock::new();
+    // SAFETY: `|_| true` runs nothing in the states it is given.
     BASE.get_or_init(|| unsafe { Template::build(|_| true) }).as_ref()
 }
 
@@ -100,6 +102,10 @@ const TEMPLATED: [(&[u8], c_int); 1] = [(b"synodic.entity.loop", 75)];
 pub(crate) fn of_module(name: &[u8]) -> Option<&'static Template> {
     static MODULES: [OnceLock<Option<Template>>; TEMPLATED.len()] = [const { OnceLock::new() }; TEMPLATED.len()];
     let i = TEMPLATED.iter().position(|(m, _)| *m == name)?;
+    // SAFETY: `L` is a state `Build::new` just made on this thread, at rest.
+    // `push_module` runs the module's loader protected; a module of
+    // `TEMPLATED` only defines things, so it calls nothing that needs a
+    // running process.
     let load = |L: *mut ffi::lua_State| unsafe {
         let module = TEMPLATED[i].0;
         let loaded = crate::vm::shared::is_frozen_module(module) || crate::vm::state::push_module(L, module).is_ok();
@@ -109,6 +115,7 @@ pub(crate) fn of_module(name: &[u8]) -> Option<&'static Template> {
         }
         loaded
     };
+    // SAFETY: `load` needs no running process (see it above).
     MODULES[i].get_or_init(|| unsafe { Template::build_with_stack(TEMPLATED[i].1, load) }).as_ref()
 }
 
@@ -146,11 +153,15 @@ struct Build {
 }
 
 impl Build {
+    /// # Safety
+    /// As [`Template::build`]'s: `prepare` needs no running process.
     unsafe fn new(stack_slots: c_int, prepare: &impl Fn(*mut ffi::lua_State) -> bool) -> Option<Build> {
         let mut heap = Box::new(Heap::zeroed(BUILD_CHUNK)?);
         let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
         MAIN_STACK.with(|s| s.set(stack_slots));
-        let L = crate::vm::state::fresh_state(&mut *ctx, &mut *heap);
+        // SAFETY: `ctx` and `heap` are boxed (they do not move) and kept in
+        // the `Build` with the state, whose `Drop` closes it before they drop.
+        let L = unsafe { crate::vm::state::fresh_state(&mut *ctx, &mut *heap) };
         MAIN_STACK.with(|s| s.set(0));
         let L = L?;
         let build = Build { L, heap, ctx };
@@ -160,32 +171,58 @@ impl Build {
 
 impl Drop for Build {
     fn drop(&mut self) {
+        // SAFETY: `L` was made over `heap` by `Build::new` and is not used
+        // again: the build is being dropped (its heap and context after this).
         unsafe { crate::vm::state::close_state(self.L, &mut self.heap) }
     }
 }
 
 impl Template {
     /// Builds the template of a fresh state after `prepare` (steps 1 to 3).
+    ///
+    /// # Safety
+    /// `prepare` runs nothing that needs a running process: the states it
+    /// is given have a context with no runtime or process.
     pub(crate) unsafe fn build(prepare: impl Fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
-        Template::build_with_stack(0, prepare)
+        // SAFETY: this function's contract, passed on.
+        unsafe { Template::build_with_stack(0, prepare) }
     }
 
     /// [`Template::build`], the state's main stack starting with
     /// `stack_slots` slots if more than Lua's own size.
+    ///
+    /// # Safety
+    /// As [`Template::build`]'s.
+    ///
+    /// Bounds: `Heap::layout` answers only when every live block of a build
+    /// lies in its first chunk (no later chunk, no large block), so its
+    /// `lua_State` and global state lie in `[lo, lo + used)`, inside the
+    /// `BUILD_CHUNK`-byte zeroed chunk; the two builds' layouts are equal, so
+    /// both chunks have `used` bytes in use. Both builds live to the end of
+    /// this function.
     pub(crate) unsafe fn build_with_stack(stack_slots: c_int, prepare: impl Fn(*mut ffi::lua_State) -> bool) -> Option<Template> {
-        let (a, b) = (Build::new(stack_slots, &prepare)?, Build::new(stack_slots, &prepare)?);
+        // SAFETY: `prepare` keeps to this function's contract.
+        let (a, b) = unsafe { (Build::new(stack_slots, &prepare)?, Build::new(stack_slots, &prepare)?) };
         let ((first, layout), (b_first, b_layout)) = (a.heap.layout()?, b.heap.layout()?);
-        let values = ffi::lua_gettop(a.L);
-        if layout != b_layout || a.ctx.lazy.len() != b.ctx.lazy.len() || ffi::lua_gettop(b.L) != values {
+        // SAFETY: `a.L` and `b.L` are live states of this thread, at rest.
+        let values = unsafe { ffi::lua_gettop(a.L) };
+        // SAFETY: as above.
+        if layout != b_layout || a.ctx.lazy.len() != b.ctx.lazy.len() || unsafe { ffi::lua_gettop(b.L) } != values {
             return None;
         }
         let (lo, hi) = (first as usize, first as usize + layout.used);
         let delta = (b_first as usize).wrapping_sub(lo);
-        let set_anew = [synodic_alloc_ud_slot(a.L) as usize, ffi::lua_getextraspace(a.L) as usize].map(|p| (p - lo) / WORD);
+        // SAFETY: `a.L` is a live state; both slots (`G(L)->ud`, the bytes
+        // before `L`) lie in its state block, inside `[lo, hi)` (see the
+        // bounds above), so `p - lo` does not wrap.
+        let set_anew = unsafe { [synodic_alloc_ud_slot(a.L) as usize, ffi::lua_getextraspace(a.L) as usize] }.map(|p| (p - lo) / WORD);
         let (wa, wb) = (first as *const usize, b_first as *const usize);
         let mut addresses = Vec::new();
         for i in 0..layout.used / WORD {
-            let (x, y) = (*wa.add(i), *wb.add(i));
+            // SAFETY: `i < used / WORD`, so word `i` lies in the part in use
+            // of both chunks (see the bounds above), live and initialised
+            // (zeroed, then written), and aligned (mimalloc blocks are).
+            let (x, y) = unsafe { (*wa.add(i), *wb.add(i)) };
             if x == y || set_anew.contains(&i) {
                 continue;
             }
@@ -195,15 +232,20 @@ impl Template {
             addresses.push(i as u32);
         }
         let lazy_moves = a.ctx.lazy.iter().zip(&b.ctx.lazy).all(|(x, y)| (lo..hi).contains(&x.address()) && x.moved(delta) == *y);
-        if !lazy_moves || synodic_state_movable(a.L, values, first, first.add(layout.used)) == 0 {
+        // SAFETY: `a.L` is a live state at rest on this thread; `first + used`
+        // is the end of its chunk's part in use, inside the chunk.
+        if !lazy_moves || unsafe { synodic_state_movable(a.L, values, first, first.add(layout.used)) } == 0 {
             return None;
         }
         Some(Template {
-            image: std::slice::from_raw_parts(first, layout.used).into(),
+            // SAFETY: the `used` bytes in use of `a`'s chunk, live (and not
+            // written) until `a` drops at the end of this function; copied.
+            image: unsafe { std::slice::from_raw_parts(first, layout.used) }.into(),
             origin: lo,
             addresses: addresses.into(),
             state_at: a.L as usize - lo,
-            chunk_bytes: mi_good_size(FIRST_CHUNK.max(layout.used + ROOM)),
+            // SAFETY: `mi_good_size` only computes a size.
+            chunk_bytes: unsafe { mi_good_size(FIRST_CHUNK.max(layout.used + ROOM)) },
             layout,
             lazy: a.ctx.lazy.clone(),
             pid_meta: a.ctx.pid_meta,
@@ -219,29 +261,59 @@ impl Template {
     /// A copy of the template for a process whose context is `ctx`,
     /// allocating from `heap` (empty; both must outlive the state). None
     /// when there is no memory for it, or not under the heap's limit.
+    ///
+    /// # Safety
+    /// `ctx` and `heap` are valid, `heap` is empty, and both outlive the
+    /// state (as [`crate::vm::state::new_state`] asks).
+    ///
+    /// Bounds: the chunk holds `bytes >= chunk_bytes >= used + ROOM` bytes;
+    /// the image is `used` bytes; `build` recorded only word indices below
+    /// `used / WORD` and a state offset below `used`.
     pub(crate) unsafe fn copy(&self, ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ffi::lua_State> {
-        let chunk = mi_malloc(self.chunk_bytes) as *mut u8;
+        // SAFETY: `mi_malloc` takes any size and returns null (checked below) or a block of that size.
+        let chunk = unsafe { mi_malloc(self.chunk_bytes) } as *mut u8;
         if chunk.is_null() {
             return None;
         }
-        let bytes = mi_usable_size(chunk.cast()).min(u32::MAX as usize);
+        // SAFETY: `chunk` is a live mimalloc block.
+        let bytes = unsafe { mi_usable_size(chunk.cast()) }.min(u32::MAX as usize);
         crate::vm::prefault::taken(chunk, bytes);
-        if !(*heap).adopt(chunk, bytes, &self.layout) {
-            mi_free(chunk.cast());
+        // SAFETY: `heap` is valid and empty (the contract); `chunk` is a
+        // mimalloc block of `bytes >= used` bytes (see the bounds above),
+        // 16-aligned, which gets the image, its links moved, just below.
+        if !unsafe { (*heap).adopt(chunk, bytes, &self.layout) } {
+            // SAFETY: `adopt` took nothing: `chunk` is still ours alone.
+            unsafe { mi_free(chunk.cast()) };
             return None;
         }
-        std::ptr::copy_nonoverlapping(self.image.as_ptr(), chunk, self.image.len());
+        // SAFETY: the image's `used` bytes fit in `chunk` (the bounds above);
+        // `chunk` is a fresh block, apart from the template's boxed image.
+        unsafe { std::ptr::copy_nonoverlapping(self.image.as_ptr(), chunk, self.image.len()) };
         let delta = (chunk as usize).wrapping_sub(self.origin);
         let words = chunk as *mut usize;
         for &i in self.addresses.iter() {
-            let w = words.add(i as usize);
-            *w = (*w).wrapping_add(delta);
+            // SAFETY: `i < used / WORD`, so the word lies in the image just
+            // copied into `chunk`, aligned (the chunk is). It held an address
+            // in the build's `[origin, origin + used]`, now moved into `chunk`.
+            unsafe {
+                let w = words.add(i as usize);
+                *w = (*w).wrapping_add(delta);
+            }
         }
-        let L = chunk.add(self.state_at) as *mut ffi::lua_State;
-        ffi::lua_setallocf(L, heap::lua_alloc, heap.cast());
-        *(ffi::lua_getextraspace(L) as *mut *mut Ctx) = ctx;
-        (*ctx).lazy = self.lazy.iter().map(|t| t.moved(delta)).collect();
-        (*ctx).pid_meta = self.pid_meta;
+        // SAFETY: `state_at < used` (the build's state block lay in its
+        // chunk), so `L` is inside `chunk`: the copied `lua_State`, whose
+        // addresses all point into `chunk` now.
+        let L = unsafe { chunk.add(self.state_at) } as *mut ffi::lua_State;
+        // SAFETY: `L` is a whole state at rest (`synodic_state_movable` held
+        // for the build); its allocator's user data and extra space, the
+        // words the build left unmoved, are set anew here before any use;
+        // `ctx` is valid (the contract).
+        unsafe {
+            ffi::lua_setallocf(L, heap::lua_alloc, heap.cast());
+            *(ffi::lua_getextraspace(L) as *mut *mut Ctx) = ctx;
+            (*ctx).lazy = self.lazy.iter().map(|t| t.moved(delta)).collect();
+            (*ctx).pid_meta = self.pid_meta;
+        }
         Some(L)
     }
 }
@@ -252,12 +324,19 @@ pub(crate) mod tests {
     use std::sync::atomic::{AtomicI64, Ordering};
 
     /// Runs `code` in `L`; true when it ran without error and returned true.
+    ///
+    /// # Safety
+    /// `L` is a live state at rest on this thread.
     pub(crate) unsafe fn run(L: *mut ffi::lua_State, code: &str) -> bool {
-        let ok = ffi::luaL_loadbufferx(L, code.as_ptr().cast(), code.len(), c"=test".as_ptr(), c"t".as_ptr()) == ffi::LUA_OK
-            && ffi::lua_pcall(L, 0, 1, 0) == ffi::LUA_OK
-            && ffi::lua_toboolean(L, -1) != 0;
-        ffi::lua_settop(L, 0);
-        ok
+        // SAFETY: `L` is live and at rest (the contract); the code runs
+        // protected, so nothing unwinds through this frame.
+        unsafe {
+            let ok = ffi::luaL_loadbufferx(L, code.as_ptr().cast(), code.len(), c"=test".as_ptr(), c"t".as_ptr()) == ffi::LUA_OK
+                && ffi::lua_pcall(L, 0, 1, 0) == ffi::LUA_OK
+                && ffi::lua_toboolean(L, -1) != 0;
+            ffi::lua_settop(L, 0);
+            ok
+        }
     }
 
     /// A copy of a template, with its own context and heap.
@@ -271,6 +350,9 @@ pub(crate) mod tests {
         pub(crate) fn of(t: &Template, heap: Heap) -> Option<Copy> {
             let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
             let mut heap = Box::new(heap);
+            // SAFETY: `ctx` and `heap` are boxed into the `Copy`, whose `Drop`
+            // closes the state before they drop. Callers pass a new heap
+            // (`Heap::new`, `Heap::limited`), so it is empty.
             let L = unsafe { t.copy(&mut *ctx, &mut *heap)? };
             Some(Copy { L, heap, ctx })
         }
@@ -278,6 +360,7 @@ pub(crate) mod tests {
 
     impl Drop for Copy {
         fn drop(&mut self) {
+            // SAFETY: `L` was made over `heap` by `Copy::of` and is not used again.
             unsafe { crate::vm::state::close_state(self.L, &mut self.heap) }
         }
     }
@@ -286,6 +369,7 @@ pub(crate) mod tests {
     fn copies_of_a_fresh_state_run_apart() {
         let t = base().expect("a node builds the template of a fresh state");
         let (a, b) = (Copy::of(t, Heap::new()).unwrap(), Copy::of(t, Heap::new()).unwrap());
+        // SAFETY: `a.L` and `b.L` are live copies, at rest on this thread.
         unsafe {
             assert!(run(a.L, "x = string.rep('a', 3) .. table.concat({1, 2}) return x == 'aaa12'"), "libraries are made in a copy");
             assert!(run(b.L, "return x == nil and math.max(1, 2) == 2"), "a copy has nothing of another");
@@ -298,6 +382,7 @@ pub(crate) mod tests {
     fn the_entity_loop_template_holds_nothing_of_the_loop() {
         let t = of_module(b"synodic.entity.loop").expect("the loop's template");
         let c = Copy::of(t, Heap::new()).unwrap();
+        // SAFETY: `c.L` is a live copy, at rest on this thread.
         unsafe { assert!(run(c.L, "return rawget(package.loaded, 'synodic.entity.loop') == nil")) };
         let larger_stack = (stack_slots(Some(b"synodic.entity.loop")) as usize - 40) * 16;
         assert!(t.image.len() < base().unwrap().image.len() + larger_stack + 400, "the loop's functions are the node's, not in the template");
@@ -309,6 +394,7 @@ pub(crate) mod tests {
 
     #[test]
     fn the_entity_loop_template_starts_with_the_stack_the_loop_uses() {
+        // SAFETY: `c.L` is a live copy, at rest on this thread.
         let grows = |t: &Template| unsafe {
             let c = Copy::of(t, Heap::new()).unwrap();
             let before = c.heap.used();
@@ -322,6 +408,7 @@ pub(crate) mod tests {
 
     /// Whether light userdata (pids) have a metatable in `L`.
     pub(crate) fn has_pid_metatable(L: *mut ffi::lua_State) -> bool {
+        // SAFETY: not checked: callers pass a live copy's state, at rest on this thread.
         unsafe {
             ffi::lua_pushlightuserdata(L, std::ptr::null_mut());
             let has = ffi::lua_getmetatable(L, -1) != 0;
@@ -332,6 +419,8 @@ pub(crate) mod tests {
 
     #[test]
     fn states_that_cannot_move_get_no_template() {
+        // SAFETY: every `prepare` given runs only plain Lua (protected, in
+        // `run`) or the Lua API on the state it is given: none needs a process.
         unsafe {
             assert!(Template::build(|L| run(L, "t = {[{}] = 1} return true")).is_none(), "a key placed by its address");
             static BUILDS: AtomicI64 = AtomicI64::new(0);

@@ -15,14 +15,19 @@ use crate::vm::ctx::{ctx, Pending};
 use crate::vm::peek::{peek, Plain};
 
 pub(crate) unsafe fn push_bytes(L: *mut ffi::lua_State, b: &[u8]) {
-    ffi::lua_pushlstring(L, b.as_ptr().cast(), b.len());
+    // SAFETY: `L` is valid (lib.rs invariant 1); Lua copies the `b.len()` bytes of `b`.
+    unsafe { ffi::lua_pushlstring(L, b.as_ptr().cast(), b.len()) };
 }
 
-/// The bytes of a string (or number, converted in place) at `idx`.
+/// The bytes of a string (or number, converted in place) at `idx`. They
+/// live while the string stays on the stack: `'a` must not outlast that.
 pub(crate) unsafe fn to_bytes<'a>(L: *mut ffi::lua_State, idx: c_int) -> Option<&'a [u8]> {
     let mut len = 0;
-    let p = ffi::lua_tolstring(L, idx, &mut len);
-    (!p.is_null()).then(|| std::slice::from_raw_parts(p.cast(), len))
+    // SAFETY: `L` is valid and `idx` a valid index (lib.rs invariant 1).
+    let p = unsafe { ffi::lua_tolstring(L, idx, &mut len) };
+    // SAFETY: a non-null result points at the string's `len` bytes, kept
+    // alive by the stack slot (the caller keeps it there for `'a`).
+    (!p.is_null()).then(|| unsafe { std::slice::from_raw_parts(p.cast(), len) })
 }
 
 /// A copy of `b`, or an error when there is no memory for it (a size a
@@ -49,52 +54,78 @@ pub(crate) fn try_vec(bytes: usize) -> Result<Vec<u8>, String> {
 /// [`synodic_uncatchable`]) goes on unwinding, as through `pcall`; any
 /// other is left on top of the stack, and `Err` says so.
 pub(crate) unsafe fn protected(L: *mut ffi::lua_State, nargs: c_int, nresults: c_int) -> Result<(), ()> {
-    let status = ffi::lua_pcall(L, nargs, nresults, 0);
+    // SAFETY: `L` is valid with a function and `nargs` arguments on top
+    // (the caller's); `lua_pcall` catches what the call raises.
+    let status = unsafe { ffi::lua_pcall(L, nargs, nresults, 0) };
     if status == ffi::LUA_OK {
         return Ok(());
     }
-    if synodic_uncatchable(L, status) != 0 {
-        ffi::lua_error(L);
+    // SAFETY: the error is on top; an uncatchable one goes on unwinding
+    // through this frame, which owns nothing (the callers' frames keep
+    // lib.rs invariant 2, as for any raising call).
+    unsafe {
+        if synodic_uncatchable(L, status) != 0 {
+            ffi::lua_error(L);
+        }
     }
     Err(())
 }
 
 /// The error on top of the stack as text, popped.
 pub(crate) unsafe fn pop_error(L: *mut ffi::lua_State) -> String {
-    let text = match ffi::lua_type(L, -1) {
-        ffi::LUA_TSTRING | ffi::LUA_TNUMBER => to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default(),
-        _ => format!("(error object is a {} value)", type_name(L, -1)),
+    // SAFETY: `L` is valid with the error on top (the caller's); reading its
+    // type and bytes raises nothing (a number is converted in place, which
+    // allocates: a memory error then would unwind before `text` exists).
+    let text = match unsafe { ffi::lua_type(L, -1) } {
+        ffi::LUA_TSTRING | ffi::LUA_TNUMBER => unsafe { to_bytes(L, -1) }.map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default(),
+        // SAFETY: as above (a type's static name).
+        _ => format!("(error object is a {} value)", unsafe { type_name(L, -1) }),
     };
-    ffi::lua_settop(L, -2);
+    // SAFETY: pops the error; `lua_settop` with a lower top raises nothing.
+    unsafe { ffi::lua_settop(L, -2) };
     text
 }
 
 /// Raises `msg` as a Lua error. The message is copied onto the Lua stack and
 /// dropped before unwinding.
 pub(crate) unsafe fn raise(L: *mut ffi::lua_State, msg: String) -> c_int {
-    push_bytes(L, msg.as_bytes());
+    // SAFETY: `L` is valid (lib.rs invariant 1). NOT KEPT: lib.rs invariant
+    // 2, if the push itself fails for memory, it unwinds over `msg` (in
+    // practice a leak); `msg` is dropped before `lua_error` unwinds.
+    unsafe { push_bytes(L, msg.as_bytes()) };
     drop(msg);
-    ffi::lua_error(L)
+    // SAFETY: the message is on top; this frame owns nothing now.
+    unsafe { ffi::lua_error(L) }
 }
 
 pub(crate) unsafe fn type_name(L: *mut ffi::lua_State, idx: c_int) -> &'static str {
-    let p = ffi::lua_typename(L, ffi::lua_type(L, idx));
-    CStr::from_ptr(p).to_str().unwrap_or("?")
+    // SAFETY: `L` is valid (lib.rs invariant 1); `lua_typename` returns one
+    // of Lua's static, NUL-terminated type names.
+    unsafe {
+        let p = ffi::lua_typename(L, ffi::lua_type(L, idx));
+        CStr::from_ptr(p).to_str().unwrap_or("?")
+    }
 }
 
 pub(crate) unsafe fn push_pid(L: *mut ffi::lua_State, pid: Pid) {
-    ffi::lua_pushlightuserdata(L, pid.raw() as usize as *mut c_void);
-    give_pids_their_metatable(L);
+    // SAFETY: `L` is a process's state (lib.rs invariant 1).
+    unsafe {
+        ffi::lua_pushlightuserdata(L, pid.raw() as usize as *mut c_void);
+        give_pids_their_metatable(L);
+    }
 }
 
 /// Sets the light-userdata metatable (pids' `__tostring`) the first time a
 /// state holds a pid.
 #[inline]
 pub(crate) unsafe fn give_pids_their_metatable(L: *mut ffi::lua_State) {
-    let c = ctx(L);
+    // SAFETY: `L` is a process's state (lib.rs invariant 1), with a context;
+    // `c` is not used after `set_pid_metatable`.
+    let c = unsafe { ctx(L) };
     if !c.pid_meta {
         c.pid_meta = true;
-        set_pid_metatable(L);
+        // SAFETY: as above; the light userdata is on top.
+        unsafe { set_pid_metatable(L) };
     }
 }
 
@@ -104,31 +135,45 @@ pub(crate) unsafe fn give_pids_their_metatable(L: *mut ffi::lua_State) {
 /// template's: there the table, placed among an idle process's hot objects,
 /// made a ring's sends ~5% slower.)
 pub(crate) unsafe fn hold_pids(L: *mut ffi::lua_State) {
-    ffi::lua_pushlightuserdata(L, std::ptr::null_mut());
-    give_pids_their_metatable(L);
-    ffi::lua_settop(L, -2);
+    // SAFETY: `L` is a process's (or a template build's) state, with a
+    // context (lib.rs invariant 1); the light userdata pushed is popped.
+    unsafe {
+        ffi::lua_pushlightuserdata(L, std::ptr::null_mut());
+        give_pids_their_metatable(L);
+        ffi::lua_settop(L, -2);
+    }
 }
 
 /// All light userdata of a state share one metatable; pids are the only light userdata we make.
 unsafe fn set_pid_metatable(L: *mut ffi::lua_State) {
-    ffi::lua_createtable(L, 0, 2);
-    ffi::lua_pushcfunction(L, pid_tostring);
-    ffi::lua_setfield(L, -2, c"__tostring".as_ptr());
-    ffi::lua_pushstring(L, c"pid".as_ptr());
-    ffi::lua_setfield(L, -2, c"__name".as_ptr());
-    ffi::lua_setmetatable(L, -2);
+    // SAFETY: `L` is valid with a light userdata on top (the caller's); the
+    // new table is at -1 while its fields are set, then becomes the
+    // metatable of the value under it.
+    unsafe {
+        ffi::lua_createtable(L, 0, 2);
+        ffi::lua_pushcfunction(L, pid_tostring);
+        ffi::lua_setfield(L, -2, c"__tostring".as_ptr());
+        ffi::lua_pushstring(L, c"pid".as_ptr());
+        ffi::lua_setfield(L, -2, c"__name".as_ptr());
+        ffi::lua_setmetatable(L, -2);
+    }
 }
 
 unsafe extern "C-unwind" fn pid_tostring(L: *mut ffi::lua_State) -> c_int {
-    match to_pid(L, 1) {
-        Some(pid) => {
-            let s = pid.to_string();
-            push_bytes(L, s.as_bytes());
-        }
-        None => {
-            let p = ffi::lua_touserdata(L, 1);
-            let s = format!("userdata: {p:p}");
-            push_bytes(L, s.as_bytes());
+    // SAFETY: Lua calls this `__tostring` with its running state `L` (lib.rs
+    // invariant 1) and the value at 1. NOT KEPT: lib.rs invariant 2, a
+    // memory error while pushing would unwind over `s` (in practice a leak).
+    unsafe {
+        match to_pid(L, 1) {
+            Some(pid) => {
+                let s = pid.to_string();
+                push_bytes(L, s.as_bytes());
+            }
+            None => {
+                let p = ffi::lua_touserdata(L, 1);
+                let s = format!("userdata: {p:p}");
+                push_bytes(L, s.as_bytes());
+            }
         }
     }
     1
@@ -136,7 +181,9 @@ unsafe extern "C-unwind" fn pid_tostring(L: *mut ffi::lua_State) -> c_int {
 
 /// The pid at stack index `idx` (not a pseudo-index), if that is one.
 pub(crate) unsafe fn to_pid(L: *mut ffi::lua_State, idx: c_int) -> Option<Pid> {
-    match peek(L, idx) {
+    // SAFETY: `L` is valid (lib.rs invariant 1); `peek` checks the index,
+    // and a light userdata's value is only read as a number.
+    match unsafe { peek(L, idx) } {
         Plain::Light(p) => Pid::from_raw(p as usize as u64),
         _ => None,
     }
@@ -144,28 +191,35 @@ pub(crate) unsafe fn to_pid(L: *mut ffi::lua_State, idx: c_int) -> Option<Pid> {
 
 /// Argument `idx` of `fname`, a pid, or the error that says it is not one.
 pub(crate) unsafe fn pid_arg(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<Pid, String> {
-    to_pid(L, idx).ok_or_else(|| format!("bad argument #{idx} to '{fname}' (pid expected, got {})", type_name(L, idx)))
+    // SAFETY: `L` is valid (lib.rs invariant 1); both calls only read the value at `idx`.
+    unsafe { to_pid(L, idx) }.ok_or_else(|| format!("bad argument #{idx} to '{fname}' (pid expected, got {})", unsafe { type_name(L, idx) }))
 }
 
 /// An optional timeout argument in seconds: `None` for nil/none.
 #[inline]
 pub(crate) unsafe fn opt_seconds(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<Option<Duration>, String> {
     // Most receives give no timeout: known from the top alone.
-    if ffi::lua_gettop(L) < idx {
+    // SAFETY: `L` is valid (lib.rs invariant 1).
+    if unsafe { ffi::lua_gettop(L) } < idx {
         return Ok(None);
     }
-    given_seconds(L, idx, fname)
+    // SAFETY: as above; `idx` is at most the top, a stack slot.
+    unsafe { given_seconds(L, idx, fname) }
 }
 
 #[inline(never)]
 unsafe fn given_seconds(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<Option<Duration>, String> {
-    if peek(L, idx) == Plain::Nil {
+    // SAFETY: `L` is valid and `idx` a stack slot (the caller's); these
+    // calls only read the value there.
+    if unsafe { peek(L, idx) } == Plain::Nil {
         return Ok(None);
     }
     let mut ok = 0;
-    let secs = ffi::lua_tonumberx(L, idx, &mut ok);
+    // SAFETY: as above.
+    let secs = unsafe { ffi::lua_tonumberx(L, idx, &mut ok) };
     if ok == 0 {
-        return Err(format!("bad argument #{idx} to '{fname}' (number of seconds expected, got {})", type_name(L, idx)));
+        // SAFETY: as above.
+        return Err(format!("bad argument #{idx} to '{fname}' (number of seconds expected, got {})", unsafe { type_name(L, idx) }));
     }
     if secs.is_nan() {
         return Err(format!("bad argument #{idx} to '{fname}' (number of seconds expected, got NaN)"));
@@ -176,7 +230,9 @@ unsafe fn given_seconds(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Resu
 /// Sets (and arms) the deadline of a blocking call that starts now.
 #[inline]
 pub(crate) unsafe fn start_deadline(L: *mut ffi::lua_State, timeout: Option<Duration>) {
-    let c = ctx(L);
+    // SAFETY: `L` is a running process's state (lib.rs invariant 1), with a
+    // context entered for this resume; nothing here calls into Lua.
+    let c = unsafe { ctx(L) };
     c.deadline = None;
     if let Some(t) = timeout {
         let at = c.rt().uptime() + t;
@@ -186,31 +242,44 @@ pub(crate) unsafe fn start_deadline(L: *mut ffi::lua_State, timeout: Option<Dura
 }
 
 pub(crate) unsafe fn deadline_passed(L: *mut ffi::lua_State) -> bool {
-    let c = ctx(L);
+    // SAFETY: `L` is a running process's state (lib.rs invariant 1), with a context.
+    let c = unsafe { ctx(L) };
     c.deadline.is_some_and(|d| c.rt().uptime().as_nanos() as u64 >= d.get())
 }
 
 /// Replaces the top `n` values with one list of them.
 pub(crate) unsafe fn pack(L: *mut ffi::lua_State, n: c_int) {
-    ffi::lua_createtable(L, n, 0);
-    ffi::lua_rotate(L, -n - 1, 1);
-    for k in (1..=n).rev() {
-        ffi::lua_rawseti(L, -1 - k, k as ffi::lua_Integer);
+    // SAFETY: `L` is valid with at least `n` values on top (the caller's);
+    // the new table goes under them, and each `lua_rawseti` pops the top
+    // into it, at -1 - k while k values are left above it.
+    unsafe {
+        ffi::lua_createtable(L, n, 0);
+        ffi::lua_rotate(L, -n - 1, 1);
+        for k in (1..=n).rev() {
+            ffi::lua_rawseti(L, -1 - k, k as ffi::lua_Integer);
+        }
     }
 }
 
 /// Yields the process to the scheduler; `k` runs when it is resumed.
 /// Raises an error instead when this thread cannot yield.
 pub(crate) unsafe fn yield_to_scheduler(L: *mut ffi::lua_State, why: Pending, k: ffi::lua_KFunction, what: &str) -> c_int {
-    if ffi::lua_isyieldable(L) == 0 {
+    // SAFETY: `L` is the running thread of a process (lib.rs invariant 1).
+    if unsafe { ffi::lua_isyieldable(L) } == 0 {
         let msg = format!("{what}: cannot block here (inside a call that cannot yield, such as a metamethod called from C)");
-        return raise(L, msg);
+        // SAFETY: as above; `raise` drops `msg` before unwinding.
+        return unsafe { raise(L, msg) };
     }
-    if matches!(why, Pending::Block) {
-        collect_dropped(L);
+    // SAFETY: as above. The yield unwinds this frame, which owns nothing
+    // (`why` and `what` are plain values and borrows); the caller's frames
+    // keep lib.rs invariant 2.
+    unsafe {
+        if matches!(why, Pending::Block) {
+            collect_dropped(L);
+        }
+        ctx(L).pending = why;
+        ffi::lua_yieldk(L, 0, 0, Some(k))
     }
-    ctx(L).pending = why;
-    ffi::lua_yieldk(L, 0, 0, Some(k))
 }
 
 /// A table of C functions by name (a module's, or a class's methods).
@@ -221,19 +290,24 @@ pub(crate) type Functions = [(&'static CStr, ffi::lua_CFunction)];
 /// a table at `methods_at` (`__index`, or a field an `__index` function
 /// looks in).
 pub(crate) unsafe fn set_class(L: *mut ffi::lua_State, name: &CStr, meta: &Functions, methods_at: &CStr, methods: &Functions) {
-    if ffi::luaL_newmetatable(L, name.as_ptr()) != 0 {
-        for (key, f) in meta {
-            ffi::lua_pushcfunction(L, *f);
-            ffi::lua_setfield(L, -2, key.as_ptr());
+    // SAFETY: `L` is valid with the userdata on top (the caller's); the
+    // metatable is at -1 while it is filled (the methods' table at -1, it
+    // at -2, while that one is), then set on the userdata under it.
+    unsafe {
+        if ffi::luaL_newmetatable(L, name.as_ptr()) != 0 {
+            for (key, f) in meta {
+                ffi::lua_pushcfunction(L, *f);
+                ffi::lua_setfield(L, -2, key.as_ptr());
+            }
+            ffi::lua_createtable(L, 0, methods.len() as c_int);
+            for (key, f) in methods {
+                ffi::lua_pushcfunction(L, *f);
+                ffi::lua_setfield(L, -2, key.as_ptr());
+            }
+            ffi::lua_setfield(L, -2, methods_at.as_ptr());
         }
-        ffi::lua_createtable(L, 0, methods.len() as c_int);
-        for (key, f) in methods {
-            ffi::lua_pushcfunction(L, *f);
-            ffi::lua_setfield(L, -2, key.as_ptr());
-        }
-        ffi::lua_setfield(L, -2, methods_at.as_ptr());
+        ffi::lua_setmetatable(L, -2);
     }
-    ffi::lua_setmetatable(L, -2);
 }
 
 /// Whether the error on top of `L`, being caught with `status` by `pcall`,
@@ -246,9 +320,12 @@ pub unsafe extern "C-unwind" fn synodic_uncatchable(L: *mut ffi::lua_State, stat
     // Only states made for processes have a context.
     let Some(heap) = crate::vm::heap::of_state(L) else { return 0 };
     if status == ffi::LUA_ERRMEM && heap.is_limited() {
-        ctx(L).exit = Some(Box::new(synodic_core::ExitReason::Error(synodic_core::MEMORY_LIMIT.into())));
+        // SAFETY: a state over a `Heap` is a process's (or a template
+        // build's), with a context; nothing else borrows it here.
+        unsafe { ctx(L) }.exit = Some(Box::new(synodic_core::ExitReason::Error(synodic_core::MEMORY_LIMIT.into())));
     }
-    ctx(L).exit.is_some() as c_int
+    // SAFETY: as above.
+    unsafe { ctx(L) }.exit.is_some() as c_int
 }
 
 /// Before a process that has made or received a megabyte or more of
@@ -260,12 +337,19 @@ pub unsafe extern "C-unwind" fn synodic_uncatchable(L: *mut ffi::lua_State, stat
 /// Erlang's binary heap works the same way. A collector the program stopped
 /// stays stopped.
 pub(crate) unsafe fn collect_dropped(L: *mut ffi::lua_State) {
-    let c = crate::vm::ctx::ctx(L);
+    // SAFETY: `L` is a process's state (lib.rs invariant 1), with a
+    // context; `c` is not used after the collector runs (finalizers may
+    // reach the context again).
+    let c = unsafe { crate::vm::ctx::ctx(L) };
     if c.payload_kib < 1024 {
         return;
     }
     let kib = std::mem::take(&mut c.payload_kib);
-    if ffi::lua_gc(L, ffi::LUA_GCISRUNNING) != 0 {
-        ffi::lua_gc(L, ffi::LUA_GCSTEP, kib.min(c_int::MAX as u32) as c_int);
+    // SAFETY: as above; a collector step may run finalizers (Lua code),
+    // whose errors Lua catches (5.4 makes them warnings).
+    unsafe {
+        if ffi::lua_gc(L, ffi::LUA_GCISRUNNING) != 0 {
+            ffi::lua_gc(L, ffi::LUA_GCSTEP, kib.min(c_int::MAX as u32) as c_int);
+        }
     }
 }

@@ -51,7 +51,9 @@ pub(crate) enum Poll {
 
 /// Step 2: a fresh waiter for a store wait on `on`, recorded in the context.
 pub(crate) unsafe fn begin(L: *mut ffi::lua_State, on: Box<dyn Queue>) -> Waiter {
-    let c = ctx(L);
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1), with
+    // its context entered for this resume; nothing here calls into Lua.
+    let c = unsafe { ctx(L) };
     c.tickets = c.tickets.wrapping_add(1);
     c.withdrawn = false;
     c.blocked = Some(on);
@@ -60,18 +62,25 @@ pub(crate) unsafe fn begin(L: *mut ffi::lua_State, on: Box<dyn Queue>) -> Waiter
 
 /// Ends the store wait in progress; gives back its queue if it is a `T`.
 pub(crate) unsafe fn end<T: Queue>(L: *mut ffi::lua_State) -> Option<Box<T>> {
-    ctx(L).withdrawn = false;
-    ctx(L).blocked.take()?.as_any().downcast().ok()
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1), with
+    // a context; each borrow of it ends within its statement.
+    unsafe {
+        ctx(L).withdrawn = false;
+        ctx(L).blocked.take()?.as_any().downcast().ok()
+    }
 }
 
 /// Puts back a wait taken out with `end`, to go on waiting under the same ticket.
 pub(crate) unsafe fn resume(L: *mut ffi::lua_State, on: Box<dyn Queue>) {
-    ctx(L).blocked = Some(on);
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1), with a context.
+    unsafe { ctx(L) }.blocked = Some(on);
 }
 
 /// Step 3 for a store wait (the wait stays current until `end`).
 pub(crate) unsafe fn poll(L: *mut ffi::lua_State) -> Poll {
-    let c = ctx(L);
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1), with
+    // its context entered for this resume; nothing here calls into Lua.
+    let c = unsafe { ctx(L) };
     if c.blocked.is_none() {
         return Poll::Withdrawn;
     }
@@ -87,25 +96,37 @@ pub(crate) unsafe fn poll(L: *mut ffi::lua_State) -> Poll {
 /// Whether the wait was withdrawn (and forgets it): for mailbox waits,
 /// which poll their mailbox themselves.
 pub(crate) unsafe fn take_withdrawn(L: *mut ffi::lua_State) -> bool {
-    std::mem::replace(&mut ctx(L).withdrawn, false)
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1), with a context.
+    std::mem::replace(&mut unsafe { ctx(L) }.withdrawn, false)
 }
 
 /// Step 4: takes the process's waiter out of its store; anything delivered
 /// before stays in the process's completion slot for `poll`.
 pub(crate) unsafe fn withdraw(L: *mut ffi::lua_State) {
-    let c = ctx(L);
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1), with
+    // its context entered for this resume.
+    let c = unsafe { ctx(L) };
     c.withdrawn = true;
     if let Some(queue) = &c.blocked {
-        queue.withdraw(L, Waiter { pid: c.proc().pid(), ticket: c.tickets.into() });
+        // SAFETY: `L` is the state of the running process that owns the
+        // waiter, as `Queue::withdraw` asks. (The queues' `withdraw` reach
+        // the context again through `ctx(L)`, for its runtime, while
+        // `queue` borrows it: reads only, but two references at once.)
+        unsafe { queue.withdraw(L, Waiter { pid: c.proc().pid(), ticket: c.tickets.into() }) };
     }
 }
 
 /// A deadline passed: withdraws the wait and returns what was handed to it
 /// before, if anything.
 pub(crate) unsafe fn expire(L: *mut ffi::lua_State) -> Option<Completion> {
-    withdraw(L);
-    ctx(L).withdrawn = false;
-    match poll(L) {
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1), with
+    // a context; each borrow of it ends within its call.
+    unsafe {
+        withdraw(L);
+        ctx(L).withdrawn = false;
+    }
+    // SAFETY: as above.
+    match unsafe { poll(L) } {
         Poll::Done(c) => Some(c),
         _ => None,
     }
@@ -114,25 +135,39 @@ pub(crate) unsafe fn expire(L: *mut ffi::lua_State) -> Option<Completion> {
 /// Step 3: yields until woken, then runs `k`; where the caller cannot
 /// yield, withdraws the wait and runs `k` at once.
 pub(crate) unsafe fn block(L: *mut ffi::lua_State, k: unsafe extern "C-unwind" fn(*mut ffi::lua_State, c_int, ffi::lua_KContext) -> c_int, what: &str) -> c_int {
-    if ffi::lua_isyieldable(L) == 0 {
-        withdraw(L);
-        return k(L, ffi::LUA_OK, 0);
+    // SAFETY: `L` is the running thread of a process (lib.rs invariant 1),
+    // in a native function whose continuation is `k`: running `k` at once
+    // is what Lua would do on a resume (status OK, context 0, as `k`s
+    // here expect). This frame owns nothing, for what `k` raises.
+    unsafe {
+        if ffi::lua_isyieldable(L) == 0 {
+            withdraw(L);
+            return k(L, ffi::LUA_OK, 0);
+        }
     }
-    yield_to_scheduler(L, Pending::Block, k, what)
+    // SAFETY: as above; the yield unwinds this frame, which owns nothing.
+    unsafe { yield_to_scheduler(L, Pending::Block, k, what) }
 }
 
 /// The error of an operation withdrawn with nothing handed.
 pub(crate) unsafe fn cannot_block(L: *mut ffi::lua_State, what: &str) -> c_int {
-    raise(L, format!("{what}: cannot block here (inside a call that cannot yield, such as a metamethod called from C)"))
+    // SAFETY: `L` is the running state (lib.rs invariant 1); `raise` drops
+    // the message before unwinding.
+    unsafe { raise(L, format!("{what}: cannot block here (inside a call that cannot yield, such as a metamethod called from C)")) }
 }
 
 /// Blocks on the mailbox (a message or the deadline wakes the process),
 /// continuing in `k` with `cursor` as its context.
 pub(crate) unsafe fn block_on_mailbox(L: *mut ffi::lua_State, k: unsafe extern "C-unwind" fn(*mut ffi::lua_State, c_int, ffi::lua_KContext) -> c_int, cursor: ffi::lua_KContext, what: &str) -> c_int {
-    if ffi::lua_isyieldable(L) == 0 {
-        return cannot_block(L, what);
+    // SAFETY: `L` is the running thread of a process (lib.rs invariant 1),
+    // with a context; the yield (or the error) unwinds this frame, which
+    // owns nothing.
+    unsafe {
+        if ffi::lua_isyieldable(L) == 0 {
+            return cannot_block(L, what);
+        }
+        crate::vm::util::collect_dropped(L);
+        ctx(L).pending = Pending::Block;
+        ffi::lua_yieldk(L, 0, cursor, Some(k))
     }
-    crate::vm::util::collect_dropped(L);
-    ctx(L).pending = Pending::Block;
-    ffi::lua_yieldk(L, 0, cursor, Some(k))
 }

@@ -47,31 +47,44 @@ pub(super) enum Got {
 }
 
 /// One attempt: a tuple now, or a waiter left in the store.
+///
+/// The methods below are `unsafe` with one contract: `L` is the running
+/// thread of a process in a tuple-space method (or its continuation), its
+/// context entered, the handle at 1 and the method's arguments above (the
+/// `where` formals among them, at the slots `wheres` names).
 pub(super) unsafe fn attempt(L: *mut ffi::lua_State, q: Box<Query>) -> Result<Got, String> {
     let space = q.space.clone();
     let (patterns, wheres, take) = (q.patterns.clone(), q.wheres.clone(), q.take);
     let (fname, args) = (q.fname, q.args);
     if wheres.is_empty() {
         let mode = if take { Mode::Take } else { Mode::Read };
-        let waiter = wait::begin(L, q);
+        // SAFETY: the contract; the context keeps the wait.
+        let waiter = unsafe { wait::begin(L, q) };
         // Checked with the store locked: a moved space queues no one.
         return Ok(match space.with(|st| if st.is_moved() { Err(()) } else { Ok(st.find_or_wait(patterns, mode, waiter)) }) {
             Ok(Some(t)) => {
-                wait::end::<Query>(L);
+                // SAFETY: the contract (the wait just begun is ended).
+                unsafe { wait::end::<Query>(L) };
                 Got::Tuple(t)
             }
             Ok(None) => Got::Wait,
             Err(()) => {
-                wait::end::<Query>(L);
+                // SAFETY: as above.
+                unsafe { wait::end::<Query>(L) };
                 Got::Moved(fname, args)
             }
         });
     }
-    if let Some(t) = find_where(L, &space, &patterns, &wheres, take)? {
+    // SAFETY: the contract. NOT KEPT: lib.rs invariant 2, `q`, `space`,
+    // `patterns` and `wheres` are alive while the predicates run, and an
+    // error `protected` lets through (an `exit` in a predicate) or a memory
+    // error unwinds over them (in practice a leak).
+    if let Some(t) = unsafe { find_where(L, &space, &patterns, &wheres, take)? } {
         return Ok(Got::Tuple(t));
     }
     // Register interest, then look once more: a tuple may have come in between.
-    let waiter = wait::begin(L, q);
+    // SAFETY: the contract; the context keeps the wait.
+    let waiter = unsafe { wait::begin(L, q) };
     let moved = space.with(|st| {
         if st.is_moved() {
             return true;
@@ -80,12 +93,16 @@ pub(super) unsafe fn attempt(L: *mut ffi::lua_State, q: Box<Query>) -> Result<Go
         false
     });
     if moved {
-        wait::end::<Query>(L);
+        // SAFETY: the contract.
+        unsafe { wait::end::<Query>(L) };
         return Ok(Got::Moved(fname, args));
     }
-    if let Some(t) = find_where(L, &space, &patterns, &wheres, take)? {
+    // SAFETY: the contract. NOT KEPT: as for the first look (`space`,
+    // `patterns`, `wheres` are alive while the predicates run).
+    if let Some(t) = unsafe { find_where(L, &space, &patterns, &wheres, take)? } {
         space.with(|st| st.cancel(waiter));
-        wait::end::<Query>(L);
+        // SAFETY: the contract.
+        unsafe { wait::end::<Query>(L) };
         return Ok(Got::Tuple(t));
     }
     Ok(Got::Wait)
@@ -94,75 +111,100 @@ pub(super) unsafe fn attempt(L: *mut ffi::lua_State, q: Box<Query>) -> Result<Go
 /// Returns a tuple's values (once the bytes of its buffers left on other
 /// nodes are here).
 pub(super) unsafe fn handed(L: *mut ffi::lua_State, values: synodic_core::Message) -> c_int {
-    crate::api::deferred::deliver(L, values, "take", Box::new(|L, values| crate::api::linda::remote::results(L, values, "take")))
+    // SAFETY: the contract; `values` moves into `deliver`, so this frame
+    // owns nothing when it blocks or raises.
+    unsafe { crate::api::deferred::deliver(L, values, "take", Box::new(|L, values| crate::api::linda::remote::results(L, values, "take"))) }
 }
 
 /// Returns the tuple's values, or blocks with `blocking_k` as continuation.
 pub(super) unsafe fn finish(L: *mut ffi::lua_State, got: Result<Got, String>) -> c_int {
-    match got {
-        Ok(Got::Tuple(t)) => handed(L, t.values),
-        Ok(Got::Wait) => wait::block(L, blocking_k, "linda"),
-        Ok(Got::Moved(fname, args)) => run_again(L, fname, args),
-        Err(e) => {
-            wait::end::<Query>(L);
-            raise(L, e)
+    // SAFETY: the contract; `raise` drops `e` before unwinding. NOT KEPT:
+    // lib.rs invariant 2, for a tuple only `t.values` moves into `handed`:
+    // `t.fields` is dropped after it returns, so a block (a yield, for a
+    // buffer left on another node) or an error there unwinds over it.
+    unsafe {
+        match got {
+            Ok(Got::Tuple(t)) => handed(L, t.values),
+            Ok(Got::Wait) => wait::block(L, blocking_k, "linda"),
+            Ok(Got::Moved(fname, args)) => run_again(L, fname, args),
+            Err(e) => {
+                wait::end::<Query>(L);
+                raise(L, e)
+            }
         }
     }
 }
 
 pub(super) unsafe extern "C-unwind" fn blocking_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
-    let expired = deadline_passed(L);
-    let polled = match wait::poll(L) {
+    // SAFETY: Lua runs this continuation of a blocked `take`/`rd` with the
+    // process's running thread (lib.rs invariant 1): the contract above.
+    let expired = unsafe { deadline_passed(L) };
+    // SAFETY: as above.
+    let polled = match unsafe { wait::poll(L) } {
         // Withdraw, then look once more: a tuple handed meanwhile is kept.
-        Poll::Waiting if expired => wait::expire(L).map_or(Poll::Withdrawn, Poll::Done),
+        // SAFETY: as above.
+        Poll::Waiting if expired => unsafe { wait::expire(L) }.map_or(Poll::Withdrawn, Poll::Done),
         p => p,
     };
-    let got = match polled {
-        // A plain waiter is handed its tuple's values.
-        Poll::Done(Completion::Value(values)) => {
-            wait::end::<Query>(L);
-            return handed(L, values);
+    // SAFETY: as above; in each arm that returns, what `polled` held has
+    // moved into the call (`values`, `q`) or is dropped before it.
+    let got = unsafe {
+        match polled {
+            // A plain waiter is handed its tuple's values.
+            Poll::Done(Completion::Value(values)) => {
+                wait::end::<Query>(L);
+                return handed(L, values);
+            }
+            // The space moved to another node: the method runs again there.
+            Poll::Done(Completion::Moved) => {
+                return match wait::end::<Query>(L) {
+                    Some(q) => run_again(L, q.fname, q.args),
+                    None => 0,
+                };
+            }
+            // A `where` waiter was told something arrived: look again.
+            Poll::Done(_) => match wait::end::<Query>(L) {
+                Some(q) => attempt(L, q),
+                None => return 0,
+            },
+            Poll::Withdrawn => {
+                wait::end::<Query>(L);
+                return if expired { 0 } else { wait::cannot_block(L, "linda") };
+            }
+            Poll::Waiting => return wait::block(L, blocking_k, "linda"),
         }
-        // The space moved to another node: the method runs again there.
-        Poll::Done(Completion::Moved) => {
-            return match wait::end::<Query>(L) {
-                Some(q) => run_again(L, q.fname, q.args),
-                None => 0,
-            };
-        }
-        // A `where` waiter was told something arrived: look again.
-        Poll::Done(_) => match wait::end::<Query>(L) {
-            Some(q) => attempt(L, q),
-            None => return 0,
-        },
-        Poll::Withdrawn => {
-            wait::end::<Query>(L);
-            return if expired { 0 } else { wait::cannot_block(L, "linda") };
-        }
-        Poll::Waiting => return wait::block(L, blocking_k, "linda"),
     };
     // A `where` waiter that looked again after its deadline does not wait again.
     if expired && matches!(got, Ok(Got::Wait)) {
-        return match wait::expire(L) {
-            Some(_) => blocking_k(L, ffi::LUA_OK, 0),
-            None => {
-                wait::end::<Query>(L);
-                0
+        // SAFETY: as above. (The completion `expire` returns is alive
+        // through the call below; for a `where` waiter it is a notice,
+        // which owns no memory.)
+        return unsafe {
+            match wait::expire(L) {
+                Some(_) => blocking_k(L, ffi::LUA_OK, 0),
+                None => {
+                    wait::end::<Query>(L);
+                    0
+                }
             }
         };
     }
-    finish(L, got)
+    // SAFETY: as above.
+    unsafe { finish(L, got) }
 }
 
 /// `take`/`rd` and their timed forms: the template starts at `first`.
 pub(super) unsafe fn blocking(L: *mut ffi::lua_State, space: &Arc<Space>, take: bool, timed: bool, fname: &str) -> c_int {
-    let prepared = (|| {
+    // SAFETY: the contract; the arguments are read, nothing raises.
+    let prepared = (|| unsafe {
         let timeout = if timed { Some(seconds(L, fname)?) } else { None };
         let (patterns, wheres) = template(L, if timed { 3 } else { 2 }, fname)?;
         Ok::<_, String>((timeout, patterns, wheres))
     })();
     match prepared {
-        Ok((timeout, patterns, wheres)) => {
+        // SAFETY: the contract; the query moves into `attempt` and `got`
+        // into `finish` (a `Wait` owns nothing through `blocking_k`).
+        Ok((timeout, patterns, wheres)) => unsafe {
             start_deadline(L, timeout);
             let got = attempt(L, Box::new(Query { space: space.clone(), patterns, wheres, take, fname: method_name(fname), args: args() }));
             // A zero timeout polls: no waiting (but a tuple handed meanwhile is kept).
@@ -170,35 +212,43 @@ pub(super) unsafe fn blocking(L: *mut ffi::lua_State, space: &Arc<Space>, take: 
                 return blocking_k(L, ffi::LUA_OK, 0);
             }
             finish(L, got)
-        }
-        Err(e) => raise(L, e),
+        },
+        // SAFETY: the contract; `raise` drops `e` before unwinding.
+        Err(e) => unsafe { raise(L, e) },
     }
 }
 
 /// The timeout of a timed form (argument 2).
 pub(crate) unsafe fn seconds(L: *mut ffi::lua_State, fname: &str) -> Result<std::time::Duration, String> {
-    opt_seconds(L, 2, fname)?.ok_or_else(|| format!("bad argument #1 to '{fname}' (seconds expected)"))
+    // SAFETY: the contract (argument 2 is read).
+    unsafe { opt_seconds(L, 2, fname)? }.ok_or_else(|| format!("bad argument #1 to '{fname}' (seconds expected)"))
 }
 
 pub(super) unsafe fn take(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
-    blocking(L, space, true, false, "take")
+    // SAFETY: the contract.
+    unsafe { blocking(L, space, true, false, "take") }
 }
 
 pub(super) unsafe fn rd(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
-    blocking(L, space, false, false, "rd")
+    // SAFETY: the contract.
+    unsafe { blocking(L, space, false, false, "rd") }
 }
 
 pub(super) unsafe fn take_within(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
-    blocking(L, space, true, true, "take_within")
+    // SAFETY: the contract.
+    unsafe { blocking(L, space, true, true, "take_within") }
 }
 
 pub(super) unsafe fn rd_within(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
-    blocking(L, space, false, true, "rd_within")
+    // SAFETY: the contract.
+    unsafe { blocking(L, space, false, true, "rd_within") }
 }
 
 /// `inp` / `rdp`: the oldest match now, or no values.
 pub(super) unsafe fn probe(L: *mut ffi::lua_State, space: &Arc<Space>, take: bool, fname: &str) -> c_int {
-    let found = (|| {
+    // SAFETY: the contract. NOT KEPT: lib.rs invariant 2, `patterns` and
+    // `wheres` are alive while predicates run (see `attempt`).
+    let found = (|| unsafe {
         let (patterns, wheres) = template(L, 2, fname)?;
         if wheres.is_empty() {
             Ok(space.with(|st| st.find(&patterns, take)))
@@ -206,33 +256,45 @@ pub(super) unsafe fn probe(L: *mut ffi::lua_State, space: &Arc<Space>, take: boo
             find_where(L, space, &patterns, &wheres, take)
         }
     })();
-    match found {
-        Ok(Some(t)) => finish(L, Ok(Got::Tuple(t))),
-        Ok(None) => 0,
-        Err(e) => raise(L, e),
+    // SAFETY: the contract; the tuple moves into `finish`, `e` into `raise`.
+    unsafe {
+        match found {
+            Ok(Some(t)) => finish(L, Ok(Got::Tuple(t))),
+            Ok(None) => 0,
+            Err(e) => raise(L, e),
+        }
     }
 }
 
 pub(super) unsafe fn inp(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
-    probe(L, space, true, "inp")
+    // SAFETY: the contract.
+    unsafe { probe(L, space, true, "inp") }
 }
 
 pub(super) unsafe fn rdp(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
-    probe(L, space, false, "rdp")
+    // SAFETY: the contract.
+    unsafe { probe(L, space, false, "rdp") }
 }
 
 
 pub(super) unsafe fn out(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
     let args = args();
-    let done = (|| {
+    // SAFETY: the contract; the tuple is built from the arguments and
+    // handed to the space (its encoding's memory errors unwind over nothing
+    // this closure owns but `tuple`'s own, see `pattern::tuple`).
+    let done = (|| unsafe {
         let rt = ctx(L).rt();
         Ok::<_, String>(space.out(tuple(L)?, |d| rt.complete(d)))
     })();
-    match done {
-        Ok(Ok(())) => 0,
-        Ok(Err(Refused::Moved)) => run_again(L, "out", args),
-        Ok(Err(Refused::Full)) => raise(L, format!("out: space full: {}", handle(L, 1).map_or_else(|| "?".into(), |h| h.space.describe()))),
-        Err(e) => raise(L, e),
+    // SAFETY: the contract; `done` holds no allocation in the arms that call
+    // (`Refused` is a plain enum); `raise` drops its message before unwinding.
+    unsafe {
+        match done {
+            Ok(Ok(())) => 0,
+            Ok(Err(Refused::Moved)) => run_again(L, "out", args),
+            Ok(Err(Refused::Full)) => raise(L, format!("out: space full: {}", handle(L, 1).map_or_else(|| "?".into(), |h| h.space.describe()))),
+            Err(e) => raise(L, e),
+        }
     }
 }
 
@@ -242,7 +304,10 @@ pub(super) fn method_name(fname: &str) -> &'static str {
 }
 
 pub(super) unsafe fn count(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
-    let counted = (|| {
+    // SAFETY: the contract. NOT KEPT: lib.rs invariant 2, `patterns`,
+    // `wheres` and the candidates are alive while predicates run (see
+    // `attempt`).
+    let counted = (|| unsafe {
         let (patterns, wheres) = template(L, 2, "count")?;
         if wheres.is_empty() {
             return Ok(space.with(|st| st.count(&patterns)));
@@ -253,17 +318,23 @@ pub(super) unsafe fn count(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int 
         }
         Ok(n)
     })();
-    match counted {
-        Ok(n) => {
-            ffi::lua_pushinteger(L, n as ffi::lua_Integer);
-            1
+    // SAFETY: the contract; `raise` drops `e` before unwinding.
+    unsafe {
+        match counted {
+            Ok(n) => {
+                ffi::lua_pushinteger(L, n as ffi::lua_Integer);
+                1
+            }
+            Err(e) => raise(L, e),
         }
-        Err(e) => raise(L, e),
     }
 }
 
 pub(super) unsafe fn take_all(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
-    let taken = (|| {
+    // SAFETY: the contract. NOT KEPT: lib.rs invariant 2, `all`,
+    // `patterns` and `wheres` are alive while predicates run (see
+    // `attempt`): tuples taken so far would not go back.
+    let taken = (|| unsafe {
         let (patterns, wheres) = template(L, 2, "take_all")?;
         if wheres.is_empty() {
             return Ok(space.with(|st| st.take_all(&patterns, usize::MAX)));
@@ -285,37 +356,53 @@ pub(super) unsafe fn take_all(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_i
     })();
     let tuples = match taken {
         Ok(t) => t,
-        Err(e) => return raise(L, e),
+        // SAFETY: the contract; `raise` drops `e` before unwinding.
+        Err(e) => return unsafe { raise(L, e) },
     };
     // Buffers left on their producers' nodes are fetched first, for the list as a whole.
     if tuples.iter().any(|t| t.values.attachments().iter().any(|a| a.is::<synodic_core::future::Ticket>())) {
         let list = synodic_core::linda_remote::list(tuples.into_iter().map(|t| (None, t)));
-        return crate::api::deferred::deliver(L, list, "take_all", Box::new(|L, list| crate::api::linda::remote::results(L, list, "take_all")));
+        // SAFETY: the contract; `list` moves into `deliver`.
+        return unsafe { crate::api::deferred::deliver(L, list, "take_all", Box::new(|L, list| crate::api::linda::remote::results(L, list, "take_all"))) };
     }
-    ffi::lua_createtable(L, tuples.len() as c_int, 0);
-    let list = ffi::lua_gettop(L);
+    // NOT KEPT: lib.rs invariant 2, the tuples (`tuples`, `t`) are alive while
+    // values are decoded and pushed, and a memory error unwinds over them:
+    // they are neither returned nor put back.
+    // SAFETY: the contract; the list is at `list`, each tuple's values decoded
+    // on top and packed into one table stored in it.
+    let list = unsafe {
+        ffi::lua_createtable(L, tuples.len() as c_int, 0);
+        ffi::lua_gettop(L)
+    };
     let mut failed = None;
     let mut tuples = tuples.into_iter();
     for (i, t) in tuples.by_ref().enumerate() {
-        match push_tuple(L, &t, "take_all") {
-            Ok(n) => {
+        // SAFETY: as above.
+        match unsafe { push_tuple(L, &t, "take_all") } {
+            // SAFETY: as above.
+            Ok(n) => unsafe {
                 pack(L, n);
                 ffi::lua_rawseti(L, list, i as ffi::lua_Integer + 1);
-            }
+            },
             Err(e) => {
                 failed = Some(e);
-                let _ = space.put_back(t, |d| ctx(L).rt().complete(d));
+                // SAFETY: as above (the context's runtime, borrowed in the call).
+                let _ = space.put_back(t, |d| unsafe { ctx(L) }.rt().complete(d));
                 break;
             }
         }
     }
     // After a failure the rest goes back too.
     for t in tuples {
-        let _ = space.put_back(t, |d| ctx(L).rt().complete(d));
+        // SAFETY: as above.
+        let _ = space.put_back(t, |d| unsafe { ctx(L) }.rt().complete(d));
     }
-    match failed {
-        Some(e) => raise(L, e),
-        None => 1,
+    // SAFETY: the contract; `raise` drops `e` before unwinding.
+    unsafe {
+        match failed {
+            Some(e) => raise(L, e),
+            None => 1,
+        }
     }
 }
 
@@ -332,7 +419,10 @@ pub(super) const EVAL: &str = "local ts = ... \
 
 /// `eval`: starts the process on the least loaded node; returns its pid.
 pub(super) unsafe extern "C-unwind" fn eval(L: *mut ffi::lua_State) -> c_int {
-    let loaded = (|| {
+    // SAFETY: Lua calls this method with its running state `L` (lib.rs
+    // invariant 1); the handle is checked at 1, and the `eval` body, loaded
+    // (protected), goes under the arguments as the function to spawn.
+    let loaded = (|| unsafe {
         if handle(L, 1).is_none() {
             return Err(format!("bad self to 'eval' (tuple space expected, got {}; call it as ts:eval(...))", type_name(L, 1)));
         }
@@ -345,8 +435,12 @@ pub(super) unsafe extern "C-unwind" fn eval(L: *mut ffi::lua_State) -> c_int {
         ffi::lua_rotate(L, 1, 1);
         Ok(())
     })();
-    match loaded {
-        Ok(()) => crate::api::kernel::spawn_somewhere(L, b"any", 1, "eval"),
-        Err(e) => raise(L, e),
+    // SAFETY: as above; the function and its arguments start at 1, as
+    // `spawn_somewhere` asks; `raise` drops `e` before unwinding.
+    unsafe {
+        match loaded {
+            Ok(()) => crate::api::kernel::spawn_somewhere(L, b"any", 1, "eval"),
+            Err(e) => raise(L, e),
+        }
     }
 }

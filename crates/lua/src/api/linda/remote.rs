@@ -88,7 +88,9 @@ impl wait::Queue for Asked {
         if self.waits && !self.cancelled.replace(true) {
             let cancel = self.request(Op::Cancel, 0, 0, &self.shape, &no_values());
             if let Ok(msg) = cancel {
-                let rt = ctx(L).rt();
+                // SAFETY: `L` is the running process's state (the trait's
+                // contract), its context entered.
+                let rt = unsafe { ctx(L) }.rt();
                 rt.service::<Spaces>().linda(rt, self.alias, waiter, msg, false);
             }
         }
@@ -140,21 +142,31 @@ impl Asked {
 
 /// Raises `why`, the exchange dropped first (nothing owned may live across
 /// `lua_error`).
+///
+/// The functions below are `unsafe` with one contract: `L` is the running
+/// thread of a process in a tuple-space method on another node's space (or
+/// its continuation), its context entered, the handle at 1 and the
+/// method's arguments above it (then, for a `where` template, the result
+/// and candidate lists at `base + 1` and `base + 2`). Their notes say "the
+/// contract" for that.
 unsafe fn fail(L: *mut ffi::lua_State, asked: Box<Asked>, why: String) -> c_int {
     drop(asked);
-    raise(L, why)
+    // SAFETY: the contract; `raise` drops `why` before unwinding.
+    unsafe { raise(L, why) }
 }
 
 /// The method's results: the decoded `values`.
 unsafe fn done(L: *mut ffi::lua_State, asked: Box<Asked>, values: Message) -> c_int {
     let fname = asked.fname;
     drop(asked);
-    results(L, values, fname)
+    // SAFETY: the contract; `values` moves into `results`.
+    unsafe { results(L, values, fname) }
 }
 
 /// Refuses a wait for another node where the caller cannot yield.
 unsafe fn yieldable(L: *mut ffi::lua_State, fname: &str) -> Result<(), String> {
-    match ffi::lua_isyieldable(L) {
+    // SAFETY: the contract.
+    match unsafe { ffi::lua_isyieldable(L) } {
         0 => Err(format!("{fname}: cannot wait for another node here (inside a call that cannot yield, such as a metamethod called from C)")),
         _ => Ok(()),
     }
@@ -173,20 +185,25 @@ unsafe fn ask(L: *mut ffi::lua_State, mut asked: Box<Asked>, op: Op, flags: u8, 
     drop((shape, values));
     let msg = match msg {
         Ok(m) => m,
-        Err(e) => return fail(L, asked, e),
+        // SAFETY: the contract; `asked` and `e` move into `fail`.
+        Err(e) => return unsafe { fail(L, asked, e) },
     };
     asked.waits = flags & WAIT != 0;
     asked.cancelled.set(false);
     let (alias, lost) = (asked.alias, asked.lost());
-    let waiter = wait::begin(L, asked);
-    let rt = ctx(L).rt();
+    // SAFETY: the contract; the context keeps the wait (`asked`).
+    let (waiter, rt) = unsafe { (wait::begin(L, asked), ctx(L).rt()) };
     let sent = rt.service::<Spaces>().linda(rt, alias, waiter, msg, true);
     if !sent {
-        wait::end::<Asked>(L);
-        return crate::api::linda::lost(L, lost);
+        // SAFETY: the contract; `lost` moves into `lost`, which raises.
+        return unsafe {
+            wait::end::<Asked>(L);
+            crate::api::linda::lost(L, lost)
+        };
     }
     drop(lost);
-    wait::block(L, asked_k, "linda")
+    // SAFETY: the contract; this frame owns nothing when it blocks.
+    unsafe { wait::block(L, asked_k, "linda") }
 }
 
 fn no_values() -> Message {
@@ -195,22 +212,27 @@ fn no_values() -> Message {
 
 /// Polls for the answer; a deadline that passed cancels the wait once.
 unsafe extern "C-unwind" fn asked_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
-    match wait::poll(L) {
-        Poll::Waiting => {
-            if deadline_passed(L) {
-                wait::withdraw(L);
-                ctx(L).withdrawn = false;
+    // SAFETY: Lua runs this continuation with the process's running thread:
+    // the contract. In each arm what the wait held moves into the call, or
+    // is dropped before it blocks or raises.
+    unsafe {
+        match wait::poll(L) {
+            Poll::Waiting => {
+                if deadline_passed(L) {
+                    wait::withdraw(L);
+                    ctx(L).withdrawn = false;
+                }
+                wait::block(L, asked_k, "linda")
             }
-            wait::block(L, asked_k, "linda")
+            Poll::Withdrawn => {
+                let fname = wait::end::<Asked>(L).map_or("linda", |a| a.fname);
+                wait::cannot_block(L, fname)
+            }
+            Poll::Done(answer) => match wait::end::<Asked>(L) {
+                Some(asked) => answered(L, asked, answer),
+                None => 0,
+            },
         }
-        Poll::Withdrawn => {
-            let fname = wait::end::<Asked>(L).map_or("linda", |a| a.fname);
-            wait::cannot_block(L, fname)
-        }
-        Poll::Done(answer) => match wait::end::<Asked>(L) {
-            Some(asked) => answered(L, asked, answer),
-            None => 0,
-        },
     }
 }
 
@@ -220,87 +242,123 @@ unsafe fn answered(L: *mut ffi::lua_State, asked: Box<Asked>, answer: Completion
         Completion::Deleted => {
             let lost = asked.lost();
             drop(asked);
-            return crate::api::linda::lost(L, lost);
+            // SAFETY: the contract; `lost` moves into the call, which raises.
+            return unsafe { crate::api::linda::lost(L, lost) };
         }
         // The space moved (a healed partition): the method runs again where it is now.
         Completion::Moved => {
             let (fname, args) = (asked.fname, asked.args);
             drop(asked);
-            return crate::api::linda::run_again(L, fname, args);
+            // SAFETY: the contract; nothing is owned here now.
+            return unsafe { crate::api::linda::run_again(L, fname, args) };
         }
         // Tuples whose large buffers stayed on their producers' nodes: their bytes first.
         Completion::Value(values) => {
             let fname = asked.fname;
-            return deliver(L, values, fname, Box::new(move |L, values| answered_here(L, asked, Completion::Value(values))));
+            // SAFETY: the contract; `values` and `asked` move into `deliver`.
+            return unsafe { deliver(L, values, fname, Box::new(move |L, values| answered_here(L, asked, Completion::Value(values)))) };
         }
         other => other,
     };
-    answered_here(L, asked, answer)
+    // SAFETY: the contract.
+    unsafe { answered_here(L, asked, answer) }
 }
 
 /// [`answered`], the bytes of every buffer of the answer here.
 unsafe fn answered_here(L: *mut ffi::lua_State, mut asked: Box<Asked>, answer: Completion) -> c_int {
     match (asked.then, answer) {
         (Then::Nothing | Then::Tuple, Completion::Nothing) => 0,
-        (Then::Tuple, Completion::Value(values)) => done(L, asked, values),
+        // SAFETY: the contract; `asked` and `values` move into `done`.
+        (Then::Tuple, Completion::Value(values)) => unsafe { done(L, asked, values) },
         (_, Completion::Full) => {
             let why = format!("{}: space full: {}", asked.fname, asked.space.describe());
-            fail(L, asked, why)
+            // SAFETY: the contract.
+            unsafe { fail(L, asked, why) }
         }
         (Then::Count, Completion::Count(n)) => {
-            ffi::lua_pushinteger(L, n as ffi::lua_Integer);
+            // SAFETY: the contract (pushing an integer allocates nothing).
+            unsafe { ffi::lua_pushinteger(L, n as ffi::lua_Integer) };
             1
         }
-        (Then::List, Completion::Value(list)) => done(L, asked, list),
+        // SAFETY: the contract.
+        (Then::List, Completion::Value(list)) => unsafe { done(L, asked, list) },
         (Then::Where(Purpose::TakeAll), Completion::Value(values)) if asked.next > 0 => {
-            if let Err(e) = append(L, asked.base + 1, values) {
+            // SAFETY: the contract; the result list is at `base + 1`. NOT
+            // KEPT: lib.rs invariant 2, `asked` is alive while the tuple is
+            // decoded, and a memory error there unwinds over it.
+            if let Err(e) = unsafe { append(L, asked.base + 1, values) } {
                 let why = format!("{}: {e}", asked.fname);
-                return fail(L, asked, why);
+                // SAFETY: the contract.
+                return unsafe { fail(L, asked, why) };
             }
-            scan(L, asked)
+            // SAFETY: the contract.
+            unsafe { scan(L, asked) }
         }
         // A candidate taken by its number.
-        (Then::Where(_), Completion::Value(values)) if asked.next > 0 => done(L, asked, values),
+        // SAFETY: the contract.
+        (Then::Where(_), Completion::Value(values)) if asked.next > 0 => unsafe { done(L, asked, values) },
         (Then::Where(_), Completion::Value(list)) => {
-            ffi::lua_settop(L, asked.base + 1);
-            let decoded = codec::decode(L, &list);
+            // SAFETY: the contract; the candidate list is decoded at
+            // `base + 2`, above the result list. NOT KEPT: lib.rs invariant
+            // 2, `asked` and `list` are alive while it is decoded, and a
+            // memory error there unwinds over them.
+            let decoded = unsafe {
+                ffi::lua_settop(L, asked.base + 1);
+                codec::decode(L, &list)
+            };
             drop(list);
             if let Err(e) = decoded {
                 let why = format!("{}: {e}", asked.fname);
-                return fail(L, asked, why);
+                // SAFETY: the contract.
+                return unsafe { fail(L, asked, why) };
             }
             asked.next = 1;
-            scan(L, asked)
+            // SAFETY: the contract.
+            unsafe { scan(L, asked) }
         }
         // A candidate someone else took first: the next one.
-        (Then::Where(_), Completion::Nothing) if asked.next > 0 => scan(L, asked),
+        // SAFETY: the contract.
+        (Then::Where(_), Completion::Nothing) if asked.next > 0 => unsafe { scan(L, asked) },
         (Then::Where(_), Completion::Nothing) => 0,
         // Something may have come, or the wait was cancelled: look again.
-        (Then::Where(_), Completion::Notified) => again(L, asked),
+        // SAFETY: the contract.
+        (Then::Where(_), Completion::Notified) => unsafe { again(L, asked) },
         _ => {
             let why = format!("{}: a malformed answer from the space's node", asked.fname);
-            fail(L, asked, why)
+            // SAFETY: the contract.
+            unsafe { fail(L, asked, why) }
         }
     }
 }
 
 /// Appends the tuple `values` to the list at `list`, as a list of its fields.
 unsafe fn append(L: *mut ffi::lua_State, list: c_int, values: Message) -> Result<(), crate::error::Error> {
-    let n = codec::decode(L, &values)?;
+    // SAFETY: the contract. NOT KEPT: lib.rs invariant 2, `values` is alive
+    // while it is decoded, and a memory error there unwinds over it.
+    let n = unsafe { codec::decode(L, &values)? };
     drop(values);
-    pack(L, n);
-    let len = ffi::lua_rawlen(L, list) as ffi::lua_Integer;
-    ffi::lua_rawseti(L, list, len + 1);
+    // SAFETY: the contract; the tuple's values become one table, appended
+    // raw to the list at `list`.
+    unsafe {
+        pack(L, n);
+        let len = ffi::lua_rawlen(L, list) as ffi::lua_Integer;
+        ffi::lua_rawseti(L, list, len + 1);
+    }
     Ok(())
 }
 
 /// Pushes the decoded `values` as the method's results.
 pub(crate) unsafe fn results(L: *mut ffi::lua_State, values: Message, fname: &str) -> c_int {
-    let decoded = codec::decode(L, &values);
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1).
+    // NOT KEPT: lib.rs invariant 2, `values` is alive while it is decoded,
+    // and a memory error there unwinds over it.
+    let decoded = unsafe { codec::decode(L, &values) };
     drop(values);
     match decoded {
         Ok(n) => n,
-        Err(e) => raise(L, format!("{fname}: {e}")),
+        // SAFETY: as above. NOT KEPT: the error `e` is still alive when
+        // `raise` unwinds (only the message made from it is dropped).
+        Err(e) => unsafe { raise(L, format!("{fname}: {e}")) },
     }
 }
 
@@ -309,27 +367,46 @@ pub(crate) unsafe fn results(L: *mut ffi::lua_State, values: Message, fname: &st
 /// newer ones or returns.
 unsafe fn scan(L: *mut ffi::lua_State, mut asked: Box<Asked>) -> c_int {
     let list = asked.base + 2;
-    let len = ffi::lua_rawlen(L, list) as i64;
+    // SAFETY: the contract (the candidate list is at `base + 2`).
+    let len = unsafe { ffi::lua_rawlen(L, list) } as i64;
     while asked.next <= len {
         let i = asked.next;
         asked.next += 1;
-        ffi::lua_rawgeti(L, list, i);
-        let arity = ffi::lua_rawlen(L, -1) as c_int - 1;
-        ffi::lua_rawgeti(L, -1, 1);
-        let seq = ffi::lua_tointegerx(L, -1, std::ptr::null_mut()) as u64;
-        ffi::lua_settop(L, -2);
+        // NOT UPHELD: the `arity` fields are pushed without `lua_checkstack`;
+        // a native function is given only `LUA_MINSTACK` (20) free slots, so a
+        // candidate with more fields than are left writes past the room Lua
+        // guarantees.
+        // SAFETY: the contract; candidate `i` ([seq, fields...]) is pushed at
+        // `list + 1`, its fields above it.
+        let (arity, seq) = unsafe {
+            ffi::lua_rawgeti(L, list, i);
+            let arity = ffi::lua_rawlen(L, -1) as c_int - 1;
+            ffi::lua_rawgeti(L, -1, 1);
+            let seq = ffi::lua_tointegerx(L, -1, std::ptr::null_mut()) as u64;
+            ffi::lua_settop(L, -2);
+            (arity, seq)
+        };
         asked.after = asked.after.max(seq + 1);
-        for k in 2..=arity + 1 {
-            ffi::lua_rawgeti(L, list + 1, k as ffi::lua_Integer);
+        // SAFETY: as above.
+        unsafe {
+            for k in 2..=arity + 1 {
+                ffi::lua_rawgeti(L, list + 1, k as ffi::lua_Integer);
+            }
         }
-        let held = check(L, list + 2, &asked.wheres);
+        // SAFETY: the contract; the candidate's fields start at `list + 2`.
+        // NOT KEPT: lib.rs invariant 2, `asked` is alive while predicates
+        // run, and an error `protected` lets through (an `exit`) unwinds
+        // over it.
+        let held = unsafe { check(L, list + 2, &asked.wheres) };
         match held {
             Err(e) => {
                 let why = format!("{}: {e}", asked.fname);
-                return fail(L, asked, why);
+                // SAFETY: the contract.
+                return unsafe { fail(L, asked, why) };
             }
             Ok(false) => {
-                ffi::lua_settop(L, list);
+                // SAFETY: the contract (back to the candidate list on top).
+                unsafe { ffi::lua_settop(L, list) };
                 continue;
             }
             Ok(true) => {}
@@ -337,29 +414,35 @@ unsafe fn scan(L: *mut ffi::lua_State, mut asked: Box<Asked>) -> c_int {
         match asked.then {
             Then::Where(Purpose::Count) => {
                 asked.counted += 1;
-                ffi::lua_settop(L, list);
+                // SAFETY: as above.
+                unsafe { ffi::lua_settop(L, list) };
             }
             // A read returns the candidate as it is.
             Then::Where(Purpose::Find { take: false, .. }) => return arity,
             _ => {
-                ffi::lua_settop(L, list);
+                // SAFETY: the contract; `asked` moves into `ask`.
+                unsafe { ffi::lua_settop(L, list) };
                 asked.arity = arity as usize;
-                return ask(L, asked, Op::TakeExact, 0, seq, None);
+                return unsafe { ask(L, asked, Op::TakeExact, 0, seq, None) };
             }
         }
     }
     match asked.then {
         Then::Where(Purpose::Count) => {
-            ffi::lua_pushinteger(L, asked.counted as ffi::lua_Integer);
+            // SAFETY: the contract (pushing an integer allocates nothing).
+            unsafe { ffi::lua_pushinteger(L, asked.counted as ffi::lua_Integer) };
             1
         }
         Then::Where(Purpose::TakeAll) => {
-            ffi::lua_settop(L, asked.base + 1);
+            // SAFETY: the contract; the result list is left on top.
+            unsafe { ffi::lua_settop(L, asked.base + 1) };
             1
         }
-        Then::Where(Purpose::Find { blocking: true, .. }) if !deadline_passed(L) => {
+        // SAFETY: the contract (the deadline is read from the context).
+        Then::Where(Purpose::Find { blocking: true, .. }) if !unsafe { deadline_passed(L) } => {
             asked.next = 0;
-            ask_candidates(L, asked, WAIT)
+            // SAFETY: the contract; `asked` moves into the call.
+            unsafe { ask_candidates(L, asked, WAIT) }
         }
         _ => 0,
     }
@@ -370,13 +453,16 @@ unsafe fn scan(L: *mut ffi::lua_State, mut asked: Box<Asked>) -> c_int {
 unsafe fn again(L: *mut ffi::lua_State, mut asked: Box<Asked>) -> c_int {
     let blocking = matches!(asked.then, Then::Where(Purpose::Find { blocking: true, .. }));
     asked.next = 0;
-    let flags = if blocking && !asked.cancelled.get() && !deadline_passed(L) { WAIT } else { 0 };
-    ask_candidates(L, asked, flags)
+    // SAFETY: the contract (the deadline is read from the context).
+    let flags = if blocking && !asked.cancelled.get() && !unsafe { deadline_passed(L) } { WAIT } else { 0 };
+    // SAFETY: the contract; `asked` moves into the call.
+    unsafe { ask_candidates(L, asked, flags) }
 }
 
 unsafe fn ask_candidates(L: *mut ffi::lua_State, asked: Box<Asked>, flags: u8) -> c_int {
     let after = asked.after;
-    ask(L, asked, Op::Candidates, flags, after, None)
+    // SAFETY: the contract; `asked` moves into `ask`.
+    unsafe { ask(L, asked, Op::Candidates, flags, after, None) }
 }
 
 /// A method's first request (`asked`, made for the method and how its
@@ -384,7 +470,10 @@ unsafe fn ask_candidates(L: *mut ffi::lua_State, asked: Box<Asked>, flags: u8) -
 /// `first` is 0).
 unsafe fn start(L: *mut ffi::lua_State, mut asked: Box<Asked>, first: c_int, op: Op, flags: u8) -> c_int {
     let (fname, then) = (asked.fname, asked.then);
-    let prepared = (|| {
+    // SAFETY: the contract. NOT KEPT: lib.rs invariant 2, `asked` (which
+    // the closure fills) is alive while the template's actual fields are
+    // encoded, and a memory error there unwinds over it.
+    let prepared = (|| unsafe {
         yieldable(L, fname)?;
         if first > 0 {
             (asked.shape, asked.actuals, asked.wheres) = actuals(L, first, fname)?;
@@ -392,7 +481,8 @@ unsafe fn start(L: *mut ffi::lua_State, mut asked: Box<Asked>, first: c_int, op:
         Ok::<_, String>(())
     })();
     if let Err(e) = prepared {
-        return fail(L, asked, e);
+        // SAFETY: the contract.
+        return unsafe { fail(L, asked, e) };
     }
     let wheres = !asked.wheres.is_empty();
     asked.then = match then {
@@ -401,33 +491,53 @@ unsafe fn start(L: *mut ffi::lua_State, mut asked: Box<Asked>, first: c_int, op:
         Then::List if wheres => Then::Where(Purpose::TakeAll),
         t => t,
     };
-    asked.base = ffi::lua_gettop(L);
+    // SAFETY: the contract.
+    asked.base = unsafe { ffi::lua_gettop(L) };
     if wheres {
         // The result list, then (when it comes) the candidate list.
-        ffi::lua_createtable(L, 0, 0);
-        return ask_candidates(L, asked, flags & WAIT);
+        // SAFETY: the contract; `asked` moves into the call. NOT KEPT:
+        // lib.rs invariant 2, `asked` is alive while the list is made, and
+        // a memory error there unwinds over it.
+        return unsafe {
+            ffi::lua_createtable(L, 0, 0);
+            ask_candidates(L, asked, flags & WAIT)
+        };
     }
-    ask(L, asked, op, flags, 0, None)
+    // SAFETY: the contract; `asked` moves into `ask`.
+    unsafe { ask(L, asked, op, flags, 0, None) }
 }
 
 /// The template from argument `first` on: its shape, its actual fields'
 /// values, its `where` formals.
 unsafe fn actuals(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Result<(Vec<u8>, Message, Wheres), String> {
-    let (patterns, wheres) = template(L, first, fname)?;
+    // SAFETY: the contract.
+    let (patterns, wheres) = unsafe { template(L, first, fname)? };
     let (shape, at) = shape_of(&patterns);
-    let top = ffi::lua_gettop(L);
-    for i in &at {
-        ffi::lua_pushvalue(L, first + *i as c_int);
-    }
-    let values = codec::encode(L, top + 1, top + at.len() as c_int);
-    ffi::lua_settop(L, top);
+    // NOT UPHELD: the copies are pushed without `lua_checkstack`, and a native
+    // function is given only `LUA_MINSTACK` (20) free slots: a template with
+    // more actual fields than are left writes past the room Lua guarantees.
+    // NOT KEPT: lib.rs invariant 2, `patterns`, `wheres`, `shape` and `at` are
+    // alive while encoding.
+    // SAFETY: the contract; a copy of each actual field is pushed, encoded,
+    // then popped.
+    let values = unsafe {
+        let top = ffi::lua_gettop(L);
+        for i in &at {
+            ffi::lua_pushvalue(L, first + *i as c_int);
+        }
+        let values = codec::encode(L, top + 1, top + at.len() as c_int);
+        ffi::lua_settop(L, top);
+        values
+    };
     let values = values.map_err(|e| format!("{fname}: {e}"))?;
     synodic_core::dist::carry::crossing(&values).map_err(|e| format!("{fname}: {e}"))?;
     Ok((shape, values, wheres))
 }
 
 pub(crate) unsafe fn out(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    let prepared = (|| {
+    // SAFETY: the contract; nothing raises in here but the encoding (see
+    // `pattern::tuple`).
+    let prepared = (|| unsafe {
         yieldable(L, "out")?;
         let values = crate::api::deferred::defer_large(ctx(L).rt(), tuple(L)?.values);
         synodic_core::dist::carry::crossing(&values).map_err(|e| format!("out: {e}"))?;
@@ -435,55 +545,70 @@ pub(crate) unsafe fn out(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -
     })();
     let values = match prepared {
         Ok(v) => v,
-        Err(e) => return raise(L, e),
+        // SAFETY: the contract; `raise` drops `e` before unwinding.
+        Err(e) => return unsafe { raise(L, e) },
     };
-    ask(L, Asked::new(space, alias, "out", Then::Nothing), Op::Out, 0, 0, Some(values))
+    // SAFETY: the contract; the exchange and `values` move into `ask`.
+    unsafe { ask(L, Asked::new(space, alias, "out", Then::Nothing), Op::Out, 0, 0, Some(values)) }
 }
 
 /// `take`/`rd` and their timed forms.
 unsafe fn find(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16, fname: &'static str, take: bool, timed: bool, probe: bool) -> c_int {
-    let timeout = match timed.then(|| seconds(L, fname)).transpose() {
+    // SAFETY: the contract (argument 2 is read).
+    let timeout = match timed.then(|| unsafe { seconds(L, fname) }).transpose() {
         Ok(t) => t,
-        Err(e) => return raise(L, e),
+        // SAFETY: the contract; `raise` drops `e` before unwinding.
+        Err(e) => return unsafe { raise(L, e) },
     };
-    start_deadline(L, timeout);
+    // SAFETY: the contract.
+    unsafe { start_deadline(L, timeout) };
     let waits = !probe && !timeout.is_some_and(|t| t.is_zero());
     let flags = if take { TAKE } else { 0 } | if waits { WAIT } else { 0 };
-    start(L, Asked::new(space, alias, fname, Then::Tuple), if timed { 3 } else { 2 }, Op::Find, flags)
+    // SAFETY: the contract; the exchange moves into `start`.
+    unsafe { start(L, Asked::new(space, alias, fname, Then::Tuple), if timed { 3 } else { 2 }, Op::Find, flags) }
 }
 
 pub(crate) unsafe fn take(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    find(L, space, alias, "take", true, false, false)
+    // SAFETY: the contract.
+    unsafe { find(L, space, alias, "take", true, false, false) }
 }
 
 pub(crate) unsafe fn rd(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    find(L, space, alias, "rd", false, false, false)
+    // SAFETY: the contract.
+    unsafe { find(L, space, alias, "rd", false, false, false) }
 }
 
 pub(crate) unsafe fn inp(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    find(L, space, alias, "inp", true, false, true)
+    // SAFETY: the contract.
+    unsafe { find(L, space, alias, "inp", true, false, true) }
 }
 
 pub(crate) unsafe fn rdp(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    find(L, space, alias, "rdp", false, false, true)
+    // SAFETY: the contract.
+    unsafe { find(L, space, alias, "rdp", false, false, true) }
 }
 
 pub(crate) unsafe fn take_within(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    find(L, space, alias, "take_within", true, true, false)
+    // SAFETY: the contract.
+    unsafe { find(L, space, alias, "take_within", true, true, false) }
 }
 
 pub(crate) unsafe fn rd_within(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    find(L, space, alias, "rd_within", false, true, false)
+    // SAFETY: the contract.
+    unsafe { find(L, space, alias, "rd_within", false, true, false) }
 }
 
 pub(crate) unsafe fn count(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    start(L, Asked::new(space, alias, "count", Then::Count), 2, Op::Count, 0)
+    // SAFETY: the contract.
+    unsafe { start(L, Asked::new(space, alias, "count", Then::Count), 2, Op::Count, 0) }
 }
 
 pub(crate) unsafe fn take_all(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    start(L, Asked::new(space, alias, "take_all", Then::List), 2, Op::TakeAll, TAKE)
+    // SAFETY: the contract.
+    unsafe { start(L, Asked::new(space, alias, "take_all", Then::List), 2, Op::TakeAll, TAKE) }
 }
 
 pub(crate) unsafe fn clear(L: *mut ffi::lua_State, space: &SpaceRef, alias: u16) -> c_int {
-    start(L, Asked::new(space, alias, "clear", Then::Nothing), 0, Op::Clear, 0)
+    // SAFETY: the contract.
+    unsafe { start(L, Asked::new(space, alias, "clear", Then::Nothing), 0, Op::Clear, 0) }
 }

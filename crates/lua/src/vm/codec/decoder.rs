@@ -36,6 +36,12 @@ pub(super) struct Decoder<'a> {
 }
 
 
+/// Every `unsafe` method below has one contract: `self.L` is the state
+/// being decoded into (a process's, or a template build's), `self.base` at
+/// or below its top. The decoder checks the stack for room before each
+/// value and level, and owns nothing while it calls the API: a memory
+/// error unwinds only over borrows. The notes on its blocks say "the
+/// contract" for that.
 impl<'a> Decoder<'a> {
     pub(super) fn new(L: *mut ffi::lua_State, r: Reader<'a>, attachments: &'a [Attachment], base: c_int) -> Decoder<'a> {
         Decoder { L, r, attachments, base, refs: 0, next_ref: 0, first_ref: 0, needs_leading: false, depth: 0, outside: false }
@@ -43,11 +49,13 @@ impl<'a> Decoder<'a> {
 
     /// Pushes the next `count` values, which must end the reader's bytes.
     pub(super) unsafe fn values(&mut self, count: usize) -> Result<(), Error> {
-        if ffi::lua_checkstack(self.L, count as c_int + 8) == 0 {
+        // SAFETY: the contract; `lua_checkstack` reports failure, never raises.
+        if unsafe { ffi::lua_checkstack(self.L, count as c_int + 8) } == 0 {
             return Err(Error::Decode(format!("too many values ({count})")));
         }
         for _ in 0..count {
-            self.value()?;
+            // SAFETY: the contract; room for every value was made above.
+            unsafe { self.value()? };
         }
         Ok(self.r.finish()?)
     }
@@ -55,8 +63,12 @@ impl<'a> Decoder<'a> {
     /// Removes the reference table, if one was made: the values alone stay.
     pub(super) unsafe fn drop_refs(&mut self) {
         if self.refs != 0 {
-            ffi::lua_rotate(self.L, self.refs, -1);
-            ffi::lua_settop(self.L, -2);
+            // SAFETY: the contract; `refs` is the slot of the reference
+            // table, moved to the top and popped.
+            unsafe {
+                ffi::lua_rotate(self.L, self.refs, -1);
+                ffi::lua_settop(self.L, -2);
+            }
             self.refs = 0;
         }
     }
@@ -64,10 +76,13 @@ impl<'a> Decoder<'a> {
     /// Pushes the values of a reader of bare fields, to its end.
     pub(super) unsafe fn fields(&mut self) -> Result<(), Error> {
         while self.r.remaining() > 0 {
-            if ffi::lua_checkstack(self.L, 8) == 0 {
-                return Err(junk("stack overflow"));
+            // SAFETY: the contract; room is made before each value.
+            unsafe {
+                if ffi::lua_checkstack(self.L, 8) == 0 {
+                    return Err(junk("stack overflow"));
+                }
+                self.value()?;
             }
-            self.value()?;
         }
         Ok(())
     }
@@ -76,13 +91,15 @@ impl<'a> Decoder<'a> {
     pub(super) unsafe fn value(&mut self) -> Result<(), Error> {
         let L = self.L;
         let tag = self.r.tag()?;
-        if read_plain(L, &mut self.r, tag)? {
+        // SAFETY: the contract (room for the value was made by the caller).
+        if unsafe { read_plain(L, &mut self.r, tag)? } {
             return Ok(());
         }
         match tag {
             Tag::Nil | Tag::False | Tag::True | Tag::Int | Tag::Float | Tag::Str | Tag::Pid => unreachable!("plain values are read above"),
             Tag::Globals => {
-                ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
+                // SAFETY: the contract; the registry holds the globals.
+                unsafe { ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS) };
             }
             Tag::Ref => {
                 let id = self.r.varint()?;
@@ -90,11 +107,14 @@ impl<'a> Decoder<'a> {
                 if self.refs == 0 || id < self.first_ref as u64 || id >= self.next_ref as u64 {
                     return Err(Error::Wire(synodic_core::wire::WireError::BadRef(id)));
                 }
-                ffi::lua_rawgeti(L, self.refs, id as i64 + 1);
+                // SAFETY: the contract; `refs` is the slot of the reference
+                // table, and `id` was checked to be one it holds.
+                unsafe { ffi::lua_rawgeti(L, self.refs, id as i64 + 1) };
             }
-            Tag::Table => self.table()?,
-            Tag::Function => self.function()?,
-            Tag::Library => self.library()?,
+            // SAFETY: the contract (this arm and the next two).
+            Tag::Table => unsafe { self.table()? },
+            Tag::Function => unsafe { self.function()? },
+            Tag::Library => unsafe { self.library()? },
             Tag::SharedUpvalue => return Err(junk("shared upvalue outside a function")),
             Tag::Shared => {
                 let kind = self.r.byte_value()?;
@@ -102,7 +122,8 @@ impl<'a> Decoder<'a> {
                 let index = self.r.varint()?;
                 let sendable = crate::vm::module::sendable().iter().find(|s| s.kind == kind).ok_or_else(|| junk(format!("unknown kind of shared value {kind}")))?;
                 let shared = self.attachments.get(index as usize).ok_or_else(|| junk("shared value without its attachment"))?;
-                (sendable.rebuild)(L, variant, shared).map_err(junk)?;
+                // SAFETY: the contract; `shared` is an attachment of this message.
+                unsafe { (sendable.rebuild)(L, variant, shared).map_err(junk)? };
             }
         }
         Ok(())
@@ -114,7 +135,8 @@ impl<'a> Decoder<'a> {
         if self.depth > MAX_DEPTH {
             return Err(Error::Wire(synodic_core::wire::WireError::TooDeep));
         }
-        if ffi::lua_checkstack(self.L, 8) == 0 {
+        // SAFETY: the contract; `lua_checkstack` reports failure, never raises.
+        if unsafe { ffi::lua_checkstack(self.L, 8) } == 0 {
             return Err(junk("stack overflow"));
         }
         Ok(())
@@ -133,45 +155,59 @@ impl<'a> Decoder<'a> {
             // table or function decoded, or the first one after a
             // template's leading values, which are not), so shifting the
             // values up by one is safe.
-            ffi::lua_createtable(L, 4, 0);
-            self.refs = self.base + 1;
-            ffi::lua_rotate(L, self.refs, 1);
+            // SAFETY: the contract; `base + 1` is at or below the top (the
+            // object is above it), so the rotation stays in the stack.
+            unsafe {
+                ffi::lua_createtable(L, 4, 0);
+                self.refs = self.base + 1;
+                ffi::lua_rotate(L, self.refs, 1);
+            }
         }
-        ffi::lua_pushvalue(L, -1);
-        ffi::lua_rawseti(L, self.refs, id + 1);
+        // SAFETY: the contract; a copy of the object on top goes into the
+        // reference table at `refs`.
+        unsafe {
+            ffi::lua_pushvalue(L, -1);
+            ffi::lua_rawseti(L, self.refs, id + 1);
+        }
     }
 
     pub(super) unsafe fn table(&mut self) -> Result<(), Error> {
         let L = self.L;
-        self.enter()?;
+        // SAFETY: the contract.
+        unsafe { self.enter()? };
         let narr = self.r.varint()?;
         let nhash = self.r.u32()? as u64;
         if narr.saturating_add(nhash) > self.r.remaining() as u64 {
             return Err(junk("table larger than its message"));
         }
-        ffi::lua_createtable(L, narr as c_int, nhash as c_int);
-        self.remember();
-        let t = ffi::lua_gettop(L);
-        for i in 1..=narr as i64 {
-            self.value()?;
-            if ffi::lua_type(L, -1) == ffi::LUA_TNIL {
-                ffi::lua_settop(L, -2);
-            } else {
-                ffi::lua_rawseti(L, t, i);
+        // SAFETY: the contract; sizes are bounded by the bytes left (checked
+        // above), and the new table is at `t` while its fields, each value
+        // pushed above it (room made by `enter`), are set raw.
+        unsafe {
+            ffi::lua_createtable(L, narr as c_int, nhash as c_int);
+            self.remember();
+            let t = ffi::lua_gettop(L);
+            for i in 1..=narr as i64 {
+                self.value()?;
+                if ffi::lua_type(L, -1) == ffi::LUA_TNIL {
+                    ffi::lua_settop(L, -2);
+                } else {
+                    ffi::lua_rawseti(L, t, i);
+                }
             }
-        }
-        for _ in 0..nhash {
-            self.value()?;
-            let bad_key = match ffi::lua_type(L, -1) {
-                ffi::LUA_TNIL => true,
-                ffi::LUA_TNUMBER => ffi::lua_isinteger(L, -1) == 0 && ffi::lua_tonumber(L, -1).is_nan(),
-                _ => false,
-            };
-            if bad_key {
-                return Err(junk("table key is nil or NaN"));
+            for _ in 0..nhash {
+                self.value()?;
+                let bad_key = match ffi::lua_type(L, -1) {
+                    ffi::LUA_TNIL => true,
+                    ffi::LUA_TNUMBER => ffi::lua_isinteger(L, -1) == 0 && ffi::lua_tonumber(L, -1).is_nan(),
+                    _ => false,
+                };
+                if bad_key {
+                    return Err(junk("table key is nil or NaN"));
+                }
+                self.value()?;
+                ffi::lua_rawset(L, t);
             }
-            self.value()?;
-            ffi::lua_rawset(L, t);
         }
         self.depth -= 1;
         Ok(())
@@ -179,7 +215,8 @@ impl<'a> Decoder<'a> {
 
     pub(super) unsafe fn function(&mut self) -> Result<(), Error> {
         let L = self.L;
-        self.enter()?;
+        // SAFETY: the contract.
+        unsafe { self.enter()? };
         let len = self.r.u32()? as usize;
         if len > self.r.remaining() {
             return Err(junk("function code runs past the message"));
@@ -190,44 +227,61 @@ impl<'a> Decoder<'a> {
         // A real chunk needs no block much larger than itself (16 bytes per byte covers constants).
         let heap = crate::vm::heap::of_state(L);
         let previous_cap = heap.map(|h| h.limit_blocks(16 * len + 4096));
-        let status = ffi::lua_load(L, chunk_reader, (&mut chunk as *mut Option<&[u8]>).cast(), c"=message".as_ptr(), c"b".as_ptr());
+        // SAFETY: the contract; `lua_load` is protected (it returns a status,
+        // never raises), and `chunk_reader` is given `chunk`, alive (and not
+        // otherwise used) through the call; mode "b" takes binary code only.
+        let status = unsafe { ffi::lua_load(L, chunk_reader, (&mut chunk as *mut Option<&[u8]>).cast(), c"=message".as_ptr(), c"b".as_ptr()) };
         if let (Some(h), Some(cap)) = (crate::vm::heap::of_state(L), previous_cap) {
             h.limit_blocks(cap);
         }
         if status != ffi::LUA_OK {
-            let why = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
-            ffi::lua_settop(L, -2);
+            // SAFETY: the contract; the load's error message is on top,
+            // copied, then popped.
+            let why = unsafe {
+                let why = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+                ffi::lua_settop(L, -2);
+                why
+            };
             return Err(junk(format!("bad function code at byte {start}: {why}")));
         }
-        self.remember();
-        let f = ffi::lua_gettop(L);
+        // SAFETY: the contract; the loaded function is on top, at `f`.
+        let f = unsafe {
+            self.remember();
+            ffi::lua_gettop(L)
+        };
         let nups = self.r.varint()?;
         for n in 1..=nups {
-            if n > 255 || ffi::lua_getupvalue(L, f, n as c_int).is_null() {
-                return Err(junk("function has fewer upvalues than the message gives"));
-            }
-            ffi::lua_settop(L, -2);
-            if self.r.peek_tag() == Some(Tag::SharedUpvalue) {
-                self.r.tag()?;
-                let owner = self.r.varint()?;
-                let m = self.r.varint()?;
-                self.needs_leading |= owner < self.first_ref as u64;
-                if self.refs == 0 || owner < self.first_ref as u64 || owner >= self.next_ref as u64 || m == 0 || m > 255 {
-                    return Err(junk("bad shared upvalue"));
-                }
-                ffi::lua_rawgeti(L, self.refs, owner as i64 + 1);
-                let ok = ffi::lua_type(L, -1) == ffi::LUA_TFUNCTION
-                    && ffi::lua_iscfunction(L, -1) == 0
-                    && !ffi::lua_getupvalue(L, -1, m as c_int).is_null();
-                if !ok {
-                    return Err(junk("bad shared upvalue"));
+            // SAFETY: the contract; upvalue `n` of the function at `f` is
+            // checked to exist before it is set or joined: a shared one to
+            // upvalue `m` (checked to exist) of a Lua function the reference
+            // table holds; anything pushed for a check is popped.
+            unsafe {
+                if n > 255 || ffi::lua_getupvalue(L, f, n as c_int).is_null() {
+                    return Err(junk("function has fewer upvalues than the message gives"));
                 }
                 ffi::lua_settop(L, -2);
-                ffi::lua_upvaluejoin(L, f, n as c_int, -1, m as c_int);
-                ffi::lua_settop(L, -2);
-            } else {
-                self.value()?;
-                ffi::lua_setupvalue(L, f, n as c_int);
+                if self.r.peek_tag() == Some(Tag::SharedUpvalue) {
+                    self.r.tag()?;
+                    let owner = self.r.varint()?;
+                    let m = self.r.varint()?;
+                    self.needs_leading |= owner < self.first_ref as u64;
+                    if self.refs == 0 || owner < self.first_ref as u64 || owner >= self.next_ref as u64 || m == 0 || m > 255 {
+                        return Err(junk("bad shared upvalue"));
+                    }
+                    ffi::lua_rawgeti(L, self.refs, owner as i64 + 1);
+                    let ok = ffi::lua_type(L, -1) == ffi::LUA_TFUNCTION
+                        && ffi::lua_iscfunction(L, -1) == 0
+                        && !ffi::lua_getupvalue(L, -1, m as c_int).is_null();
+                    if !ok {
+                        return Err(junk("bad shared upvalue"));
+                    }
+                    ffi::lua_settop(L, -2);
+                    ffi::lua_upvaluejoin(L, f, n as c_int, -1, m as c_int);
+                    ffi::lua_settop(L, -2);
+                } else {
+                    self.value()?;
+                    ffi::lua_setupvalue(L, f, n as c_int);
+                }
             }
         }
         self.depth -= 1;
@@ -238,22 +292,28 @@ impl<'a> Decoder<'a> {
         let L = self.L;
         let module = self.r.bytes()?;
         let field = self.r.bytes()?;
-        if crate::vm::shared::push_frozen_field(L, module, field) {
+        // SAFETY: the contract.
+        if unsafe { crate::vm::shared::push_frozen_field(L, module, field) } {
             return Ok(());
         }
         if self.outside && !crate::vm::template::loads_outside_a_process(module) {
             return Err(junk(format!("module '{}' is loaded in a process only", String::from_utf8_lossy(module))));
         }
-        crate::vm::state::push_module(L, module).map_err(|e| junk(format!("module '{}': {e}", String::from_utf8_lossy(module))))?;
+        // SAFETY: the contract; `push_module` runs `require` protected.
+        unsafe { crate::vm::state::push_module(L, module) }.map_err(|e| junk(format!("module '{}': {e}", String::from_utf8_lossy(module))))?;
         if !field.is_empty() {
             // Not a raw get (library tables fill themselves on first use),
             // but protected: a module's own __index may raise.
-            ffi::lua_pushcfunction(L, index_field);
-            ffi::lua_rotate(L, -2, 1);
-            push_bytes(L, field);
-            if crate::vm::util::protected(L, 2, 1).is_err() {
-                let why = crate::vm::util::pop_error(L);
-                return Err(junk(format!("library field {}.{}: {why}", String::from_utf8_lossy(module), String::from_utf8_lossy(field))));
+            // SAFETY: the contract; `index_field` gets the module (under
+            // it) and the field name as its two arguments.
+            unsafe {
+                ffi::lua_pushcfunction(L, index_field);
+                ffi::lua_rotate(L, -2, 1);
+                push_bytes(L, field);
+                if crate::vm::util::protected(L, 2, 1).is_err() {
+                    let why = crate::vm::util::pop_error(L);
+                    return Err(junk(format!("library field {}.{}: {why}", String::from_utf8_lossy(module), String::from_utf8_lossy(field))));
+                }
             }
         }
         Ok(())
@@ -262,20 +322,27 @@ impl<'a> Decoder<'a> {
 
 /// `t[k]` with metamethods, for a protected call.
 unsafe extern "C-unwind" fn index_field(L: *mut ffi::lua_State) -> c_int {
-    ffi::lua_gettable(L, 1);
+    // SAFETY: called (protected) by `Decoder::library` with the table at 1
+    // and the key at 2, on top.
+    unsafe { ffi::lua_gettable(L, 1) };
     1
 }
 
 unsafe extern "C-unwind" fn chunk_reader(_L: *mut ffi::lua_State, ud: *mut c_void, size: *mut usize) -> *const std::ffi::c_char {
-    let chunk = &mut *(ud as *mut Option<&[u8]>);
-    match chunk.take() {
-        Some(b) => {
-            *size = b.len();
-            b.as_ptr().cast()
-        }
-        None => {
-            *size = 0;
-            std::ptr::null()
+    // SAFETY: `lua_load` passes back the user data `Decoder::function` gave
+    // it, its `chunk`, alive through the load; `size` is Lua's to write.
+    // The bytes returned live in the message, which outlives the load.
+    unsafe {
+        let chunk = &mut *(ud as *mut Option<&[u8]>);
+        match chunk.take() {
+            Some(b) => {
+                *size = b.len();
+                b.as_ptr().cast()
+            }
+            None => {
+                *size = 0;
+                std::ptr::null()
+            }
         }
     }
 }

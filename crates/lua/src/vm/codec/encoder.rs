@@ -90,28 +90,41 @@ pub(super) struct Encoder {
 
 
 
+/// Every method below is `unsafe` with one contract: `self.L` is a
+/// process's state (lib.rs invariant 1) and `idx` an absolute stack index
+/// of a value; the encoder keeps room on the stack for what it pushes
+/// (`enter`). The notes on its blocks say "the contract" for that.
 impl Encoder {
     /// Writes the value at the absolute stack index `idx`.
     pub(super) unsafe fn value(&mut self, idx: c_int) -> Result<(), Failure> {
         let L = self.L;
-        if write_plain(&mut self.w, peek(L, idx)) {
+        // SAFETY: the contract; a string's bytes are copied while on the stack.
+        if write_plain(&mut self.w, unsafe { peek(L, idx) }) {
             return Ok(());
         }
-        match crate::vm::peek::object(L, idx) {
-            Object::Table(p) => return self.table(idx, p),
+        // SAFETY: the contract.
+        match unsafe { crate::vm::peek::object(L, idx) } {
+            // SAFETY: the contract; `p` is the table's address.
+            Object::Table(p) => return unsafe { self.table(idx, p) },
             Object::Globals => {
                 self.w.tag(Tag::Globals);
                 return Ok(());
             }
-            Object::LuaFunction(p) => return self.lua_function(idx, p),
-            Object::CFunction => return self.c_function(idx),
+            // SAFETY: the contract; `p` is the function's address.
+            Object::LuaFunction(p) => return unsafe { self.lua_function(idx, p) },
+            // SAFETY: the contract.
+            Object::CFunction => return unsafe { self.c_function(idx) },
             Object::Other => {}
         }
-        match ffi::lua_type(L, idx) {
+        // SAFETY: the contract.
+        match unsafe { ffi::lua_type(L, idx) } {
             ffi::LUA_TLIGHTUSERDATA => return Err(Failure::unsendable("light userdata")),
             ffi::LUA_TUSERDATA => {
-                let Some((kind, variant, shared)) = crate::vm::module::sendable().iter().find_map(|s| (s.share)(L, idx).map(|(v, a)| (s.kind, v, a))) else {
-                    return Err(Failure::unsendable(type_name(L, idx)));
+                // SAFETY: the contract; each kind's `share` checks the
+                // userdata at `idx` is its own (by metatable) before reading it.
+                let Some((kind, variant, shared)) = crate::vm::module::sendable().iter().find_map(|s| unsafe { (s.share)(L, idx) }.map(|(v, a)| (s.kind, v, a))) else {
+                    // SAFETY: the contract.
+                    return Err(Failure::unsendable(unsafe { type_name(L, idx) }));
                 };
                 // What it shares goes beside the bytes, not copied.
                 self.w.tag(Tag::Shared);
@@ -120,7 +133,8 @@ impl Encoder {
                 self.w.varint(self.attachments.len() as u64);
                 self.attachments.push(shared);
             }
-            _ => return Err(Failure::unsendable(type_name(L, idx))),
+            // SAFETY: the contract.
+            _ => return Err(Failure::unsendable(unsafe { type_name(L, idx) })),
         }
         Ok(())
     }
@@ -144,7 +158,8 @@ impl Encoder {
         if self.depth > MAX_DEPTH {
             return Err(Failure::too_deep());
         }
-        if ffi::lua_checkstack(self.L, LEVEL_SLOTS) == 0 {
+        // SAFETY: the contract; `lua_checkstack` reports failure, never raises.
+        if unsafe { ffi::lua_checkstack(self.L, LEVEL_SLOTS) } == 0 {
             return Err(Failure::unsendable("value (not enough memory for the Lua stack)"));
         }
         Ok(())
@@ -153,7 +168,8 @@ impl Encoder {
     /// Writes the table at `idx`, whose address is `p` (not the globals).
     pub(super) unsafe fn table(&mut self, idx: c_int, p: *const c_void) -> Result<(), Failure> {
         let L = self.L;
-        if let Some(name) = module_name(L, idx, p) {
+        // SAFETY: the contract; `idx` holds the table whose address is `p`.
+        if let Some(name) = unsafe { module_name(L, idx, p) } {
             self.w.tag(Tag::Library);
             self.w.bytes(&name);
             self.w.bytes(b"");
@@ -162,28 +178,41 @@ impl Encoder {
         if self.seen(p) {
             return Ok(());
         }
-        self.enter()?;
-        let narr = ffi::lua_rawlen(L, idx) as i64;
+        // SAFETY: the contract.
+        unsafe { self.enter()? };
+        // SAFETY: the contract; `idx` holds a table.
+        let narr = unsafe { ffi::lua_rawlen(L, idx) } as i64;
         self.w.tag(Tag::Table);
         self.w.varint(narr as u64);
         let count_at = self.w.placeholder_u32();
         for i in 1..=narr {
-            ffi::lua_rawgeti(L, idx, i);
-            self.value(ffi::lua_gettop(L)).map_err(|e| e.under(Segment::Index(i)))?;
-            ffi::lua_settop(L, -2);
+            // SAFETY: the contract; `enter` made room for the element pushed,
+            // popped after it is written (or left for the caller to cut, on
+            // failure).
+            unsafe {
+                ffi::lua_rawgeti(L, idx, i);
+                self.value(ffi::lua_gettop(L)).map_err(|e| e.under(Segment::Index(i)))?;
+                ffi::lua_settop(L, -2);
+            }
         }
         let mut nhash: u32 = 0;
-        ffi::lua_pushnil(L);
-        while ffi::lua_next(L, idx) != 0 {
-            let key = ffi::lua_gettop(L) - 1;
-            // Not lua_tointegerx alone: it would try to read a string key as a number.
-            let in_array = ffi::lua_isinteger(L, key) != 0 && (1..=narr).contains(&ffi::lua_tointegerx(L, key, std::ptr::null_mut()));
-            if !in_array {
-                self.value(key).map_err(|e| e.under(Segment::Key))?;
-                self.value(key + 1).map_err(|e| e.under(key_segment(L, key)))?;
-                nhash += 1;
+        // SAFETY: the contract; a raw walk of the table at `idx`: the key at
+        // `key`, the value above it, cut back to the key for `lua_next`.
+        // Only an integer key is read as a number (`lua_tointegerx` on a
+        // string key would convert it, and break the walk).
+        unsafe {
+            ffi::lua_pushnil(L);
+            while ffi::lua_next(L, idx) != 0 {
+                let key = ffi::lua_gettop(L) - 1;
+                // Not lua_tointegerx alone: it would try to read a string key as a number.
+                let in_array = ffi::lua_isinteger(L, key) != 0 && (1..=narr).contains(&ffi::lua_tointegerx(L, key, std::ptr::null_mut()));
+                if !in_array {
+                    self.value(key).map_err(|e| e.under(Segment::Key))?;
+                    self.value(key + 1).map_err(|e| e.under(key_segment(L, key)))?;
+                    nhash += 1;
+                }
+                ffi::lua_settop(L, key);
             }
-            ffi::lua_settop(L, key);
         }
         self.w.patch_u32(count_at, nhash);
         self.depth -= 1;
@@ -200,7 +229,8 @@ impl Encoder {
 
     /// Writes the C function at `idx`: by name, or not at all.
     pub(super) unsafe fn c_function(&mut self, idx: c_int) -> Result<(), Failure> {
-        match function_name(self.L, idx) {
+        // SAFETY: the contract; `idx` holds a C function.
+        match unsafe { function_name(self.L, idx) } {
             Some(name) => {
                 self.library(&name);
                 Ok(())
@@ -212,12 +242,15 @@ impl Encoder {
     /// Writes the Lua function at `idx`, whose address is `p`.
     pub(super) unsafe fn lua_function(&mut self, idx: c_int, p: *const c_void) -> Result<(), Failure> {
         let L = self.L;
-        if let Some(name) = crate::vm::shared::frozen_name(p) {
+        // SAFETY: `p` is the address of the Lua closure at `idx`.
+        if let Some(name) = unsafe { crate::vm::shared::frozen_name(p) } {
             self.library(&name);
             return Ok(());
         }
-        if crate::vm::shared::is_shared_function(L, idx) {
-            if let Some(name) = library_name(L, idx, &FUNCTION_NAMES, true) {
+        // SAFETY: the contract.
+        if unsafe { crate::vm::shared::is_shared_function(L, idx) } {
+            // SAFETY: the contract.
+            if let Some(name) = unsafe { library_name(L, idx, &FUNCTION_NAMES, true) } {
                 self.library(&name);
                 return Ok(());
             }
@@ -226,40 +259,57 @@ impl Encoder {
             return Ok(());
         }
         let id = self.ids.len() as u32 - 1; // just numbered by `seen`
-        self.enter()?;
+        // SAFETY: the contract.
+        unsafe { self.enter()? };
         self.w.tag(Tag::Function);
         let at = self.w.placeholder_u32();
         let start = self.w.len();
-        if !crate::vm::dumps::dump(L, idx, self.w.buffer()) {
+        // SAFETY: the contract; `L` is a process state with a Lua function
+        // at `idx`, as `dump` asks.
+        if !unsafe { crate::vm::dumps::dump(L, idx, self.w.buffer()) } {
             return Err(Failure::wire(synodic_core::wire::WireError::TooLarge));
         }
         let len = (self.w.len() - start) as u32;
         self.w.patch_u32(at, len);
-        let nups = crate::vm::peek::upvalue_count(L, idx);
+        // SAFETY: the contract.
+        let nups = unsafe { crate::vm::peek::upvalue_count(L, idx) };
         self.w.varint(nups as u64);
         for n in 1..=nups {
-            let cell = ffi::lua_upvalueid(L, idx, n);
-            if let Some(&(owner, m)) = self.upvalues.get(&cell) {
-                self.w.tag(Tag::SharedUpvalue);
-                self.w.varint(owner as u64);
-                self.w.varint(m as u64);
-                continue;
+            // SAFETY: the contract; `n` is one of the function's `nups`
+            // upvalues. Its value is pushed (room made by `enter`); its name
+            // is NUL-terminated and lives with the function, copied here.
+            unsafe {
+                let cell = ffi::lua_upvalueid(L, idx, n);
+                if let Some(&(owner, m)) = self.upvalues.get(&cell) {
+                    self.w.tag(Tag::SharedUpvalue);
+                    self.w.varint(owner as u64);
+                    self.w.varint(m as u64);
+                    continue;
+                }
+                self.upvalues.insert(cell, (id, n as u32));
+                let name = ffi::lua_getupvalue(L, idx, n);
+                let top = ffi::lua_gettop(L);
+                self.value(top).map_err(|e| e.under(Segment::Upvalue(CStr::from_ptr(name).to_string_lossy().into_owned())))?;
+                ffi::lua_settop(L, top - 1);
             }
-            self.upvalues.insert(cell, (id, n as u32));
-            let name = ffi::lua_getupvalue(L, idx, n);
-            let top = ffi::lua_gettop(L);
-            self.value(top).map_err(|e| e.under(Segment::Upvalue(CStr::from_ptr(name).to_string_lossy().into_owned())))?;
-            ffi::lua_settop(L, top - 1);
         }
         self.depth -= 1;
         Ok(())
     }
 }
 
+/// The path segment of the table key at `key`.
+///
+/// # Safety
+/// As the encoder's methods': `key` an absolute index of a key.
 unsafe fn key_segment(L: *mut ffi::lua_State, key: c_int) -> Segment {
-    match ffi::lua_type(L, key) {
-        ffi::LUA_TNUMBER if ffi::lua_isinteger(L, key) != 0 => Segment::Index(ffi::lua_tointegerx(L, key, std::ptr::null_mut())),
-        ffi::LUA_TSTRING => Segment::Field(String::from_utf8_lossy(to_bytes(L, key).unwrap_or_default()).into_owned()),
-        _ => Segment::Field(format!("<{} key>", type_name(L, key))),
+    // SAFETY: the contract; a string key is read as it is (no conversion),
+    // copied while on the stack.
+    unsafe {
+        match ffi::lua_type(L, key) {
+            ffi::LUA_TNUMBER if ffi::lua_isinteger(L, key) != 0 => Segment::Index(ffi::lua_tointegerx(L, key, std::ptr::null_mut())),
+            ffi::LUA_TSTRING => Segment::Field(String::from_utf8_lossy(to_bytes(L, key).unwrap_or_default()).into_owned()),
+            _ => Segment::Field(format!("<{} key>", type_name(L, key))),
+        }
     }
 }

@@ -107,9 +107,12 @@ impl Scratch {
 /// Encodes the values at stack positions `first..=last` as one message.
 #[inline]
 pub(crate) unsafe fn encode(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Message, Error> {
-    match crate::vm::plain::encode(L, first, last) {
+    // SAFETY: `L` is a process's state with the values at `first..=last`
+    // (lib.rs invariant 1, the caller's).
+    match unsafe { crate::vm::plain::encode(L, first, last) } {
         Some(msg) => Ok(msg),
-        None => encode_general(L, first, last),
+        // SAFETY: as above.
+        None => unsafe { encode_general(L, first, last) },
     }
 }
 
@@ -120,7 +123,9 @@ pub(crate) unsafe fn encode_after(L: *mut ffi::lua_State, first: c_int, last: c_
         Some((n, rest)) => n.parse::<i64>().map_or(path.clone(), |n| format!("[{}]{rest}", n - hidden)),
         None => path,
     };
-    encode(L, first, last).map_err(|e| match e {
+    // SAFETY: `L` is a process's state with the values at `first..=last`
+    // (lib.rs invariant 1, the caller's).
+    unsafe { encode(L, first, last) }.map_err(|e| match e {
         Error::Unsendable { kind, path } => Error::Unsendable { kind, path: shift(path) },
         Error::TooDeep { path } => Error::TooDeep { path: shift(path) },
         e => e,
@@ -132,7 +137,8 @@ pub(crate) unsafe fn encode_after(L: *mut ffi::lua_State, first: c_int, last: c_
 /// pay for its frame.
 #[inline(never)]
 pub(crate) unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<Message, Error> {
-    encode_marking(L, first, last, 0).map(|(msg, _)| msg)
+    // SAFETY: as `encode`'s caller promises.
+    unsafe { encode_marking(L, first, last, 0) }.map(|(msg, _)| msg)
 }
 
 /// Encodes a spawn message (its function, then its arguments, at
@@ -140,7 +146,9 @@ pub(crate) unsafe fn encode_general(L: *mut ffi::lua_State, first: c_int, last: 
 /// may keep them (see [`Leading`]), as the encoder met them: what the
 /// runtime would otherwise walk the message for.
 pub(crate) unsafe fn encode_spawn(L: *mut ffi::lua_State, first: c_int, last: c_int) -> Result<(Message, Option<Leading>), Error> {
-    encode_marking(L, first, last, crate::vm::prefix::LEADING)
+    // SAFETY: `L` is a process's state with the values at `first..=last`
+    // (lib.rs invariant 1, the caller's).
+    unsafe { encode_marking(L, first, last, crate::vm::prefix::LEADING) }
 }
 
 /// The bytes of a message's first values (after its header), with nothing
@@ -152,8 +160,13 @@ const TABLE_TAGS: [u8; 3] = [Tag::Table as u8, Tag::Ref as u8, Tag::Globals as u
 
 /// [`encode_general`], marking the message's first `leading` values
 /// (none: 0).
+///
+/// # Safety
+/// `L` is a process's state (lib.rs invariant 1) with values at
+/// `first..=last`.
 unsafe fn encode_marking(L: *mut ffi::lua_State, first: c_int, last: c_int, leading: usize) -> Result<(Message, Option<Leading>), Error> {
-    let top = ffi::lua_gettop(L);
+    // SAFETY: the contract.
+    let top = unsafe { ffi::lua_gettop(L) };
     let count = (last - first + 1).max(0) as usize;
     // Taken, not borrowed: a finaliser run during encoding may encode too.
     let Scratch { bytes, ids, upvalues } = SCRATCH.with(|s| s.take());
@@ -163,17 +176,28 @@ unsafe fn encode_marking(L: *mut ffi::lua_State, first: c_int, last: c_int, lead
     let start = enc.w.len();
     let mut marked = None;
     for (n, idx) in (first..=last).enumerate() {
-        let (at, idx) = (enc.w.len(), ffi::lua_absindex(L, idx));
-        if let Err(e) = enc.value(idx) {
+        // SAFETY: the contract: `idx` is the index of a value.
+        let (at, idx) = (enc.w.len(), unsafe { ffi::lua_absindex(L, idx) });
+        // NOT KEPT: lib.rs invariant 2. The encoder's buffer, maps and
+        // attachments (and this frame's) are alive while it calls the API, and
+        // a memory error there (a lazy table's entries made for `lua_next`,
+        // `luaL_ref` in `dumps`, the reverse maps of `names`) unwinds over
+        // them: in practice a leak of them.
+        // SAFETY: `enc.L` is `L` and `idx` an absolute index of a value.
+        if let Err(e) = unsafe { enc.value(idx) } {
             result = Err(e.under(Segment::Index(n as i64 + 1)));
             break;
         }
-        if n + 1 == leading && enc.attachments.is_empty() && ffi::lua_type(L, idx) == ffi::LUA_TTABLE && TABLE_TAGS.contains(&enc.w.buffer()[at]) {
+        // SAFETY: as above (a type read).
+        if n + 1 == leading && enc.attachments.is_empty() && unsafe { ffi::lua_type(L, idx) } == ffi::LUA_TTABLE && TABLE_TAGS.contains(&enc.w.buffer()[at]) {
             marked = Some(start..enc.w.len());
         }
     }
-    if ffi::lua_gettop(L) != top {
-        ffi::lua_settop(L, top);
+    // SAFETY: the contract; back to the caller's top (lowering it raises nothing).
+    unsafe {
+        if ffi::lua_gettop(L) != top {
+            ffi::lua_settop(L, top);
+        }
     }
     let Encoder { w, ids, upvalues, attachments, .. } = enc;
     let (bytes, result) = match w.finish() {
@@ -212,32 +236,45 @@ fn write_plain(w: &mut Writer, v: Plain) -> bool {
 
 /// Pushes the values of a message; returns how many.
 #[inline]
+///
+/// Decoding owns nothing while it calls the API; a memory error in it
+/// unwinds over the caller's frames, which must keep lib.rs invariant 2
+/// (a caller that owns the `Message` it decodes does not: see the "NOT
+/// KEPT" notes at those callers).
 pub(crate) unsafe fn decode(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
     if msg.attachments().is_empty() {
-        if let Some(n) = crate::vm::plain::decode(L, msg) {
+        // SAFETY: `L` is a process's state (lib.rs invariant 1).
+        if let Some(n) = unsafe { crate::vm::plain::decode(L, msg) } {
             return Ok(n);
         }
     }
-    decode_general(L, msg)
+    // SAFETY: as above.
+    unsafe { decode_general(L, msg) }
 }
 
 /// [`decode`] for messages the short path does not take (kept out of line, as `encode_general`).
 #[inline(never)]
 unsafe fn decode_general(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
-    decode_parts(L, msg, msg.attachments())
+    // SAFETY: `L` is a process's state (lib.rs invariant 1); the message's
+    // attachments are its own.
+    unsafe { decode_parts(L, msg, msg.attachments()) }
 }
 
 /// Pushes a plain value whose tag was just read; `Ok(false)` for other tags.
 unsafe fn read_plain(L: *mut ffi::lua_State, r: &mut Reader, tag: Tag) -> Result<bool, synodic_core::wire::WireError> {
-    match tag {
-        Tag::Nil => ffi::lua_pushnil(L),
-        Tag::False => ffi::lua_pushboolean(L, 0),
-        Tag::True => ffi::lua_pushboolean(L, 1),
-        Tag::Int => ffi::lua_pushinteger(L, r.int()?),
-        Tag::Float => ffi::lua_pushnumber(L, r.float()?),
-        Tag::Str => push_bytes(L, r.bytes()?),
-        Tag::Pid => push_pid(L, r.pid()?),
-        _ => return Ok(false),
+    // SAFETY: `L` is the decoder's state, with room for one value (the
+    // decoder checks the stack before each value).
+    unsafe {
+        match tag {
+            Tag::Nil => ffi::lua_pushnil(L),
+            Tag::False => ffi::lua_pushboolean(L, 0),
+            Tag::True => ffi::lua_pushboolean(L, 1),
+            Tag::Int => ffi::lua_pushinteger(L, r.int()?),
+            Tag::Float => ffi::lua_pushnumber(L, r.float()?),
+            Tag::Str => push_bytes(L, r.bytes()?),
+            Tag::Pid => push_pid(L, r.pid()?),
+            _ => return Ok(false),
+        }
     }
     Ok(true)
 }
@@ -260,8 +297,11 @@ pub(crate) fn leading_library(msg: &[u8]) -> Option<(&[u8], &[u8])> {
 
 /// Pushes the values encoded in `msg`, whose attachments are `attachments`.
 pub(crate) unsafe fn decode_parts(L: *mut ffi::lua_State, msg: &[u8], attachments: &[Attachment]) -> Result<c_int, Error> {
-    let base = ffi::lua_gettop(L);
-    let result = (|| {
+    // SAFETY: `L` is a process's state (lib.rs invariant 1, the caller's).
+    let base = unsafe { ffi::lua_gettop(L) };
+    // SAFETY: as above; the decoder starts at `base` and owns nothing (its
+    // reader borrows `msg`) while it calls the API.
+    let result = (|| unsafe {
         let (r, count) = Reader::message(msg)?;
         let mut dec = Decoder::new(L, r, attachments, base);
         dec.values(count)?;
@@ -269,7 +309,8 @@ pub(crate) unsafe fn decode_parts(L: *mut ffi::lua_State, msg: &[u8], attachment
         Ok(count as c_int)
     })();
     if result.is_err() {
-        ffi::lua_settop(L, base);
+        // SAFETY: as above; back to where decoding began.
+        unsafe { ffi::lua_settop(L, base) };
     }
     result
 }
@@ -281,21 +322,29 @@ pub(crate) unsafe fn decode_parts(L: *mut ffi::lua_State, msg: &[u8], attachment
 /// table, and the decoder's reference table is not kept: a copy holds
 /// ~360 bytes less, and finds them without a lookup.
 pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Result<(), Error> {
-    let base = ffi::lua_gettop(L);
+    // SAFETY: `L` is a template's build state (the caller's), where an
+    // error aborts (no protected call is active).
+    let base = unsafe { ffi::lua_gettop(L) };
     // First without a reference table (no id held): it would stay in every
     // copy's memory, and values that refer to their own objects are rare.
     for first_ref in [i64::MAX, 0] {
         let mut dec = Decoder::new(L, Reader::fields(leading), &[], base);
         (dec.outside, dec.first_ref) = (true, first_ref);
-        match dec.fields() {
+        // SAFETY: as above; `outside` makes the decoder refuse modules that
+        // only a process may load.
+        match unsafe { dec.fields() } {
             Ok(()) => {
-                dec.drop_refs();
-                ffi::lua_pushinteger(L, leading.len() as i64);
-                ffi::lua_pushinteger(L, dec.next_ref);
+                // SAFETY: as above.
+                unsafe {
+                    dec.drop_refs();
+                    ffi::lua_pushinteger(L, leading.len() as i64);
+                    ffi::lua_pushinteger(L, dec.next_ref);
+                }
                 return Ok(());
             }
             Err(e) => {
-                ffi::lua_settop(L, base);
+                // SAFETY: as above; back to where decoding began.
+                unsafe { ffi::lua_settop(L, base) };
                 if !dec.needs_leading {
                     return Err(e);
                 }
@@ -311,16 +360,21 @@ pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Resu
 /// returned false.
 pub(crate) unsafe fn with_kept_argument(L: *mut ffi::lua_State, f: impl FnOnce(*mut ffi::lua_State) -> bool) -> bool {
     const FIRST_ARGUMENT: c_int = 2;
-    let top = ffi::lua_gettop(L);
-    let done = top >= FIRST_ARGUMENT + 2 && ffi::lua_checkstack(L, 4) != 0 && {
-        ffi::lua_pushvalue(L, FIRST_ARGUMENT);
-        f(L)
-    } && ffi::lua_gettop(L) == top + 1;
-    if done {
-        ffi::lua_copy(L, -1, FIRST_ARGUMENT);
+    // SAFETY: `L` is a template's build state holding what `keep_prefix`
+    // kept (the caller's): the function, the argument at 2, their length
+    // and count above (so `top >= 4` is checked before index 2 is read).
+    unsafe {
+        let top = ffi::lua_gettop(L);
+        let done = top >= FIRST_ARGUMENT + 2 && ffi::lua_checkstack(L, 4) != 0 && {
+            ffi::lua_pushvalue(L, FIRST_ARGUMENT);
+            f(L)
+        } && ffi::lua_gettop(L) == top + 1;
+        if done {
+            ffi::lua_copy(L, -1, FIRST_ARGUMENT);
+        }
+        ffi::lua_settop(L, top);
+        done
     }
-    ffi::lua_settop(L, top);
-    done
 }
 
 /// Pushes the values of `msg` in a copy of a template made by
@@ -328,13 +382,20 @@ pub(crate) unsafe fn with_kept_argument(L: *mut ffi::lua_State, f: impl FnOnce(*
 /// values, then the rest decoded. A rest that refers to an object of the
 /// leading values (their reference table was not kept) is decoded whole.
 pub(crate) unsafe fn decode_after_prefix(L: *mut ffi::lua_State, msg: &Message) -> Result<c_int, Error> {
-    let top = ffi::lua_gettop(L);
-    let n = top - 2;
-    let skip = ffi::lua_tointegerx(L, top - 1, std::ptr::null_mut()) as usize;
-    let numbered = ffi::lua_tointegerx(L, top, std::ptr::null_mut());
-    ffi::lua_settop(L, n);
+    // SAFETY: `L` is a copy of a template made by `keep_prefix` (the
+    // caller's): its stack holds the leading values, then their byte length
+    // and how many objects they numbered (two integers on top).
+    let (n, skip, numbered) = unsafe {
+        let top = ffi::lua_gettop(L);
+        let n = top - 2;
+        let skip = ffi::lua_tointegerx(L, top - 1, std::ptr::null_mut()) as usize;
+        let numbered = ffi::lua_tointegerx(L, top, std::ptr::null_mut());
+        ffi::lua_settop(L, n);
+        (n, skip, numbered)
+    };
     let mut needs_leading = false;
-    let result = (|| {
+    // SAFETY: as above; the decoder owns nothing while it calls the API.
+    let result = (|| unsafe {
         let (r, count) = Reader::message(msg)?;
         let rest = msg.get(r.position() + skip..).ok_or_else(|| junk("message shorter than its leading values"))?;
         let mut dec = Decoder::new(L, Reader::fields(rest), msg.attachments(), 0);
@@ -346,9 +407,12 @@ pub(crate) unsafe fn decode_after_prefix(L: *mut ffi::lua_State, msg: &Message) 
         Ok(count as c_int)
     })();
     if result.is_err() {
-        ffi::lua_settop(L, 0);
-        if needs_leading {
-            return decode(L, msg);
+        // SAFETY: as above; the stack emptied, the message is decoded whole.
+        unsafe {
+            ffi::lua_settop(L, 0);
+            if needs_leading {
+                return decode(L, msg);
+            }
         }
     }
     result

@@ -14,21 +14,27 @@ impl TestState {
     pub(crate) fn new() -> TestState {
         let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
         let mut heap = Box::new(Heap::new());
+        // SAFETY: `ctx` and `heap` are boxed into the `TestState`, whose
+        // `Drop` closes the state before they drop; `heap` is new (empty).
         let L = unsafe { crate::vm::state::new_state(&mut *ctx, &mut *heap, None) }.expect("state");
         TestState { L, _ctx: ctx, _heap: heap }
     }
 
     /// Encodes the values that `source` returns.
     pub(crate) fn encode(&self, source: &str) -> Vec<u8> {
+        // SAFETY: `encode_with` gives the state with the values at `1..=top`.
         self.encode_with(source, |L, top| unsafe { encode(L, 1, top) }.map(|msg| (msg, None))).0.to_vec()
     }
 
     /// Encodes the values that `source` returns as a spawn message.
     pub(crate) fn encode_spawn(&self, source: &str) -> (Message, Option<Leading>) {
+        // SAFETY: as in `encode`.
         self.encode_with(source, |L, top| unsafe { encode_spawn(L, 1, top) })
     }
 
     fn encode_with(&self, source: &str, how: impl FnOnce(*mut ffi::lua_State, c_int) -> Result<(Message, Option<Leading>), Error>) -> (Message, Option<Leading>) {
+        // SAFETY: `self.L` is this test state's, at rest on this thread; the
+        // source runs protected, its values left for `how`, then dropped.
         unsafe {
             let L = self.L;
             ffi::lua_settop(L, 0);
@@ -43,6 +49,8 @@ impl TestState {
 
 impl Drop for TestState {
     fn drop(&mut self) {
+        // SAFETY: the state is not used again; its heap and context (the
+        // fields) drop after this, so the close still allocates from them.
         unsafe { ffi::lua_close(self.L) }
     }
 }
@@ -59,6 +67,7 @@ const SAMPLES: &[&str] = &[
 fn round_trip_keeps_structure() {
     let st = TestState::new();
     let msg = st.encode(SAMPLES[1]);
+    // SAFETY: `st.L` is this test's state, at rest on this thread.
     unsafe {
         assert_eq!(decode_parts(st.L, &msg, &[]).unwrap(), 2);
         assert!(ffi::lua_rawequal(st.L, 1, 2) != 0, "the same table twice stays one table");
@@ -73,10 +82,12 @@ fn round_trip_keeps_structure() {
 fn references_hold_across_many_objects() {
     let st = TestState::new();
     let msg = st.encode("local t = {} for i = 1, 40 do t[i] = {i} end t.again = t[3] t.late = t[39] return t");
+    // SAFETY: `st.L` is this test's state, at rest on this thread.
     unsafe {
         assert_eq!(decode_parts(st.L, &msg, &[]).unwrap(), 1);
         ffi::lua_setglobal(st.L, c"t".as_ptr());
     }
+    // SAFETY: as above.
     assert!(unsafe { crate::vm::template::tests::run(st.L, "return t.again == t[3] and t.late == t[39] and t[40][1] == 40 and t[3] ~= t[39]") });
 }
 
@@ -91,6 +102,7 @@ fn each_message_starts_afresh() {
     assert_eq!(st.encode(source), first, "the second encoding of the same values is the same");
     let large = st.encode("return string.rep('x', 100000), {string.rep('y', 200)}");
     assert!(large.len() > 100000);
+    // SAFETY: `st.L` is this test's state, at rest on this thread.
     unsafe {
         assert_eq!(decode_parts(st.L, &large, &[]).unwrap(), 2);
         assert_eq!(ffi::luaL_len(st.L, 1), 100000);
@@ -138,6 +150,7 @@ fn an_idle_process_fits_in_the_first_chunk() {
          end",
     );
     let idle = TestState::new();
+    // SAFETY: `idle.L` is this test's state, at rest on this thread.
     unsafe {
         decode_parts(idle.L, &member, &[]).unwrap();
         ffi::lua_settop(idle.L, 0);
@@ -158,6 +171,7 @@ fn junk_is_an_error_never_a_crash() {
     };
     for source in SAMPLES {
         let msg = st.encode(source);
+        // SAFETY: `st.L` is this test's state, at rest on this thread.
         unsafe {
             for cut in 0..msg.len() {
                 assert!(decode_parts(st.L, &msg[..cut], &[]).is_err(), "{source}: a {cut}-byte prefix decoded");
