@@ -89,6 +89,21 @@ return function(ts, far)
   local ok, err = pcall(ts.take, ts, "big", linda.where(function() error("pred fails") end))
   assert(not ok and err:find("pred fails"), err)
 
+  -- Wide tuples and templates (more fields than a native function's 20
+  -- free stack slots): matched with a where-predicate (the candidate's
+  -- fields are pushed to be checked) and with many actual fields.
+  local wide = {"wide"}
+  for i = 2, 300 do wide[i] = i end
+  ts:out(table.unpack(wide))
+  local tmpl = {"wide"}
+  for i = 2, 299 do tmpl[i] = i end
+  tmpl[300] = linda.where(function(x) return x == 300 end)
+  local got = table.pack(ts:rdp(table.unpack(tmpl)))
+  assert(got.n == 300 and got[300] == 300 and got[150] == 150, "a wide tuple, matched with a where")
+  tmpl[300] = 300
+  got = table.pack(ts:take(table.unpack(tmpl)))
+  assert(got.n == 300 and got[2] == 2, "a wide template of actual fields")
+
   -- eval: the fields are computed in a new process, then the tuple is out.
   ts:eval("sq", function() return 7 * 7 end, "done")
   local _, sq, done = ts:take("sq", linda.int, linda.string)

@@ -372,10 +372,6 @@ unsafe fn scan(L: *mut ffi::lua_State, mut asked: Box<Asked>) -> c_int {
     while asked.next <= len {
         let i = asked.next;
         asked.next += 1;
-        // NOT UPHELD: the `arity` fields are pushed without `lua_checkstack`;
-        // a native function is given only `LUA_MINSTACK` (20) free slots, so a
-        // candidate with more fields than are left writes past the room Lua
-        // guarantees.
         // SAFETY: the contract; candidate `i` ([seq, fields...]) is pushed at
         // `list + 1`, its fields above it.
         let (arity, seq) = unsafe {
@@ -387,7 +383,13 @@ unsafe fn scan(L: *mut ffi::lua_State, mut asked: Box<Asked>) -> c_int {
             (arity, seq)
         };
         asked.after = asked.after.max(seq + 1);
-        // SAFETY: as above.
+        // SAFETY: the contract; `lua_checkstack` reports failure, never raises.
+        if unsafe { ffi::lua_checkstack(L, arity.max(0) + 8) } == 0 {
+            drop(asked);
+            // SAFETY: the contract; nothing of this frame needs dropping now.
+            return unsafe { raise(L, format!("a tuple of {arity} fields is too wide to check here")) };
+        }
+        // SAFETY: as above, with room for the fields made just now.
         unsafe {
             for k in 2..=arity + 1 {
                 ffi::lua_rawgeti(L, list + 1, k as ffi::lua_Integer);
@@ -513,9 +515,10 @@ unsafe fn actuals(L: *mut ffi::lua_State, first: c_int, fname: &str) -> Result<(
     // SAFETY: the contract.
     let (patterns, wheres) = unsafe { template(L, first, fname)? };
     let (shape, at) = shape_of(&patterns);
-    // NOT UPHELD: the copies are pushed without `lua_checkstack`, and a native
-    // function is given only `LUA_MINSTACK` (20) free slots: a template with
-    // more actual fields than are left writes past the room Lua guarantees.
+    // SAFETY: the contract; `lua_checkstack` reports failure, never raises.
+    if unsafe { ffi::lua_checkstack(L, at.len() as c_int + 8) } == 0 {
+        return Err(format!("{fname}: a template of {} actual fields is too wide", at.len()));
+    }
     // NOT KEPT: lib.rs invariant 2, `patterns`, `wheres`, `shape` and `at` are
     // alive while encoding.
     // SAFETY: the contract; a copy of each actual field is pushed, encoded,
