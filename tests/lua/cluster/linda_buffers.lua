@@ -66,6 +66,24 @@ end, me)
 local _, n, first = s.receive_match("taken", 30)
 assert(n == MB and first == 7)
 
+-- Two large buffers in one tuple: the taker fetches one, then the other
+-- (its wait for the second begins where the first ended).
+s.spawn_on(producer, function(boss)
+  local buffer = require "synodic.buffer"
+  local x, y = buffer.new(MB, "u8"), buffer.new(MB // 2, "u8")
+  x[MB], y[MB // 2] = 1, 2
+  require("synodic.linda").open("big"):out("pair", x, y)
+  require("synodic").send(boss, "paired")
+end, me)
+assert(s.receive_match("paired", 30))
+s.spawn_on(readers, function(boss)
+  local s, linda = require "synodic", require "synodic.linda"
+  local _, x, y = linda.open("big"):take("pair", linda.buffer, linda.buffer)
+  s.send(boss, "pair", #x, x[#x], #y, y[#y])
+end, me)
+local _, nx, lx, ny, ly = s.receive_match("pair", 30)
+assert(nx == MB and lx == 1 and ny == MB // 2 and ly == 2, "both buffers, as produced")
+
 -- A tuple whose producer is lost: taking it says why.
 s.spawn_on(producer, function(boss)
   local b = require("synodic.buffer").new(MB, "u8")

@@ -125,15 +125,13 @@ pub(crate) unsafe fn deliver(L: *mut ffi::lua_State, values: Message, fname: &'s
         Read::Value(bytes) => {
             // Here already: the next missing buffer, if any.
             drop(bytes);
-            // NOT KEPT: lib.rs invariant 2, the box `f` (and its `ticket`)
-            // stays alive through `deliver`, which blocks (a yield) when
-            // another buffer is missing: that unwinds over it, and the
-            // ticket's count is never returned (see `fetching_k`).
             // SAFETY: as above; the wait just begun is taken back whole.
-            unsafe {
-                let f = wait::end::<Fetching>(L).expect("the wait just begun");
-                deliver(L, f.values, f.fname, f.after)
-            }
+            let f = unsafe { wait::end::<Fetching>(L) }.expect("the wait just begun");
+            let (values, fname, after) = unpack(f);
+            // SAFETY: as above; this frame owns nothing now (the box and its
+            // ticket are gone), what `deliver` needs moves into it: it may
+            // block for the next missing buffer (a yield) or raise.
+            unsafe { deliver(L, values, fname, after) }
         }
         // SAFETY: as above; this frame owns nothing when it blocks (`ask`
         // is a number, the rest is in the context's wait).
@@ -144,6 +142,17 @@ pub(crate) unsafe fn deliver(L: *mut ffi::lua_State, values: Message, fname: &'s
             wait::block(L, fetching_k, fname)
         },
     }
+}
+
+/// A finished wait's values, operation and closure; its ticket and its box
+/// are dropped here, so that nothing of it is left in a frame that a yield
+/// or an error may leave (its `Drop` returns the ticket's weight).
+// The box is the point: it is freed here, not in a frame a yield may leave.
+#[allow(clippy::boxed_local)]
+fn unpack(f: Box<Fetching>) -> (Message, &'static str, After) {
+    let Fetching { ticket, values, after, fname, .. } = *f;
+    drop(ticket);
+    (values, fname, after)
 }
 
 /// Notes that the current fetch made this node ask for the bytes.
@@ -194,15 +203,12 @@ unsafe extern "C-unwind" fn fetching_k(L: *mut ffi::lua_State, _status: c_int, _
                 // SAFETY: as above; `f` is dropped, `raise` drops its message.
                 return unsafe { raise(L, format!("{fname}: a buffer of this tuple was on a node that is lost")) };
             }
-            // NOT KEPT: lib.rs invariant 2, the rest of the box `f` (its
-            // `ticket`, an `Arc<Ticket>`) is dropped only after `deliver`
-            // returns; when it blocks for a next missing buffer (a yield) or
-            // `after` raises, that unwinds over it: the Arc leaks and its
-            // `Drop`, which returns the ticket's weight to the producer, never
-            // runs.
-            // SAFETY: as above; the wait's values and closure move into
-            // `deliver`.
-            unsafe { deliver(L, f.values, f.fname, f.after) }
+            let (values, fname, after) = unpack(f);
+            // SAFETY: as above; this frame owns nothing now (the box and its
+            // ticket are gone: the ticket's weight goes back to the producer
+            // even if `deliver` blocks for a next buffer or `after` raises),
+            // the wait's values and closure move into `deliver`.
+            unsafe { deliver(L, values, fname, after) }
         }
     }
 }

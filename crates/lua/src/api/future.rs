@@ -144,21 +144,20 @@ unsafe fn home_name(L: *mut ffi::lua_State, ticket: &Ticket) -> Arc<str> {
 pub(crate) unsafe extern "C-unwind" fn async_(L: *mut ffi::lua_State) -> c_int {
     // SAFETY: Lua calls this native function with its running state `L`
     // (lib.rs invariant 1), its context entered; two nils (watcher, note)
-    // go under `f`. NOT KEPT: lib.rs invariant 2, `node` (an `Arc<str>`) is
-    // alive while `submit` may raise (a bad argument, say): it leaks then.
+    // go under `f`; `node` moves into `submit`, which drops it before it
+    // raises or pushes.
     unsafe {
         let node = ctx(L).rt().least_loaded_node();
         ffi::lua_pushnil(L);
         ffi::lua_pushnil(L);
         ffi::lua_rotate(L, 1, 2);
-        submit(L, &node, 1, "async")
+        submit(L, node, 1, "async")
     }
 }
 
 /// `s.async_on(node, f, ...)`: on `node` (a name, or `"any"`).
 pub(crate) unsafe extern "C-unwind" fn async_on(L: *mut ffi::lua_State) -> c_int {
     // SAFETY: as in `async_` (with `node` at 1); `raise` drops `e` first.
-    // NOT KEPT: as in `async_`, `node` leaks when `submit` raises.
     unsafe {
         let node = match node_arg(L, "async_on") {
             Ok(node) => node,
@@ -167,7 +166,7 @@ pub(crate) unsafe extern "C-unwind" fn async_on(L: *mut ffi::lua_State) -> c_int
         ffi::lua_pushnil(L);
         ffi::lua_pushnil(L);
         ffi::lua_rotate(L, 2, 2);
-        submit(L, &node, 2, "async_on")
+        submit(L, node, 2, "async_on")
     }
 }
 
@@ -175,11 +174,10 @@ pub(crate) unsafe extern "C-unwind" fn async_on(L: *mut ffi::lua_State) -> c_int
 /// is done the pool worker sends `watcher` a note (see `lualib/future.lua`).
 /// Returns the future and how many bytes the task carried.
 pub(crate) unsafe extern "C-unwind" fn submit_(L: *mut ffi::lua_State) -> c_int {
-    // SAFETY: as in `async_on`. NOT KEPT: likewise, `node` leaks when
-    // `submit` raises.
+    // SAFETY: as in `async_on`.
     unsafe {
         match node_arg(L, "_submit") {
-            Ok(node) => submit(L, &node, 2, "_submit"),
+            Ok(node) => submit(L, node, 2, "_submit"),
             Err(e) => raise(L, e),
         }
     }
@@ -200,7 +198,7 @@ unsafe fn node_arg(L: *mut ffi::lua_State, fname: &str) -> Result<Arc<str>, Stri
 
 /// Sends the task whose watcher, note, `f` and arguments start at `first`
 /// to the pool of `node`; pushes its future.
-unsafe fn submit(L: *mut ffi::lua_State, node: &str, first: c_int, fname: &str) -> c_int {
+unsafe fn submit(L: *mut ffi::lua_State, node: Arc<str>, first: c_int, fname: &str) -> c_int {
     // SAFETY: `L` is the running process's state (lib.rs invariant 1), its
     // context entered, the task's values from `first`; the future's id and
     // weight (three integers) go under them. Nothing owned is alive while
@@ -210,6 +208,7 @@ unsafe fn submit(L: *mut ffi::lua_State, node: &str, first: c_int, fname: &str) 
             return Err(format!("bad argument #{} to '{fname}' (function expected, got {})", if fname == "async" { 1 } else { 2 }, type_name(L, first + 2)));
         }
         let rt = ctx(L).rt();
+        let node = &*node;
         let here = node == &*rt.node_name();
         let home = match here {
             true => 0,
@@ -232,6 +231,7 @@ unsafe fn submit(L: *mut ffi::lua_State, node: &str, first: c_int, fname: &str) 
         }
         Ok((ticket, bytes))
     })();
+    drop(node);
     // SAFETY: as above; `ticket` moves into the handle, `e` into `raise`.
     unsafe {
         match sent {

@@ -177,15 +177,15 @@ pub(crate) unsafe fn spawn_somewhere(L: *mut ffi::lua_State, asked: &[u8], first
         b"any" => rt.least_loaded_node(),
         named => String::from_utf8_lossy(named).into(),
     };
-    // NOT KEPT: lib.rs invariant 2, `node` (an `Arc<str>`) is alive while
-    // `spawn_on` waits for the reply (a yield) or raises, and while a local
-    // spawn's error is raised or its pid pushed: each unwinds over it, and it
-    // leaks (on every spawn on another node, which always waits).
-    // SAFETY: the contract.
+    if node != rt.node_name() {
+        // SAFETY: the contract; `node` moves into `spawn_on`, which drops it
+        // before it waits for the reply (a yield) or raises.
+        return unsafe { crate::api::remote::spawn_on(L, node, first) };
+    }
+    drop(node);
+    // SAFETY: the contract; this frame owns nothing when a local spawn's
+    // error is raised or its pid pushed.
     unsafe {
-        if node != rt.node_name() {
-            return crate::api::remote::spawn_on(L, &node, first);
-        }
         match spawn_from(L, first, fname) {
             Ok(pid) => {
                 push_pid(L, pid);

@@ -21,7 +21,7 @@ use crate::vm::wait;
 
 /// `spawn_on(node, f, ...)` for a node other than this one; `f` is at
 /// `first`. Returns what the Lua function returns (the pid), or raises.
-pub(crate) unsafe fn spawn_on(L: *mut ffi::lua_State, node: &str, first: c_int) -> c_int {
+pub(crate) unsafe fn spawn_on(L: *mut ffi::lua_State, node: std::sync::Arc<str>, first: c_int) -> c_int {
     // SAFETY: `L` is the running process's state (lib.rs invariant 1), its
     // context entered, `f` and its arguments from `first`; the message
     // moves into the request; nothing here raises.
@@ -31,9 +31,11 @@ pub(crate) unsafe fn spawn_on(L: *mut ffi::lua_State, node: &str, first: c_int) 
         let c = ctx(L);
         let rt = c.rt();
         let tag = rt.next_tag();
-        rt.service::<Spawns>().spawn(rt, c.proc().pid(), tag, node, msg).map_err(|e| format!("spawn_on: {e}"))?;
+        rt.service::<Spawns>().spawn(rt, c.proc().pid(), tag, &node, msg).map_err(|e| format!("spawn_on: {e}"))?;
         Ok::<u64, String>(tag)
     })();
+    // Nothing owned stays in this frame while it waits (a yield) or raises.
+    drop(node);
     // SAFETY: as above; `e` moves into `raise`, which drops it first.
     unsafe {
         match sent {
