@@ -6,7 +6,7 @@
 
 use synodic_core::{ExitReason, Pid, Process, RunEnd, Runtime};
 
-use super::first_value_is;
+use super::inbox::first_value_is;
 use crate::api::testkit::{on_node, script, script_ok, ProcState};
 use crate::vm::codec::tests::TestState;
 use crate::vm::peek::Plain;
