@@ -331,28 +331,25 @@ pub(super) unsafe fn count(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int 
 }
 
 pub(super) unsafe fn take_all(L: *mut ffi::lua_State, space: &Arc<Space>) -> c_int {
-    // SAFETY: the contract. NOT KEPT: lib.rs invariant 2, `all`,
+    // With `where` predicates: the matches now, oldest first, are checked
+    // first and taken after, so a predicate that fails leaves the space as
+    // it was (nothing taken, nothing reordered); one taken meanwhile by
+    // another process is skipped.
+    // SAFETY: the contract. NOT KEPT: lib.rs invariant 2, the candidates,
     // `patterns` and `wheres` are alive while predicates run (see
-    // `attempt`): tuples taken so far would not go back.
+    // `attempt`): in practice a leak, and nothing has been taken yet.
     let taken = (|| unsafe {
         let (patterns, wheres) = template(L, 2, "take_all")?;
         if wheres.is_empty() {
             return Ok(space.with(|st| st.take_all(&patterns, usize::MAX)));
         }
-        let mut all = Vec::new();
-        loop {
-            match find_where(L, space, &patterns, &wheres, true) {
-                Ok(Some(t)) => all.push(t),
-                Ok(None) => return Ok(all),
-                Err(e) => {
-                    // Nothing is lost: what was taken goes back.
-                    for t in all {
-                        let _ = space.put_back(t, |d| ctx(L).rt().complete(d));
-                    }
-                    return Err(e);
-                }
+        let mut passing = Vec::new();
+        for (seq, tuple) in space.with(|st| st.candidates(&patterns)) {
+            if holds(L, &tuple, &wheres)? {
+                passing.push(seq);
             }
         }
+        Ok(space.with(|st| passing.into_iter().filter_map(|seq| st.take_exact(seq, patterns.len())).collect()))
     })();
     let tuples = match taken {
         Ok(t) => t,
