@@ -378,9 +378,8 @@ unsafe fn results(L: *mut ffi::lua_State, value: synodic_core::Message) -> c_int
         codec::decode(L, &value)
     };
     drop(value);
-    // SAFETY: as above; the task's error (at 2) is raised again as it is.
-    // NOT KEPT: for a decoding error, `e` is still alive when `raise`
-    // unwinds (only the message made from it is dropped).
+    // SAFETY: as above; the task's error (at 2) is raised again as it is;
+    // `raise_error` drops a decoding error before it raises.
     unsafe {
         match decoded {
             Ok(n) if n >= 1 && ffi::lua_toboolean(L, 1) != 0 => n - 1,
@@ -389,7 +388,7 @@ unsafe fn results(L: *mut ffi::lua_State, value: synodic_core::Message) -> c_int
                 ffi::lua_error(L)
             }
             Ok(_) => raise(L, "get: the task ended without results".to_string()),
-            Err(e) => raise(L, format!("get: {e}")),
+            Err(e) => raise_error(L, "get", e),
         }
     }
 }

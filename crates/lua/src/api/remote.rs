@@ -127,9 +127,7 @@ unsafe extern "C-unwind" fn reply_k(L: *mut ffi::lua_State, _status: c_int, curs
                 raise(L, format!("{what}: {why}"))
             }
         }
-        // SAFETY: as above. NOT KEPT: lib.rs invariant 2, the decoding
-        // error `e` (it holds a `String`) is still alive when `raise`
-        // unwinds (only the message made from it is dropped): it leaks.
-        Err(e) => unsafe { raise(L, format!("{what}: {e}")) },
+        // SAFETY: as above; `raise_error` drops `e` before it raises.
+        Err(e) => unsafe { raise_error(L, what, e) },
     }
 }

@@ -86,6 +86,19 @@ pub(crate) unsafe fn pop_error(L: *mut ffi::lua_State) -> String {
     text
 }
 
+/// Raises `what: e` as a Lua error, `e` dropped first: an error value
+/// that owns memory must not be left in a frame the error skips (lib.rs
+/// invariant 2).
+///
+/// # Safety
+/// As [`raise`].
+pub(crate) unsafe fn raise_error(L: *mut ffi::lua_State, what: &str, e: impl std::fmt::Display) -> c_int {
+    let msg = format!("{what}: {e}");
+    drop(e);
+    // SAFETY: the contract; `msg` moves into `raise`, which drops it first.
+    unsafe { raise(L, msg) }
+}
+
 /// Raises `msg` as a Lua error. The message is copied onto the Lua stack and
 /// dropped before unwinding.
 pub(crate) unsafe fn raise(L: *mut ffi::lua_State, msg: String) -> c_int {

@@ -79,9 +79,8 @@ unsafe fn task_values(L: *mut ffi::lua_State, task: synodic_core::Message) -> c_
     drop(task);
     match decoded {
         Ok(n) => n + 1,
-        // SAFETY: as above. NOT KEPT: `e` is still alive when `raise`
-        // unwinds (only the message made from it is dropped).
-        Err(e) => unsafe { raise(L, format!("_pool_take: {e}")) },
+        // SAFETY: as above; `raise_error` drops `e` before it raises.
+        Err(e) => unsafe { raise_error(L, "_pool_take", e) },
     }
 }
 
@@ -111,9 +110,8 @@ pub(crate) unsafe extern "C-unwind" fn store(L: *mut ffi::lua_State) -> c_int {
         ffi::lua_insert(L, 1);
         match codec::encode(L, 1, ffi::lua_gettop(L)) {
             Ok(v) => v,
-            // NOT KEPT: lib.rs invariant 2, `e` is still alive when
-            // `raise` unwinds (only the message made from it is dropped).
-            Err(e) => return raise(L, format!("_store: {e}")),
+            // `raise_error` drops `e` before it raises.
+            Err(e) => return raise_error(L, "_store", e),
         }
     };
     // SAFETY: as above (the context is entered for this resume).

@@ -360,9 +360,8 @@ pub(crate) unsafe fn results(L: *mut ffi::lua_State, values: Message, fname: &st
     drop(values);
     match decoded {
         Ok(n) => n,
-        // SAFETY: as above. NOT KEPT: the error `e` is still alive when
-        // `raise` unwinds (only the message made from it is dropped).
-        Err(e) => unsafe { raise(L, format!("{fname}: {e}")) },
+        // SAFETY: as above; `raise_error` drops `e` before it raises.
+        Err(e) => unsafe { raise_error(L, fname, e) },
     }
 }
 
