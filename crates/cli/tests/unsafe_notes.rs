@@ -5,23 +5,15 @@
 //! and denies `unsafe_op_in_unsafe_fn`, so every unsafe step there is a
 //! block with a note that may refer to them.)
 
-use std::path::{Path, PathBuf};
+mod common;
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("a source folder") {
-        let path = entry.expect("an entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+use std::path::Path;
+
+use common::sources::{crate_src, rust_files};
 
 /// The unsafe blocks and impls of the sources under `dir` without a note.
 fn unexplained(dir: &Path) -> (usize, Vec<String>) {
-    let mut files = Vec::new();
-    rust_files(dir, &mut files);
+    let files = rust_files(dir);
     let (mut sites, mut missing) = (0, Vec::new());
     for file in files {
         let text = std::fs::read_to_string(&file).expect("a source file");
@@ -44,10 +36,9 @@ fn unexplained(dir: &Path) -> (usize, Vec<String>) {
 
 #[test]
 fn every_unsafe_block_says_why_it_is_sound() {
-    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut all = Vec::new();
     for name in ["core", "net", "lua", "cli"] {
-        let (sites, missing) = unexplained(&crates.join(name).join("src"));
+        let (sites, missing) = unexplained(&crate_src(name));
         assert!(sites > 0 || name == "cli", "unsafe sites of crates/{name} are found");
         all.extend(missing);
     }

@@ -7,6 +7,7 @@
 
 pub mod node;
 pub mod proxy;
+pub mod sources;
 
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
