@@ -40,6 +40,11 @@ impl Message {
         }
     }
 
+    /// A message of no values (what an answer without a tuple carries).
+    pub fn no_values() -> Message {
+        Message::from_vec(crate::wire::Writer::message(0).finish_small())
+    }
+
     /// A message whose bytes refer to `attachments` by index.
     #[inline]
     pub fn with_attachments(bytes: Vec<u8>, attachments: Vec<Attachment>) -> Message {

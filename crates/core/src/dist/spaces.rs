@@ -59,13 +59,13 @@ impl Spaces {
         let Some(t) = rt.transport() else { return };
         let (kind, count, message) = match answer {
             Completion::Value(m) => (completion::VALUE, 0, m),
-            Completion::Taken => (completion::TAKEN, 0, no_values()),
-            Completion::Notified => (completion::NOTIFIED, 0, no_values()),
-            Completion::Deleted => (completion::DELETED, 0, no_values()),
-            Completion::Nothing => (completion::NOTHING, 0, no_values()),
-            Completion::Count(n) => (completion::COUNT, n, no_values()),
-            Completion::Full => (completion::FULL, 0, no_values()),
-            Completion::Moved => (completion::MOVED, 0, no_values()),
+            Completion::Taken => (completion::TAKEN, 0, Message::no_values()),
+            Completion::Notified => (completion::NOTIFIED, 0, Message::no_values()),
+            Completion::Deleted => (completion::DELETED, 0, Message::no_values()),
+            Completion::Nothing => (completion::NOTHING, 0, Message::no_values()),
+            Completion::Count(n) => (completion::COUNT, n, Message::no_values()),
+            Completion::Full => (completion::FULL, 0, Message::no_values()),
+            Completion::Moved => (completion::MOVED, 0, Message::no_values()),
         };
         let frame = |what: u8, message| {
             let head = fields(|w| {
@@ -78,7 +78,7 @@ impl Spaces {
         };
         if !t.push(waiter.pid.node(), frame(kind, message)) {
             // Values that cannot cross: the waiter is told rather than left waiting.
-            t.push(waiter.pid.node(), frame(completion::DELETED, no_values()));
+            t.push(waiter.pid.node(), frame(completion::DELETED, Message::no_values()));
         }
     }
 }
@@ -86,10 +86,6 @@ impl Spaces {
 /// What frames for another node's tuple spaces queue behind, per caller.
 fn spaces_there() -> Pid {
     Pid::new(0, Pid::MAX_INDEX, Pid::GEN_MASK)
-}
-
-fn no_values() -> Message {
-    Message::from_vec(crate::wire::Writer::message(0).finish_small())
 }
 
 impl Service for Spaces {

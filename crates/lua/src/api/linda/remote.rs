@@ -90,7 +90,7 @@ struct Asked {
 impl wait::Queue for Asked {
     unsafe fn withdraw(&self, L: *mut ffi::lua_State, waiter: Waiter) {
         if self.waits && !self.cancelled.replace(true) {
-            let cancel = self.request(Op::Cancel, 0, 0, &self.shape, &no_values());
+            let cancel = self.request(Op::Cancel, 0, 0, &self.shape, &Message::no_values());
             if let Ok(msg) = cancel {
                 // SAFETY: `L` is the running process's state (the trait's
                 // contract), its context entered.
@@ -114,7 +114,7 @@ impl Asked {
             fname,
             then,
             shape: shape_of(&[Pattern::Any]).0,
-            actuals: no_values(),
+            actuals: Message::no_values(),
             waits: false,
             args: crate::api::linda::args(),
             cancelled: Cell::new(false),
@@ -184,7 +184,7 @@ unsafe fn ask(L: *mut ffi::lua_State, mut asked: Box<Asked>, op: Op, flags: u8, 
         Op::TakeExact => shape_of(&vec![Pattern::Any; asked.arity]).0,
         _ => asked.shape.clone(),
     };
-    let values = values.unwrap_or_else(|| if op == Op::TakeExact { no_values() } else { asked.actuals.clone() });
+    let values = values.unwrap_or_else(|| if op == Op::TakeExact { Message::no_values() } else { asked.actuals.clone() });
     let msg = asked.request(op, flags, number, &shape, &values);
     drop((shape, values));
     let msg = match msg {
@@ -208,10 +208,6 @@ unsafe fn ask(L: *mut ffi::lua_State, mut asked: Box<Asked>, op: Op, flags: u8, 
     drop(lost);
     // SAFETY: the contract; this frame owns nothing when it blocks.
     unsafe { wait::block(L, asked_k, "linda") }
-}
-
-fn no_values() -> Message {
-    Message::from_vec(wire::Writer::message(0).finish_small())
 }
 
 /// Polls for the answer; a deadline that passed cancels the wait once.
