@@ -283,7 +283,8 @@ fn two_nodes_started_together_each_joining_the_other() {
     // Each says where it listens, then that it has joined the other.
     for (_, lines) in [&a, &b] {
         let (listening, joined) = (lines.recv_timeout(LIMIT).unwrap(), lines.recv_timeout(LIMIT).unwrap());
-        assert!(listening.contains(" listening on ") && joined.contains(" joined the cluster through "), "{listening}\n{joined}");
+        let rest = || lines.recv_timeout(Duration::from_secs(1)).into_iter().chain(lines.try_iter()).collect::<Vec<_>>().join("\n");
+        assert!(listening.contains(" listening on ") && joined.contains(" joined the cluster through "), "{listening}\n{joined}\n{}", rest());
     }
     let out = join_and_run(
         &dir,

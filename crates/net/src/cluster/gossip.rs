@@ -59,7 +59,7 @@ impl Cluster {
         for out in outputs {
             match out {
                 Output::Send(to, data) => {
-                    let _ = self.inner.udp.try_send_to(&membership::seal(&self.inner.cookie, &data), to.addr);
+                    let _ = self.inner.udp_out.send_to(&membership::seal(&self.inner.cookie, &data), to.addr);
                 }
                 Output::Timer(after, event) => {
                     let cluster = self.clone();

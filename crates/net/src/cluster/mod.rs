@@ -108,6 +108,11 @@ struct Inner {
     /// Where other nodes are told to reach this one.
     announced: SocketAddr,
     udp: Arc<UdpSocket>,
+    /// The same socket, for sending: tokio's `try_send_to` drops a datagram
+    /// without trying while its poller has not yet seen the socket writable
+    /// (just after binding, or after a full buffer), and a lost announce
+    /// was a join that never happened. This one always asks the kernel.
+    udp_out: std::net::UdpSocket,
     membership: Mutex<Membership>,
     links: Mutex<HashMap<u16, Arc<Link>>>,
     /// This node and the nodes it has a link to.
@@ -129,12 +134,14 @@ impl Cluster {
         let Settings { listen: addr, advertise, cookie, plain } = settings;
         let addr = addr.as_str();
         let addr_owned = addr.to_string();
-        let (tcp, udp) = io
+        let (tcp, (udp, udp_out)) = io
             .run(async move {
                 let tcp = TcpListener::bind(&addr_owned).await?;
                 let bound = tcp.local_addr()?;
-                let udp = UdpSocket::bind(bound).await?;
-                Ok::<_, std::io::Error>((tcp, udp))
+                let udp = std::net::UdpSocket::bind(bound)?;
+                udp.set_nonblocking(true)?;
+                let udp_out = udp.try_clone()?;
+                Ok::<_, std::io::Error>((tcp, (UdpSocket::from_std(udp)?, udp_out)))
             })
             .map_err(|why| Error::Listen { addr: addr.to_string(), why })?;
         let listen = tcp.local_addr().map_err(|why| Error::Listen { addr: addr.to_string(), why })?;
@@ -155,6 +162,7 @@ impl Cluster {
             listen,
             announced,
             udp: Arc::new(udp),
+            udp_out,
             membership: Mutex::new(Membership::new(member, 16, me.incarnation)),
             links: Mutex::new(HashMap::new()),
             live: Mutex::new(BTreeSet::from([me.name.clone()])),
@@ -194,20 +202,26 @@ impl Cluster {
             let hello = cluster.clone().dial(&addr).await?;
             let hello = (hello.node, hello.listen);
             let seed = Member { name: hello.0.name.clone(), incarnation: hello.0.incarnation, addr: parse_addr(&hello.1, &addr)?, renewal: 0 };
-            let out = {
-                let mut m = cluster.inner.membership.lock();
-                m.announce(seed);
-                m.drain()
-            };
-            cluster.drive(out);
             // Joined: linked to the seed, and a member of its membership
-            // (so that, for one, leaving reaches it).
-            let joined = cluster
-                .until(Duration::from_secs(10), || {
-                    cluster.inner.live.lock().contains(&hello.0.name) && cluster.inner.membership.lock().members().any(|m| m.name == hello.0.name)
-                })
-                .await;
-            joined.map_err(|_| Error::Join { addr: addr.clone(), why: "no answer from its membership".into() })?;
+            // (so that, for one, leaving reaches it). An announce is one
+            // datagram: it is sent again each second until it is answered.
+            let joined = || cluster.inner.live.lock().contains(&hello.0.name) && cluster.inner.membership.lock().members().any(|m| m.name == hello.0.name);
+            let mut answered = false;
+            for _ in 0..10 {
+                let out = {
+                    let mut m = cluster.inner.membership.lock();
+                    m.announce(seed.clone());
+                    m.drain()
+                };
+                cluster.drive(out);
+                answered = cluster.until(Duration::from_secs(1), joined).await.is_ok();
+                if answered {
+                    break;
+                }
+            }
+            if !answered {
+                return Err(Error::Join { addr: addr.clone(), why: "no answer from its membership".into() });
+            }
             // Then until this node sees every node its peers say they see,
             // so that a program that joins starts with the whole cluster in
             // s.nodes() (bounded: membership may be moving meanwhile).
