@@ -13,6 +13,7 @@
 //! | `message` | `Message`: encoded values, small ones inline, with shared attachments |
 //! | [`payload`] | `Payload`: a buffer's bytes, whose large allocations a cache keeps warm for reuse |
 //! | [`dist`] | the distribution layer: one sans-IO service per distributed feature (`Services`), over a narrow `Transport` |
+//! | [`io`] | the node's netpoller: processes waiting on sockets, the `Poller` (epoll) that the cluster's links use too |
 //! | [`netpoll`] | `Netpoll`: the transport's connections, read and written by the scheduler's own threads |
 //! | [`runtime`] | `Runtime`: spawn, send, wake, timers, monitors, names, `run_main`, `halt` |
 //! | [`future`] | `Store` of results and replicas (a state machine), `Ticket` (a node's hold on a future), `Futures`; `Runtime::future_*` |
@@ -38,6 +39,7 @@ mod error;
 pub mod future;
 pub mod hash;
 pub mod idle;
+pub mod io;
 pub mod linda;
 pub mod linda_remote;
 mod mailbox;

@@ -36,6 +36,13 @@ pub trait Netpoll: Send + Sync {
     /// Writes what this thread has queued for other nodes (called after
     /// every run and every poll, on threads where [`flushes_here`] holds).
     fn flush(&self);
+
+    /// A descriptor that is readable while `poll(false)` has something to
+    /// deliver (an epoll instance's), so the node's netpoller can watch it
+    /// beside the sockets (`io`).
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 thread_local! {

@@ -2,7 +2,7 @@
 //! frames cut out of their plaintext, and the rest of a long part goes
 //! straight into its parcel. A record that fails its check ends the link:
 //! nothing in it, or after it, reaches a process. Reading is done by
-//! whichever scheduler thread the poller (`poller`) reports the link to
+//! whichever scheduler thread the poller (`synodic_core::io::poller`) reports the link to
 //! (`Link::drain`).
 
 use std::io;

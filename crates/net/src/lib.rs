@@ -16,7 +16,6 @@
 //! | `link` | one connection to a peer: its state, queueing frames, whose senders wait |
 //! | `outbox` | what waits to be written on a link: sealed into records ahead, written in order |
 //! | `inbound` | what arrives on a link: records opened, frames cut, parts read straight into parcels |
-//! | `poller` | the links' readiness, for the scheduler's threads that read them |
 //! | [`parcel`] | long messages and messages with buffers cut into parts and put back together: `Parcel`, `Assembler` |
 //! | [`membership`] | SWIM membership and failure detection (foca), sans-IO: `Membership`, `Member`, `Event`; `seal`/`open` for its datagrams |
 //! | [`launch`] | hostfiles (`parse_hostfile`, `place`) and the `Job` mpirun or srun describe in the environment |
@@ -38,7 +37,6 @@ mod link;
 pub mod membership;
 mod outbox;
 pub mod parcel;
-mod poller;
 pub mod record;
 
 pub use error::Error;

@@ -107,6 +107,8 @@ pub(crate) struct Shared {
     spaces: Spaces,
     ports: Ports,
     timers: Timers,
+    sockets: crate::io::Sockets,
+    netpoller_installed: std::sync::atomic::AtomicBool,
     /// See [`Runtime::wakes_cold`].
     warm_above: usize,
     max_process_memory: Option<u64>,
@@ -142,6 +144,8 @@ impl Runtime {
             spaces: Spaces::default(),
             ports: Ports::default(),
             timers: Timers::default(),
+            sockets: crate::io::Sockets::default(),
+            netpoller_installed: std::sync::atomic::AtomicBool::new(false),
             warm_above: warm_above(crate::cache::last_level_bytes(), config.process_bytes),
             max_process_memory: config.max_process_memory,
             started: Instant::now(),
@@ -196,7 +200,36 @@ impl Runtime {
     /// Has the scheduler's threads read the network through `net` (see
     /// [`crate::netpoll`]). Once per run; false if one was installed already.
     pub fn set_netpoll(&self, net: Arc<dyn crate::netpoll::Netpoll>) -> bool {
-        self.scheduler().set_netpoll(net)
+        let installed = self.shared.sockets.set_source(net);
+        self.install_netpoller();
+        installed
+    }
+
+    /// The node's sockets' waiters (see [`crate::io`]).
+    pub fn sockets(&self) -> &crate::io::Sockets {
+        &self.shared.sockets
+    }
+
+    /// Step 1 of `io`: `waiter` waits until `fd` is ready for `interest`
+    /// (the scheduler's threads watch it from now on).
+    pub fn watch_socket(&self, fd: std::os::fd::RawFd, interest: crate::io::Interest, waiter: crate::waiting::Waiter) -> std::io::Result<()> {
+        self.install_netpoller();
+        self.shared.sockets.watch(fd, interest, waiter)
+    }
+
+    /// `fd` is about to be closed: whoever waited on it is told.
+    pub fn forget_socket(&self, fd: std::os::fd::RawFd) {
+        for delivery in self.shared.sockets.forget(fd) {
+            self.complete(delivery);
+        }
+    }
+
+    /// The scheduler's threads poll the node's netpoller (once, from the
+    /// first socket or cluster on).
+    fn install_netpoller(&self) {
+        if !self.shared.netpoller_installed.load(Relaxed) && !self.shared.netpoller_installed.swap(true, AcqRel) {
+            self.scheduler().set_netpoll(Arc::new(crate::io::Netpoller(self.clone())));
+        }
     }
 
     /// The transport to other nodes, once a cluster has installed one.

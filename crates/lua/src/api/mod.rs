@@ -13,5 +13,6 @@ pub mod kernel;
 pub mod linda;
 pub(crate) mod registry;
 pub(crate) mod remote;
+pub(crate) mod socket;
 #[cfg(test)]
 pub(crate) mod testkit;

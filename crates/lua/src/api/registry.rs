@@ -2,7 +2,7 @@
 //! to the VM layer (see `crate::vm::module`). A new module is a file in
 //! `api/` and one entry here.
 
-use crate::api::{buffer, chan, control, coroutine, future, kernel, linda};
+use crate::api::{buffer, chan, control, coroutine, future, kernel, linda, socket};
 use crate::vm::module::{Code, Module, Registry};
 
 /// The registry, as the VM layer reads it (installed by `start.rs`).
@@ -27,6 +27,8 @@ pub(crate) static MODULES: &[Module] = &[
     },
     Module { sendable: Some(&future::SENDABLE), ..lua(c"synodic.future", c"@lualib/future.lua", include_str!("../../../../lualib/future.lua")) },
     lua(c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../../lualib/skel.lua")),
+    native(c"synodic.socket.raw", socket::open, None),
+    lua(c"synodic.socket", c"@lualib/socket.lua", include_str!("../../../../lualib/socket.lua")),
     lua(c"synodic.skel.balance", c"@lualib/skel_balance.lua", include_str!("../../../../lualib/skel_balance.lua")),
     Module { name: c"coroutine", code: Code::Replaces(coroutine::REPLACED), sendable: None },
 ];

@@ -37,6 +37,10 @@ impl Netpoll for Cluster {
     fn flush(&self) {
         link::flush_dirty();
     }
+
+    fn fd(&self) -> Option<std::os::fd::RawFd> {
+        Some(self.inner.poller.fd())
+    }
 }
 
 impl Transport for Cluster {

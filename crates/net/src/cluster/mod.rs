@@ -67,7 +67,7 @@ use tokio::sync::Notify;
 use crate::gate::Gate;
 use crate::link::Link;
 use crate::membership::{Member, Membership};
-use crate::poller::Poller;
+use synodic_core::io::poller::Poller;
 use crate::{Error, Io};
 
 const LOAD_EVERY: Duration = Duration::from_millis(500);

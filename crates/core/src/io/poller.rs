@@ -1,12 +1,14 @@
-//! The links' readiness to be read, for whichever thread reads them (the
-//! scheduler's workers and monitor, see `synodic_core::netpoll`): an epoll
-//! instance apart from the I/O thread's, so that a message arriving wakes
-//! only the thread that will deliver it, and an eventfd that ends a wait.
+//! Readiness of file descriptors, for whichever thread reads them (the
+//! scheduler's workers and monitor, see `crate::netpoll`): an epoll
+//! instance apart from the I/O thread's, so that bytes arriving wake only
+//! the thread that will deliver them, and an eventfd that ends a wait.
+//! The cluster's links and the processes' sockets (`crate::io`) each have
+//! one.
 //!
-//! Each link is registered one-shot: one reader at a time gets its
-//! readiness, reads, and re-arms it. Re-arming reports the link again at
-//! once if bytes are left, so a reader may stop after a budget and let
-//! other links have their turn.
+//! Each descriptor is registered one-shot: one reader at a time gets its
+//! readiness, reads, and re-arms it. Re-arming reports it again at once if
+//! it is still ready, so a reader may stop after a budget and let others
+//! have their turn.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -44,6 +46,30 @@ impl Poller {
         let _ = self.ctl(libc::EPOLL_CTL_MOD, fd, token, Self::READ);
     }
 
+    /// Watches `fd` (`add`) or changes what it is watched for (not `add`):
+    /// `read` and `write`, once (one-shot), reported with `token`.
+    pub fn watch(&self, fd: RawFd, token: u64, add: bool, read: bool, write: bool) -> io::Result<()> {
+        let mut events = (libc::EPOLLONESHOT | libc::EPOLLRDHUP) as u32;
+        if read {
+            events |= libc::EPOLLIN as u32;
+        }
+        if write {
+            events |= libc::EPOLLOUT as u32;
+        }
+        self.ctl(if add { libc::EPOLL_CTL_ADD } else { libc::EPOLL_CTL_MOD }, fd, token, events)
+    }
+
+    /// Watches another poller's descriptor (level-triggered): reported with
+    /// `token` while that one has something to report.
+    pub fn nest(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        self.ctl(libc::EPOLL_CTL_ADD, fd, token, libc::EPOLLIN as u32)
+    }
+
+    /// This poller's own descriptor (for `nest` in another).
+    pub fn fd(&self) -> RawFd {
+        self.epoll.as_raw_fd()
+    }
+
     /// Stops watching `fd`.
     pub fn remove(&self, fd: RawFd) {
         // SAFETY: the event argument is ignored for a removal.
@@ -53,6 +79,11 @@ impl Poller {
     /// Appends to `ready` the tokens of the links that have something to
     /// read; with `block`, waits first until one has or [`Poller::interrupt`].
     pub fn wait(&self, block: bool, ready: &mut Vec<u64>) {
+        self.wait_events(block, &mut |token, _| ready.push(token));
+    }
+
+    /// As `wait`, with what each descriptor is ready for (epoll's bits).
+    pub fn wait_events(&self, block: bool, ready: &mut dyn FnMut(u64, u32)) {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
         let timeout = if block { -1 } else { 0 };
         // SAFETY: the array is valid for EVENTS entries.
@@ -64,7 +95,7 @@ impl Poller {
                     // SAFETY: reads 8 bytes into a u64; the eventfd is ours.
                     unsafe { libc::read(self.wake.as_raw_fd(), (&mut count as *mut u64).cast(), 8) };
                 }
-                token => ready.push(token),
+                token => ready(token, event.events),
             }
         }
     }

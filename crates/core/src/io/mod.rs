@@ -1,0 +1,19 @@
+//! Sockets for processes: a process that waits on a socket waits as it
+//! waits on anything else (a store wait, see `waiting`), and the
+//! scheduler's own threads watch the sockets, as they watch the cluster's
+//! links (`netpoll`): one netpoller per node, so a socket becoming ready
+//! costs one wake-up, of the process that waits on it.
+//!
+//! - [`poller`]: epoll and an eventfd, one-shot registrations;
+//! - [`Sockets`]: who waits on which descriptor, for reading or writing,
+//!   and the runtime's [`Netpoll`](crate::netpoll::Netpoll), which also
+//!   reads the cluster's links when a cluster is installed.
+//!
+//! The sockets themselves (their system calls, buffers and API) belong to
+//! the layer that owns them; this module only knows descriptors and waiters.
+
+pub mod poller;
+mod sockets;
+
+pub use sockets::{Interest, Sockets};
+pub(crate) use sockets::Netpoller;

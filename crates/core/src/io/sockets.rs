@@ -1,0 +1,224 @@
+//! The node's netpoller: which processes wait on which socket, and the one
+//! poll the scheduler's threads run (`netpoll`) for the sockets and, when a
+//! cluster is installed, for its links too.
+//!
+//! A wait, step by step:
+//!
+//! 1. A process that found its socket not ready ([`Sockets::watch`]) is
+//!    queued on the descriptor for reading or writing, and the descriptor
+//!    is armed (one-shot) for what its waiters want.
+//! 2. It blocks (a store wait under its ticket).
+//! 3. The poll reports the descriptor ([`Netpoller`]): every waiter for what
+//!    it is ready for is completed with `Notified`, and the descriptor is
+//!    armed again for the waiters left, if any.
+//! 4. Woken, the process tries its system call again; a spurious wake-up
+//!    (another process took the connection) only means waiting again.
+//!    A deadline withdraws the waiter ([`Sockets::withdraw`]); closing a
+//!    socket ([`Sockets::forget`]) completes its waiters with `Deleted`.
+//!
+//! The cluster's links have a poller of their own, nested in this one
+//! while any socket is watched; until then, the poll is the cluster's
+//! alone, so nodes that use no socket pay nothing for them.
+
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
+
+use super::poller::Poller;
+use crate::netpoll::Netpoll;
+use crate::runtime::Runtime;
+use crate::waiting::{Completion, Delivery, Waiter};
+
+/// The token under which the cluster's poller is nested in this one.
+const SOURCE: u64 = u64::MAX - 1;
+
+/// What a process waits for on a socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interest {
+    Read,
+    Write,
+}
+
+#[derive(Default)]
+struct Watched {
+    readers: Vec<Waiter>,
+    writers: Vec<Waiter>,
+    /// Registered with the poller (then changed with MOD, not ADD).
+    added: bool,
+}
+
+/// Who waits on which descriptor (step 1), and the poller they wait in.
+pub struct Sockets {
+    poller: Option<Poller>,
+    watched: Mutex<HashMap<RawFd, Watched>>,
+    /// Descriptors registered with the poller.
+    count: AtomicUsize,
+    /// The cluster's poll, once installed.
+    source: OnceLock<Arc<dyn Netpoll>>,
+    /// Whether any socket was ever watched: from then on the poll is this
+    /// one, with the cluster's poller nested in it.
+    nested: AtomicBool,
+    /// Held while the cluster's poller is nested (it may come before or
+    /// after the first socket).
+    nesting: Mutex<()>,
+}
+
+impl Default for Sockets {
+    fn default() -> Sockets {
+        // A node that cannot make a poller (out of descriptors at start)
+        // still runs; its sockets say why they cannot wait.
+        Sockets { poller: Poller::new().ok(), watched: Mutex::new(HashMap::new()), count: AtomicUsize::new(0), source: OnceLock::new(), nested: AtomicBool::new(false), nesting: Mutex::new(()) }
+    }
+}
+
+impl Sockets {
+    fn poller(&self) -> std::io::Result<&Poller> {
+        self.poller.as_ref().ok_or_else(|| std::io::Error::other("the node has no poller for sockets"))
+    }
+
+    /// Step 1: queues `waiter` on `fd` for `interest` and arms it.
+    pub fn watch(&self, fd: RawFd, interest: Interest, waiter: Waiter) -> std::io::Result<()> {
+        let poller = self.poller()?;
+        self.nest_source();
+        let mut watched = self.watched.lock();
+        let w = watched.entry(fd).or_default();
+        match interest {
+            Interest::Read => w.readers.push(waiter),
+            Interest::Write => w.writers.push(waiter),
+        }
+        let armed = poller.watch(fd, fd as u64, !w.added, !w.readers.is_empty(), !w.writers.is_empty());
+        if let Err(e) = armed {
+            let list = if interest == Interest::Read { &mut w.readers } else { &mut w.writers };
+            list.retain(|x| *x != waiter);
+            return Err(e);
+        }
+        if !w.added {
+            w.added = true;
+            self.count.fetch_add(1, Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Step 4: `waiter` no longer waits on `fd` (its deadline passed).
+    pub fn withdraw(&self, fd: RawFd, waiter: Waiter) {
+        if let Some(w) = self.watched.lock().get_mut(&fd) {
+            w.readers.retain(|x| *x != waiter);
+            w.writers.retain(|x| *x != waiter);
+        }
+    }
+
+    /// Step 4: `fd` is about to be closed: it is no longer watched, and
+    /// whoever waited on it is told (`Deleted`).
+    pub fn forget(&self, fd: RawFd) -> Vec<Delivery> {
+        let Some(w) = self.watched.lock().remove(&fd) else { return Vec::new() };
+        if w.added {
+            if let Some(poller) = &self.poller {
+                poller.remove(fd);
+            }
+            self.count.fetch_sub(1, Relaxed);
+        }
+        w.readers.into_iter().chain(w.writers).map(|waiter| (waiter, Completion::Deleted)).collect()
+    }
+
+    /// Step 3: `fd` is ready for what epoll's `events` say.
+    fn ready(&self, fd: RawFd, events: u32, woken: &mut Vec<Waiter>) {
+        let mut watched = self.watched.lock();
+        let Some(w) = watched.get_mut(&fd) else { return };
+        let broken = events & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
+        if broken || events & (libc::EPOLLIN | libc::EPOLLRDHUP) as u32 != 0 {
+            woken.append(&mut w.readers);
+        }
+        if broken || events & libc::EPOLLOUT as u32 != 0 {
+            woken.append(&mut w.writers);
+        }
+        if !w.readers.is_empty() || !w.writers.is_empty() {
+            if let Some(poller) = &self.poller {
+                let _ = poller.watch(fd, fd as u64, false, !w.readers.is_empty(), !w.writers.is_empty());
+            }
+        }
+    }
+
+    /// Installs the cluster's poll (see the module's last paragraph).
+    pub(crate) fn set_source(&self, source: Arc<dyn Netpoll>) -> bool {
+        let _nesting = self.nesting.lock();
+        if self.source.set(source).is_err() {
+            return false;
+        }
+        if self.nested.load(SeqCst) {
+            self.nest(true);
+        }
+        true
+    }
+
+    /// From the first socket on, the poll is this one, with the cluster's
+    /// poller nested in it.
+    fn nest_source(&self) {
+        if self.nested.load(Relaxed) {
+            return;
+        }
+        let _nesting = self.nesting.lock();
+        if !self.nested.swap(true, SeqCst) {
+            self.nest(false);
+        }
+    }
+
+    /// Nests the cluster's poller, and wakes a thread that waits in the
+    /// cluster's poll alone, so that it waits here instead (`fresh`: it
+    /// is just installed, so no thread does).
+    fn nest(&self, fresh: bool) {
+        let (Some(source), Some(poller)) = (self.source.get(), &self.poller) else { return };
+        if let Some(fd) = source.fd() {
+            let _ = poller.nest(fd, SOURCE);
+        }
+        if !fresh {
+            source.interrupt();
+        }
+    }
+}
+
+/// The runtime's [`Netpoll`]: the sockets' poll, with the cluster's inside
+/// it (step 3).
+pub(crate) struct Netpoller(pub(crate) Runtime);
+
+impl Netpoll for Netpoller {
+    fn poll(&self, wait: bool) -> bool {
+        let sockets = self.0.sockets();
+        let source = sockets.source.get();
+        if !sockets.nested.load(SeqCst) {
+            return source.is_some_and(|s| s.poll(wait));
+        }
+        let Some(poller) = &sockets.poller else { return source.is_some_and(|s| s.poll(wait)) };
+        if !wait && sockets.count.load(Relaxed) == 0 {
+            return source.is_some_and(|s| s.poll(false));
+        }
+        let (mut woken, mut any) = (Vec::new(), false);
+        poller.wait_events(wait, &mut |token, events| match token {
+            SOURCE => any |= source.is_some_and(|s| s.poll(false)),
+            fd => sockets.ready(fd as RawFd, events, &mut woken),
+        });
+        any |= !woken.is_empty();
+        for waiter in woken {
+            self.0.complete((waiter, Completion::Notified));
+        }
+        any
+    }
+
+    fn interrupt(&self) {
+        let sockets = self.0.sockets();
+        match (sockets.nested.load(SeqCst), sockets.source.get(), &sockets.poller) {
+            (false, Some(source), _) => source.interrupt(),
+            (_, _, Some(poller)) => poller.interrupt(),
+            (_, Some(source), None) => source.interrupt(),
+            _ => {}
+        }
+    }
+
+    fn flush(&self) {
+        if let Some(source) = self.0.sockets().source.get() {
+            source.flush();
+        }
+    }
+}
