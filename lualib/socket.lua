@@ -4,6 +4,10 @@
 -- the node's netpoller (raw.wait): only the calling process waits, never
 -- its worker thread. Receive buffering and patterns live here, as in
 -- LuaSocket's buffer.c.
+--
+-- A socket object is the native userdata itself (so it can be sent to
+-- another process of the node); these are its methods, and what a handle
+-- keeps (class, timeout, unread bytes) is in its state table (raw.state).
 
 local raw = require "synodic.socket.raw"
 local s = require "synodic"
@@ -11,17 +15,20 @@ local s = require "synodic"
 local M = { _VERSION = "LuaSocket 3.0-synodic" }
 
 local CHUNK = 65536
+-- Deadlines count on the node's monotonic clock, not the wall clock.
+local clock = s.clock
+local state = raw.state
 local find, sub, gsub, concat = string.find, string.sub, string.gsub, table.concat
 
 -- Seconds left before `deadline` (nil: no deadline).
 local function left(deadline)
   if not deadline then return nil end
-  local t = deadline - raw.gettime()
+  local t = deadline - clock()
   return t > 0 and t or 0
 end
 
-local function deadline_of(self)
-  return self.timeout and raw.gettime() + self.timeout or nil
+local function deadline_of(st)
+  return st.timeout and clock() + st.timeout or nil
 end
 
 -- Waits for `sock` to be ready for "r" or "w" before `deadline`.
@@ -32,64 +39,63 @@ local function await(sock, how, deadline)
 end
 
 local tcp = {}
-tcp.__index = tcp
-tcp.__name = "tcp"
-
-local function new_tcp(sock, class, family)
-  return setmetatable({ sock = sock, class = class, family = family or "inet", buf = "", timeout = nil }, tcp)
-end
-
-function tcp:__tostring()
-  return "tcp{" .. self.class .. "}: " .. tostring(self.sock)
-end
 
 local function check(self, fname, class)
-  if getmetatable(self) ~= tcp or (class and self.class ~= class) then
+  local ok, st = pcall(state, self)
+  if not ok or (class and st.class ~= class) then
     error(("bad argument #1 to '%s' (tcp{%s} expected, got %s)"):format(fname, class or "any",
-      getmetatable(self) == tcp and "tcp{" .. self.class .. "}" or type(self)), 3)
+      ok and "tcp{" .. st.class .. "}" or type(self)), 3)
   end
+  return st
 end
 
 function tcp:settimeout(t, _mode)
-  self.timeout = (t and t >= 0) and t or nil
+  state(self).timeout = (t and t >= 0) and t or nil
   return 1
 end
 
-function tcp:getfd() return self.sock end
-function tcp:dirty() return #self.buf > 0 end
+function tcp:getfd() return self end
+function tcp:dirty() return #state(self).buf > 0 end
 function tcp:close()
-  raw.close(self.sock)
-  self.class = "closed"
+  raw.close(self)
+  state(self).class = "closed"
   return 1
 end
-function tcp:shutdown(how) return raw.shutdown(self.sock, how) end
-function tcp:getsockname() return raw.sockname(self.sock) end
-function tcp:getpeername() return raw.peername(self.sock) end
-function tcp:setoption(name, value) return raw.setoption(self.sock, name, value) end
+function tcp:shutdown(how) return raw.shutdown(self, how) end
+function tcp:getsockname() return raw.sockname(self) end
+function tcp:getpeername() return raw.peername(self) end
+function tcp:setoption(name, value) return raw.setoption(self, name, value) end
 function tcp:setfd() error("setfd is not supported", 2) end
+function tcp:getfamily() return state(self).family or "inet" end
+
+-- The addresses of `host` of the socket's family.
+local function addresses(self, host)
+  local ips, err = raw.resolve(host)
+  if not ips then return nil, err end
+  local v6 = (state(self).family == "inet6")
+  local mine = {}
+  for _, ip in ipairs(ips) do
+    if (find(ip, ":", 1, true) ~= nil) == v6 then mine[#mine + 1] = ip end
+  end
+  if #mine == 0 then return nil, "host not found" end
+  return mine
+end
 
 -- Connects to the first address of `host` that answers.
 function tcp:connect(host, port)
-  check(self, "connect", "master")
-  local deadline = deadline_of(self)
-  local ips, err = raw.resolve(host)
+  local st = check(self, "connect", "master")
+  local deadline = deadline_of(st)
+  local ips, err = addresses(self, host)
   if not ips then return nil, err end
   for _, ip in ipairs(ips) do
-    local family = find(ip, ":", 1, true) and "inet6" or "inet"
-    if family ~= self.family then
-      raw.close(self.sock)
-      self.sock, err = raw.socket("tcp", family)
-      if not self.sock then return nil, err end
-      self.family = family
-    end
     local ok
-    ok, err = raw.connect(self.sock, ip, port)
+    ok, err = raw.connect(self, ip, port)
     if ok == false then
-      ok, err = await(self.sock, "w", deadline)
-      if ok then ok, err = raw.connected(self.sock) end
+      ok, err = await(self, "w", deadline)
+      if ok then ok, err = raw.connected(self) end
     end
     if ok then
-      self.class = "client"
+      st.class = "client"
       return 1
     end
     if err == "timeout" then break end
@@ -99,23 +105,15 @@ end
 
 function tcp:bind(host, port)
   check(self, "bind", "master")
-  local ips, err = raw.resolve(host)
+  local ips, err = addresses(self, host)
   if not ips then return nil, err end
-  local ip = ips[1]
-  local family = find(ip, ":", 1, true) and "inet6" or "inet"
-  if family ~= self.family then
-    raw.close(self.sock)
-    self.sock, err = raw.socket("tcp", family)
-    if not self.sock then return nil, err end
-    self.family = family
-  end
-  return raw.bind(self.sock, ip, port)
+  return raw.bind(self, ips[1], port)
 end
 
 function tcp:listen(backlog)
-  check(self, "listen", "master")
-  local ok, err = raw.listen(self.sock, backlog or 32)
-  if ok then self.class = "server" end
+  local st = check(self, "listen", "master")
+  local ok, err = raw.listen(self, backlog or 32)
+  if ok then st.class = "server" end
   return ok, err
 end
 
@@ -130,15 +128,17 @@ local function backoff(self, pause)
 end
 
 function tcp:accept()
-  check(self, "accept", "server")
-  local deadline = deadline_of(self)
+  local st = check(self, "accept", "server")
+  local deadline = deadline_of(st)
   local pause = 0.01
   while true do
-    local c, err = raw.accept(self.sock)
+    local c, err = raw.accept(self)
     if c then
-      return new_tcp(c, "client", self.family)
+      local cst = state(c)
+      cst.class, cst.family = "client", st.family
+      return c
     elseif c == false then
-      local ok, werr = await(self.sock, "r", deadline)
+      local ok, werr = await(self, "r", deadline)
       if not ok then return nil, werr end
     elseif err == "too many open files" and (not deadline or left(deadline) > 0) then
       pause = backoff(self, pause)
@@ -149,14 +149,14 @@ function tcp:accept()
 end
 
 -- Reads more into the buffer: true, or nil and why.
-local function fill(self, deadline)
+local function fill(self, st, deadline)
   while true do
-    local data, err = raw.recv(self.sock, CHUNK)
+    local data, err = raw.recv(self, CHUNK)
     if data then
-      self.buf = self.buf .. data
+      st.buf = st.buf .. data
       return true
     elseif data == false then
-      local ok, werr = await(self.sock, "r", deadline)
+      local ok, werr = await(self, "r", deadline)
       if not ok then return nil, werr end
     else
       return nil, err
@@ -164,32 +164,32 @@ local function fill(self, deadline)
   end
 end
 
-local function receive_line(self, deadline)
+local function receive_line(self, st, deadline)
   while true do
-    local at = find(self.buf, "\n", 1, true)
+    local at = find(st.buf, "\n", 1, true)
     if at then
-      local line = sub(self.buf, 1, at - 1)
-      self.buf = sub(self.buf, at + 1)
+      local line = sub(st.buf, 1, at - 1)
+      st.buf = sub(st.buf, at + 1)
       return (gsub(line, "\r", ""))
     end
-    local ok, err = fill(self, deadline)
+    local ok, err = fill(self, st, deadline)
     if not ok then
-      local partial = gsub(self.buf, "\r", "")
-      self.buf = ""
+      local partial = gsub(st.buf, "\r", "")
+      st.buf = ""
       return nil, err, partial
     end
   end
 end
 
-local function receive_all(self, deadline)
-  local parts = { self.buf }
-  self.buf = ""
+local function receive_all(self, st, deadline)
+  local parts = { st.buf }
+  st.buf = ""
   while true do
-    local data, err = raw.recv(self.sock, CHUNK)
+    local data, err = raw.recv(self, CHUNK)
     if data then
       parts[#parts + 1] = data
     elseif data == false then
-      local ok, werr = await(self.sock, "r", deadline)
+      local ok, werr = await(self, "r", deadline)
       if not ok then return nil, werr, concat(parts) end
     elseif err == "closed" then
       return concat(parts)
@@ -199,43 +199,43 @@ local function receive_all(self, deadline)
   end
 end
 
-local function receive_count(self, n, deadline)
-  if #self.buf >= n then
-    local got = sub(self.buf, 1, n)
-    self.buf = sub(self.buf, n + 1)
+local function receive_count(self, st, n, deadline)
+  if #st.buf >= n then
+    local got = sub(st.buf, 1, n)
+    st.buf = sub(st.buf, n + 1)
     return got
   end
-  local parts, have = { self.buf }, #self.buf
-  self.buf = ""
+  local parts, have = { st.buf }, #st.buf
+  st.buf = ""
   while have < n do
-    local data, err = raw.recv(self.sock, math.min(CHUNK, math.max(n - have, 4096)))
+    local data, err = raw.recv(self, math.min(CHUNK, math.max(n - have, 4096)))
     if data then
       parts[#parts + 1] = data
       have = have + #data
     elseif data == false then
-      local ok, werr = await(self.sock, "r", deadline)
+      local ok, werr = await(self, "r", deadline)
       if not ok then return nil, werr, concat(parts) end
     else
       return nil, err, concat(parts)
     end
   end
   local all = concat(parts)
-  self.buf = sub(all, n + 1)
+  st.buf = sub(all, n + 1)
   return sub(all, 1, n)
 end
 
 function tcp:receive(pattern, prefix)
-  check(self, "receive", "client")
+  local st = check(self, "receive", "client")
   pattern = pattern or "*l"
   prefix = prefix or ""
-  local deadline = deadline_of(self)
+  local deadline = deadline_of(st)
   local data, err, partial
   if pattern == "*l" or pattern == "l" then
-    data, err, partial = receive_line(self, deadline)
+    data, err, partial = receive_line(self, st, deadline)
   elseif pattern == "*a" or pattern == "a" then
-    data, err, partial = receive_all(self, deadline)
-  elseif math.type(pattern) == "integer" or (type(pattern) == "number" and pattern == math.floor(pattern)) then
-    data, err, partial = receive_count(self, math.max(0, math.tointeger(pattern) - #prefix), deadline)
+    data, err, partial = receive_all(self, st, deadline)
+  elseif type(pattern) == "number" and pattern == math.floor(pattern) then
+    data, err, partial = receive_count(self, st, math.max(0, math.tointeger(pattern) - #prefix), deadline)
   else
     error("bad argument #1 to 'receive' (invalid receive pattern)", 2)
   end
@@ -243,21 +243,22 @@ function tcp:receive(pattern, prefix)
   return nil, err, prefix .. (partial or "")
 end
 
--- Like receive(n) but returns what has arrived (at least one byte, at
--- most n): for proxies and parsers that take what comes.
-function tcp:receivesome(n)
-  check(self, "receivesome", "client")
-  if #self.buf > 0 then
-    local got = sub(self.buf, 1, n)
-    self.buf = sub(self.buf, #got + 1)
+-- What has arrived (at least one byte, at most n): for proxies and
+-- parsers that take what comes (OpenResty's receiveany).
+function tcp:receiveany(n)
+  local st = check(self, "receiveany", "client")
+  n = n or CHUNK
+  if #st.buf > 0 then
+    local got = sub(st.buf, 1, n)
+    st.buf = sub(st.buf, #got + 1)
     return got
   end
-  local deadline = deadline_of(self)
+  local deadline = deadline_of(st)
   while true do
-    local data, err = raw.recv(self.sock, n or CHUNK)
+    local data, err = raw.recv(self, n)
     if data then return data end
     if data ~= false then return nil, err end
-    local ok, werr = await(self.sock, "r", deadline)
+    local ok, werr = await(self, "r", deadline)
     if not ok then return nil, werr end
   end
 end
@@ -265,7 +266,8 @@ end
 -- Sends data[i..j]; returns the index of the last byte sent, or nil,
 -- err and that index. Waits while the peer's window is full.
 function tcp:send(data, i, j)
-  check(self, "send", "client")
+  local st = check(self, "send", "client")
+  data = tostring(data)
   local len = #data
   i = i or 1
   j = j or len
@@ -274,13 +276,13 @@ function tcp:send(data, i, j)
   if j < i then return i - 1 end
   local part = (i == 1 and j == len) and data or sub(data, i, j)
   local sent, total = 0, #part
-  local deadline = deadline_of(self)
+  local deadline = deadline_of(st)
   while sent < total do
-    local n, err = raw.send(self.sock, part, sent + 1)
+    local n, err = raw.send(self, part, sent + 1)
     if n then
       sent = sent + n
     elseif n == false then
-      local ok, werr = await(self.sock, "w", deadline)
+      local ok, werr = await(self, "w", deadline)
       if not ok then return nil, werr, i - 1 + sent end
     else
       return nil, err, i - 1 + sent
@@ -289,39 +291,47 @@ function tcp:send(data, i, j)
   return i - 1 + sent
 end
 
-function M.tcp()
-  local sock, err = raw.socket("tcp", "inet")
+local function new_socket(kind, family)
+  local sock, err = raw.socket(kind, family)
   if not sock then return nil, err end
-  return new_tcp(sock, "master", "inet")
+  local st = state(sock)
+  st.family = family
+  return sock
 end
+
+function M.tcp() return new_socket("tcp", "inet") end
 M.tcp4 = M.tcp
+function M.tcp6() return new_socket("tcp", "inet6") end
 
-function M.tcp6()
-  local sock, err = raw.socket("tcp", "inet6")
-  if not sock then return nil, err end
-  return new_tcp(sock, "master", "inet6")
-end
-
-function M.connect(host, port, timeout_or_local, lport)
-  local c, err = M.tcp()
-  if not c then return nil, err end
-  if type(timeout_or_local) == "number" then c:settimeout(timeout_or_local) end
-  local ok
-  ok, err = c:connect(host, port)
-  if not ok then
+-- A connected client: the first address of `host` that answers, IPv4 or IPv6.
+function M.connect(host, port, timeout)
+  local ips, err = raw.resolve(host)
+  if not ips then return nil, err end
+  for _, ip in ipairs(ips) do
+    local c
+    c, err = new_socket("tcp", find(ip, ":", 1, true) and "inet6" or "inet")
+    if not c then return nil, err end
+    if type(timeout) == "number" then c:settimeout(timeout) end
+    local ok
+    ok, err = c:connect(ip, port)
+    if ok then
+      c:settimeout(nil)
+      return c
+    end
     c:close()
-    return nil, err
   end
-  c:settimeout(nil)
-  return c
+  return nil, err
 end
 M.connect4 = M.connect
 
 function M.bind(host, port, backlog)
-  local srv, err = M.tcp()
+  local ips, err = raw.resolve(host)
+  if not ips then return nil, err end
+  local srv
+  srv, err = new_socket("tcp", find(ips[1], ":", 1, true) and "inet6" or "inet")
   if not srv then return nil, err end
   local ok
-  ok, err = srv:bind(host, port)
+  ok, err = srv:bind(ips[1], port)
   if ok then ok, err = srv:listen(backlog) end
   if not ok then
     srv:close()
@@ -333,89 +343,76 @@ end
 -- UDP -----------------------------------------------------------------------
 
 local udp = {}
-udp.__index = udp
-udp.__name = "udp"
 
-function udp:__tostring()
-  return "udp{" .. self.class .. "}: " .. tostring(self.sock)
-end
-
-function udp:settimeout(t) self.timeout = (t and t >= 0) and t or nil; return 1 end
-function udp:close() raw.close(self.sock); self.class = "closed"; return 1 end
-function udp:getsockname() return raw.sockname(self.sock) end
-function udp:getpeername() return raw.peername(self.sock) end
-function udp:setoption(name, value) return raw.setoption(self.sock, name, value) end
-function udp:getfd() return self.sock end
+function udp:settimeout(t) state(self).timeout = (t and t >= 0) and t or nil; return 1 end
+function udp:close() raw.close(self); state(self).class = "closed"; return 1 end
+function udp:getsockname() return raw.sockname(self) end
+function udp:getpeername() return raw.peername(self) end
+function udp:setoption(name, value) return raw.setoption(self, name, value) end
+function udp:getfd() return self end
 
 function udp:setsockname(host, port)
-  local ips, err = raw.resolve(host)
+  local ips, err = addresses(self, host)
   if not ips then return nil, err end
-  return raw.bind(self.sock, ips[1], port)
+  return raw.bind(self, ips[1], port)
 end
 
 function udp:setpeername(host, port)
+  local st = state(self)
   if host == "*" then
-    -- As LuaSocket: back to unconnected (an AF_UNSPEC connect).
-    self.class = "unconnected"
-    self.peer = nil
+    st.class, st.peer = "unconnected", nil
     return 1
   end
-  local ips, err = raw.resolve(host)
+  local ips, err = addresses(self, host)
   if not ips then return nil, err end
   local ok
-  ok, err = raw.connect(self.sock, ips[1], port)
+  ok, err = raw.connect(self, ips[1], port)
   if ok == nil then return nil, err end
-  self.class = "connected"
-  self.peer = { ips[1], port }
+  st.class, st.peer = "connected", { ips[1], port }
   return 1
 end
 
 function udp:sendto(data, host, port)
-  local ips, err = raw.resolve(host)
+  local ips, err = addresses(self, host)
   if not ips then return nil, err end
-  local deadline = deadline_of(self)
+  local deadline = deadline_of(state(self))
   while true do
-    local n, serr = raw.sendto(self.sock, data, ips[1], port)
+    local n, serr = raw.sendto(self, data, ips[1], port)
     if n then return 1 end
     if n ~= false then return nil, serr end
-    local ok, werr = await(self.sock, "w", deadline)
+    local ok, werr = await(self, "w", deadline)
     if not ok then return nil, werr end
   end
 end
 
 function udp:send(data)
-  if not self.peer then return nil, "not connected" end
-  return self:sendto(data, self.peer[1], self.peer[2])
+  local peer = state(self).peer
+  if not peer then return nil, "not connected" end
+  return self:sendto(data, peer[1], peer[2])
 end
 
 function udp:receivefrom(size)
-  local deadline = deadline_of(self)
+  local deadline = deadline_of(state(self))
   while true do
-    local data, ip, port = raw.recvfrom(self.sock, size or 8192)
+    local data, ip, port = raw.recvfrom(self, size or 8192)
     if data then return data, ip, port end
     if data ~= false then return nil, ip end
-    local ok, werr = await(self.sock, "r", deadline)
+    local ok, werr = await(self, "r", deadline)
     if not ok then return nil, werr end
   end
 end
 
 function udp:receive(size)
   local data, err = self:receivefrom(size)
-  return data, data == nil and err or nil
+  if data then return data end
+  return nil, err
 end
 
-function M.udp()
-  local sock, err = raw.socket("udp", "inet")
-  if not sock then return nil, err end
-  return setmetatable({ sock = sock, class = "unconnected" }, udp)
-end
+function M.udp() return new_socket("udp", "inet") end
 M.udp4 = M.udp
+function M.udp6() return new_socket("udp", "inet6") end
 
-function M.udp6()
-  local sock, err = raw.socket("udp", "inet6")
-  if not sock then return nil, err end
-  return setmetatable({ sock = sock, class = "unconnected" }, udp)
-end
+raw.methods(tcp, udp)
 
 -- The rest of LuaSocket's base ---------------------------------------------
 

@@ -19,6 +19,9 @@ use super::{ATTACHMENTS_MAX, MESSAGE_MAX};
 /// space (see [`carry`]), and the whole must not be too long. The error
 /// says what is wrong.
 pub fn crossing(msg: &Message) -> Result<(), String> {
+    if msg.attachments().iter().any(|a| a.is::<crate::io::SocketCell>()) {
+        return Err("cannot send value of type socket".into());
+    }
     if msg.attachments().iter().any(|a| !a.is::<Payload>() && !a.is::<Ticket>() && !a.is::<SpaceRef>()) {
         return Err("a value of this kind cannot cross to another node".into());
     }

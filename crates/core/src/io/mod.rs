@@ -5,15 +5,20 @@
 //! costs one wake-up, of the process that waits on it.
 //!
 //! - [`poller`]: epoll and an eventfd, one-shot registrations;
+//! - [`SocketCell`]: a socket's descriptor, shared by the handles that
+//!   processes hold on it;
 //! - [`Sockets`]: who waits on which descriptor, for reading or writing,
 //!   and the runtime's [`Netpoll`](crate::netpoll::Netpoll), which also
 //!   reads the cluster's links when a cluster is installed.
 //!
-//! The sockets themselves (their system calls, buffers and API) belong to
-//! the layer that owns them; this module only knows descriptors and waiters.
+//! The sockets' system calls, buffers and API belong to the layer above;
+//! this module only knows descriptors, their holders and their waiters.
 
+mod cell;
 pub mod poller;
 mod sockets;
+
+pub use cell::SocketCell;
 
 pub use sockets::{Interest, Sockets};
 pub(crate) use sockets::Netpoller;

@@ -27,7 +27,7 @@ pub(crate) static MODULES: &[Module] = &[
     },
     Module { sendable: Some(&future::SENDABLE), ..lua(c"synodic.future", c"@lualib/future.lua", include_str!("../../../../lualib/future.lua")) },
     lua(c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../../lualib/skel.lua")),
-    native(c"synodic.socket.raw", socket::open, None),
+    Module { sendable: Some(&socket::SENDABLE), ..native(c"synodic.socket.raw", socket::open, None) },
     lua(c"synodic.socket", c"@lualib/socket.lua", include_str!("../../../../lualib/socket.lua")),
     lua(c"synodic.skel.balance", c"@lualib/skel_balance.lua", include_str!("../../../../lualib/skel_balance.lua")),
     Module { name: c"coroutine", code: Code::Replaces(coroutine::REPLACED), sendable: None },

@@ -3,7 +3,7 @@
 //! `nil, err` with LuaSocket's wording of the error otherwise. Addresses
 //! are numeric here (`resolve.rs` turns names into them).
 
-use std::cell::RefCell;
+use std::cell::UnsafeCell;
 use std::ffi::c_int;
 use std::io::{self, ErrorKind};
 use std::mem::MaybeUninit;
@@ -61,6 +61,11 @@ pub(crate) fn wording(e: &io::Error) -> String {
             text.to_lowercase()
         }
     }
+}
+
+/// The error of a call on a socket closed meanwhile.
+fn closed() -> io::Error {
+    io::Error::from_raw_os_error(libc::ENOTCONN)
 }
 
 /// Runs `body` and turns how it ended into the function's results.
@@ -176,7 +181,7 @@ pub(super) unsafe extern "C-unwind" fn connect(L: *mut ffi::lua_State) -> c_int 
                 Ok(a) => a,
                 Err(e) => return e,
             };
-            match s.socket.as_ref().map(|x| x.connect(&addr.into())) {
+            match s.with(|x| x.connect(&addr.into())) {
                 Some(Ok(())) => {
                     ffi::lua_pushboolean(L, 1);
                     Values(1)
@@ -194,17 +199,22 @@ pub(super) unsafe extern "C-unwind" fn connected(L: *mut ffi::lua_State) -> c_in
     unsafe {
         call(L, || {
             let (s, _) = open_or_fail!(L, "connected");
-            let socket = s.socket.as_ref().expect("open");
-            match socket.take_error() {
+            let state = s.with(|socket| match socket.take_error() {
                 Ok(None) => match socket.peer_addr() {
-                    Ok(_) => {
-                        ffi::lua_pushboolean(L, 1);
-                        Values(1)
-                    }
-                    Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => WouldBlock,
-                    Err(e) => e.into(),
+                    Ok(_) => Ok(true),
+                    Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => Ok(false),
+                    Err(e) => Err(e),
                 },
-                Ok(Some(e)) | Err(e) => Failed(wording(&e)),
+                Ok(Some(e)) | Err(e) => Err(e),
+            });
+            match state {
+                Some(Ok(true)) => {
+                    ffi::lua_pushboolean(L, 1);
+                    Values(1)
+                }
+                Some(Ok(false)) => WouldBlock,
+                Some(Err(e)) => Failed(wording(&e)),
+                None => Failed("closed".into()),
             }
         })
     }
@@ -220,9 +230,9 @@ pub(super) unsafe extern "C-unwind" fn bind(L: *mut ffi::lua_State) -> c_int {
                 Ok(a) => a,
                 Err(e) => return e,
             };
-            let socket = s.socket.as_ref().expect("open");
-            let bound = (if s.udp { Ok(()) } else { socket.set_reuse_address(true) }).and_then(|_| socket.bind(&addr.into()));
-            match bound {
+            let udp = s.udp();
+            let bound = s.with(|socket| (if udp { Ok(()) } else { socket.set_reuse_address(true) }).and_then(|_| socket.bind(&addr.into())));
+            match bound.unwrap_or_else(|| Err(closed())) {
                 Ok(()) => {
                     ffi::lua_pushinteger(L, 1);
                     Values(1)
@@ -243,8 +253,11 @@ pub(super) unsafe extern "C-unwind" fn listen(L: *mut ffi::lua_State) -> c_int {
                 Ok(n) => n.clamp(1, 65535) as i32,
                 Err(e) => return e,
             };
-            match s.socket.as_ref().expect("open").listen(backlog) {
+            match s.with(|socket| socket.listen(backlog)).unwrap_or_else(|| Err(closed())) {
                 Ok(()) => {
+                    if let Some(cell) = &s.cell {
+                        cell.set_listening();
+                    }
                     ffi::lua_pushinteger(L, 1);
                     Values(1)
                 }
@@ -261,7 +274,7 @@ pub(super) unsafe extern "C-unwind" fn accept(L: *mut ffi::lua_State) -> c_int {
     unsafe {
         call(L, || {
             let (s, _) = open_or_fail!(L, "accept");
-            match s.socket.as_ref().expect("open").accept().and_then(|(c, _)| c.set_nonblocking(true).map(|_| c)) {
+            match s.with(|socket| socket.accept().and_then(|(c, _)| c.set_nonblocking(true).map(|_| c))).unwrap_or_else(|| Err(closed())) {
                 Ok(c) => {
                     push_sock(L, c, false);
                     Values(1)
@@ -274,36 +287,41 @@ pub(super) unsafe extern "C-unwind" fn accept(L: *mut ffi::lua_State) -> c_int {
 }
 
 thread_local! {
-    /// Where `recv` reads before the bytes become a Lua string.
-    static RECEIVED: RefCell<Vec<MaybeUninit<u8>>> = RefCell::new(vec![MaybeUninit::uninit(); RECV_MAX]);
+    /// Where `recv` reads before the bytes become a Lua string. Reached by
+    /// raw pointer, never borrowed across a call into Lua: a memory error
+    /// raised while pushing must leave nothing marked in use.
+    static RECEIVED: UnsafeCell<Vec<MaybeUninit<u8>>> = UnsafeCell::new(vec![MaybeUninit::uninit(); RECV_MAX]);
 }
 
 /// Receives up to `max` bytes (at most 64 KiB) into the thread's buffer
-/// and pushes them; `from`: also where they came from.
-unsafe fn receive_into_string(L: *mut ffi::lua_State, socket: &Socket, max: usize, from: bool) -> Ends {
-    RECEIVED.with(|buf| {
-        let mut buf = buf.borrow_mut();
-        let room = &mut buf[..max.clamp(1, RECV_MAX)];
-        let got = if from { socket.recv_from(room).map(|(n, a)| (n, a.as_socket())) } else { socket.recv(room).map(|n| (n, None)) };
-        match got {
-            Ok((0, _)) if !from => Failed("closed".into()),
-            Ok((n, addr)) => {
-                // SAFETY: the kernel wrote the first `n` bytes.
-                let bytes = unsafe { std::slice::from_raw_parts(room.as_ptr() as *const u8, n) };
-                // SAFETY: `L` is the running state with room for 3 results.
-                unsafe {
-                    push_bytes(L, bytes);
-                    if let Some(addr) = addr {
-                        push_bytes(L, addr.ip().to_string().as_bytes());
-                        ffi::lua_pushinteger(L, addr.port() as ffi::lua_Integer);
-                        return Values(3);
-                    }
+/// and pushes them; `from`: also where they came from. The socket's lock
+/// is held for the system call only, not while Lua allocates.
+unsafe fn receive_into_string(L: *mut ffi::lua_State, s: &super::Sock, max: usize, from: bool) -> Ends {
+    let room = RECEIVED.with(|buf| buf.get());
+    let len = max.clamp(1, RECV_MAX);
+    // SAFETY: the thread's buffer is RECV_MAX long and used by this thread
+    // only, one call at a time (nothing below re-enters `recv`).
+    let room = unsafe { &mut (&mut *room)[..len] };
+    let got = s.with(|socket| if from { socket.recv_from(room).map(|(n, a)| (n, a.as_socket())) } else { socket.recv(room).map(|n| (n, None)) });
+    match got {
+        None => Failed("closed".into()),
+        Some(Ok((0, _))) if !from => Failed("closed".into()),
+        Some(Ok((n, addr))) => {
+            // SAFETY: the kernel wrote the first `n` bytes; `L` is the
+            // running state with room for 3 results, and Lua copies the
+            // bytes before it can collect (and run a finalizer).
+            unsafe {
+                push_bytes(L, std::slice::from_raw_parts(room.as_ptr() as *const u8, n));
+                if let Some(addr) = addr {
+                    push_bytes(L, addr.ip().to_string().as_bytes());
+                    ffi::lua_pushinteger(L, addr.port() as ffi::lua_Integer);
+                    return Values(3);
                 }
-                Values(1)
             }
-            Err(e) => e.into(),
+            Values(1)
         }
-    })
+        Some(Err(e)) => e.into(),
+    }
 }
 
 /// `recv(s, max)`: what has arrived, up to `max` bytes; `nil, "closed"`
@@ -317,7 +335,7 @@ pub(super) unsafe extern "C-unwind" fn recv(L: *mut ffi::lua_State) -> c_int {
                 Ok(n) => n.max(1) as usize,
                 Err(e) => return e,
             };
-            receive_into_string(L, s.socket.as_ref().expect("open"), max, false)
+            receive_into_string(L, s, max, false)
         })
     }
 }
@@ -332,7 +350,7 @@ pub(super) unsafe extern "C-unwind" fn recvfrom(L: *mut ffi::lua_State) -> c_int
                 Ok(n) => n.max(1) as usize,
                 Err(e) => return e,
             };
-            receive_into_string(L, s.socket.as_ref().expect("open"), max, true)
+            receive_into_string(L, s, max, true)
         })
     }
 }
@@ -349,7 +367,7 @@ pub(super) unsafe extern "C-unwind" fn send(L: *mut ffi::lua_State) -> c_int {
                 (Err(e), _) | (_, Err(e)) => return e,
             };
             let rest = data.get(from..).unwrap_or_default();
-            match s.socket.as_ref().expect("open").send(rest) {
+            match s.with(|socket| socket.send(rest)).unwrap_or_else(|| Err(closed())) {
                 Ok(n) => {
                     ffi::lua_pushinteger(L, n as ffi::lua_Integer);
                     Values(1)
@@ -370,7 +388,7 @@ pub(super) unsafe extern "C-unwind" fn sendto(L: *mut ffi::lua_State) -> c_int {
                 (Ok(d), Ok(a)) => (d, a),
                 (Err(e), _) | (_, Err(e)) => return e,
             };
-            match s.socket.as_ref().expect("open").send_to(data, &addr.into()) {
+            match s.with(|socket| socket.send_to(data, &addr.into())).unwrap_or_else(|| Err(closed())) {
                 Ok(n) => {
                     ffi::lua_pushinteger(L, n as ffi::lua_Integer);
                     Values(1)
@@ -398,7 +416,7 @@ pub(super) unsafe extern "C-unwind" fn shutdown(L: *mut ffi::lua_State) -> c_int
                 },
             };
             // Already shut (the peer reset): nothing left to do.
-            let _ = s.socket.as_ref().expect("open").shutdown(how);
+            let _ = s.with(|socket| socket.shutdown(how));
             ffi::lua_pushinteger(L, 1);
             Values(1)
         })
@@ -427,7 +445,7 @@ pub(super) unsafe extern "C-unwind" fn sockname(L: *mut ffi::lua_State) -> c_int
     unsafe {
         call(L, || {
             let (s, _) = open_or_fail!(L, "getsockname");
-            push_address(L, s.socket.as_ref().expect("open").local_addr())
+            push_address(L, s.with(|socket| socket.local_addr()).unwrap_or_else(|| Err(closed())))
         })
     }
 }
@@ -437,7 +455,7 @@ pub(super) unsafe extern "C-unwind" fn peername(L: *mut ffi::lua_State) -> c_int
     unsafe {
         call(L, || {
             let (s, _) = open_or_fail!(L, "getpeername");
-            push_address(L, s.socket.as_ref().expect("open").peer_addr())
+            push_address(L, s.with(|socket| socket.peer_addr()).unwrap_or_else(|| Err(closed())))
         })
     }
 }
@@ -453,26 +471,28 @@ pub(super) unsafe extern "C-unwind" fn setoption(L: *mut ffi::lua_State) -> c_in
                 Err(e) => return e,
             };
             let on = ffi::lua_toboolean(L, 3) != 0;
-            let socket = s.socket.as_ref().expect("open");
-            let set = match name {
+            let linger = if name == b"linger" {
+                // { on = true, timeout = seconds }, as LuaSocket.
+                ffi::lua_getfield(L, 3, c"on".as_ptr());
+                let on = ffi::lua_toboolean(L, -1) != 0;
+                ffi::lua_getfield(L, 3, c"timeout".as_ptr());
+                let secs = ffi::lua_tointegerx(L, -1, std::ptr::null_mut()).max(0) as u64;
+                ffi::lua_settop(L, 3);
+                on.then(|| std::time::Duration::from_secs(secs))
+            } else {
+                None
+            };
+            let set = s.with(|socket| match name {
                 b"tcp-nodelay" => socket.set_tcp_nodelay(on),
                 b"keepalive" => socket.set_keepalive(on),
                 b"reuseaddr" => socket.set_reuse_address(on),
                 b"reuseport" => socket.set_reuse_port(on),
                 b"broadcast" => socket.set_broadcast(on),
                 b"ipv6-v6only" => socket.set_only_v6(on),
-                b"linger" => {
-                    // { on = true, timeout = seconds }, as LuaSocket.
-                    ffi::lua_getfield(L, 3, c"on".as_ptr());
-                    let on = ffi::lua_toboolean(L, -1) != 0;
-                    ffi::lua_getfield(L, 3, c"timeout".as_ptr());
-                    let secs = ffi::lua_tointegerx(L, -1, std::ptr::null_mut()).max(0) as u64;
-                    ffi::lua_settop(L, 3);
-                    socket.set_linger(on.then(|| std::time::Duration::from_secs(secs)))
-                }
-                _ => return Failed(format!("unsupported option '{}'", String::from_utf8_lossy(name))),
-            };
-            match set {
+                b"linger" => socket.set_linger(linger),
+                _ => Err(io::Error::new(ErrorKind::Unsupported, format!("unsupported option '{}'", String::from_utf8_lossy(name)))),
+            });
+            match set.unwrap_or_else(|| Err(closed())) {
                 Ok(()) => {
                     ffi::lua_pushinteger(L, 1);
                     Values(1)

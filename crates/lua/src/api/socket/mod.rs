@@ -6,21 +6,28 @@
 //! API (patterns, buffering, timeouts) is Lua, in `lualib/socket.lua`,
 //! over these calls (`calls.rs`).
 //!
-//! A socket belongs to the process that made it: it is closed when that
-//! process's state closes (its finalizer), or by `close`; closing tells
-//! whoever waits on it (`Runtime::forget_socket`).
+//! A socket belongs to the process that made it: the userdata holds the
+//! node's cell for it (`synodic_core::io::SocketCell`), closed when the
+//! process's state closes (its finalizer) or by `close`. Sent to another
+//! process of the node, a connection is handed over (the receiver takes
+//! its descriptor; the sender's handle is closed from then on) and a
+//! listener is shared (it closes with its last holder); sent to another
+//! node, it is refused: `cannot send value of type socket`.
 
 mod calls;
 mod resolve;
 mod wait;
 
 use std::ffi::{c_int, CStr};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
+use std::sync::Arc;
 
 use mlua_sys as ffi;
-use socket2::Socket;
-use synodic_core::Runtime;
+use socket2::{SockRef, Socket};
+use synodic_core::io::SocketCell;
+use synodic_core::Attachment;
 
+use crate::vm::codec::Sendable;
 use crate::vm::ctx::ctx;
 use crate::vm::util::*;
 
@@ -44,31 +51,76 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"wait", wait::wait),
     (c"resolve", resolve::resolve),
     (c"gettime", calls::gettime),
+    (c"state", state),
+    (c"methods", methods),
 ];
+
+/// Registry keys of the Lua methods of TCP and UDP sockets
+/// (`lualib/socket.lua` installs them with `methods`).
+const TCP_METHODS: &CStr = c"synodic.socket.tcp";
+const UDP_METHODS: &CStr = c"synodic.socket.udp";
 
 /// The userdata's metatable.
 const CLASS: &CStr = c"synodic.socket";
 
-/// A socket userdata: the socket (none once closed) and the runtime whose
-/// netpoller may have processes waiting on it.
+/// A socket userdata: this process's hold on the node's cell (none once
+/// this handle is closed).
 pub(crate) struct Sock {
-    socket: Option<Socket>,
-    rt: Runtime,
-    pub(crate) udp: bool,
+    cell: Option<Arc<SocketCell>>,
 }
 
 impl Sock {
     fn fd(&self) -> Option<RawFd> {
-        self.socket.as_ref().map(|s| s.as_raw_fd())
+        self.cell.as_ref()?.raw_fd()
     }
 
-    /// Closes the socket: its waiters are told first (a closed descriptor
-    /// number may be reused at once).
+    /// Runs a system call on the socket, if it is open.
+    fn with<R>(&self, f: impl FnOnce(&Socket) -> R) -> Option<R> {
+        self.cell.as_ref()?.with_fd(|fd| f(&SockRef::from(&fd)))
+    }
+
+    fn udp(&self) -> bool {
+        self.cell.as_ref().is_some_and(|c| c.udp)
+    }
+
+    /// Closes this handle: a connection is closed for good; a listener
+    /// when its last holder lets go.
     fn close(&mut self) {
-        if let Some(socket) = self.socket.take() {
-            self.rt.forget_socket(socket.as_raw_fd());
+        if let Some(cell) = self.cell.take() {
+            if !cell.is_listening() {
+                cell.close();
+            }
         }
     }
+}
+
+/// A socket in a message, within the node (wire kind 4; variant 0).
+pub(crate) static SENDABLE: Sendable = Sendable { kind: 4, share, rebuild };
+
+unsafe fn share(L: *mut ffi::lua_State, idx: c_int) -> Option<(u8, Attachment)> {
+    // SAFETY: `L` is a process's state and `idx` a stack index (the
+    // encoder's contract); `sock` checks the userdata is a socket.
+    let s = unsafe { sock(L, idx, "send") }.ok()?;
+    let cell: Attachment = s.cell.clone()?;
+    Some((0, cell))
+}
+
+unsafe fn rebuild(L: *mut ffi::lua_State, _variant: u8, shared: &Attachment) -> Result<(), String> {
+    let cell = shared.clone().downcast::<SocketCell>().map_err(|_| "not a socket")?;
+    let cell = if cell.is_listening() {
+        cell
+    } else {
+        // SAFETY: `L` is the decoder's state (a process's), with a context.
+        let rt = unsafe { ctx(L) }.rt();
+        match cell.take() {
+            Some(fd) => Arc::new(SocketCell::new(rt, fd, cell.udp)),
+            // Closed before it arrived (or taken by an earlier copy of the message).
+            None => cell,
+        }
+    };
+    // SAFETY: as above, with room for a value.
+    unsafe { push_cell(L, cell) };
+    Ok(())
 }
 
 pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
@@ -87,15 +139,32 @@ pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
 
 /// Pushes a new socket userdata owning `socket`.
 pub(crate) unsafe fn push_sock(L: *mut ffi::lua_State, socket: Socket, udp: bool) {
-    // SAFETY: `L` is the running process's state (lib.rs invariant 1) with
-    // its context; the userdata's block is fresh, sized and aligned for a
-    // `Sock` (Lua aligns userdata for any C type), and written before Lua
-    // can see it; its finalizer drops it (`gc`).
+    // SAFETY: `L` is the running process's state (lib.rs invariant 1) with its context.
     unsafe {
-        let rt = ctx(L).rt().clone();
-        let p = ffi::lua_newuserdatauv(L, std::mem::size_of::<Sock>(), 0) as *mut Sock;
-        p.write(Sock { socket: Some(socket), rt, udp });
-        set_class(L, CLASS, &[(c"__gc", gc), (c"__close", gc), (c"__tostring", tostring)], c"__index", &[]);
+        let cell = Arc::new(SocketCell::new(ctx(L).rt(), socket.into(), udp));
+        push_cell(L, cell);
+    }
+}
+
+/// Pushes a socket userdata holding `cell`.
+unsafe fn push_cell(L: *mut ffi::lua_State, cell: Arc<SocketCell>) {
+    // SAFETY: `L` is a process's state with room for a value; the
+    // userdata's block is fresh, sized and aligned for a `Sock` (Lua aligns
+    // userdata for any C type), and written before Lua can see it; `gc`
+    // drops it. NOT KEPT: a memory error in `lua_newuserdatauv` unwinds
+    // over `cell` (a leak of one reference: the socket stays open).
+    unsafe {
+        let p = ffi::lua_newuserdatauv(L, std::mem::size_of::<Sock>(), 1) as *mut Sock;
+        p.write(Sock { cell: Some(cell) });
+        if ffi::luaL_newmetatable(L, CLASS.as_ptr()) != 0 {
+            for (key, f) in [(c"__gc", gc as ffi::lua_CFunction), (c"__close", close_handle), (c"__index", index), (c"__tostring", tostring)] {
+                ffi::lua_pushcfunction(L, f);
+                ffi::lua_setfield(L, -2, key.as_ptr());
+            }
+            ffi::lua_pushstring(L, c"socket".as_ptr());
+            ffi::lua_setfield(L, -2, c"__name".as_ptr());
+        }
+        ffi::lua_setmetatable(L, -2);
     }
 }
 
@@ -122,10 +191,27 @@ pub(crate) unsafe fn open_sock<'a>(L: *mut ffi::lua_State, idx: c_int, fname: &s
 }
 
 unsafe extern "C-unwind" fn gc(L: *mut ffi::lua_State) -> c_int {
-    // SAFETY: Lua calls the finalizer (or `__close`) with the userdata at
-    // 1; it holds a `Sock` until dropped here, once (the socket is taken).
+    // SAFETY: Lua calls the finalizer with the userdata at 1; a userdata
+    // with this class holds a `Sock` until dropped here, once: the
+    // metatable is taken off, so it is never found again (even if
+    // another finalizer resurrects it).
     unsafe {
-        if let Ok(s) = sock(L, 1, "__gc") {
+        let p = ffi::luaL_testudata(L, 1, CLASS.as_ptr()) as *mut Sock;
+        if !p.is_null() {
+            // The hold is let go: the socket closes with its last holder
+            // (a message in flight holds it too).
+            std::ptr::drop_in_place(p);
+            ffi::lua_pushnil(L);
+            ffi::lua_setmetatable(L, 1);
+        }
+    }
+    0
+}
+
+unsafe extern "C-unwind" fn close_handle(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls `__close` with the userdata at 1 (a `Sock`).
+    unsafe {
+        if let Ok(s) = sock(L, 1, "__close") {
             s.close();
         }
     }
@@ -148,23 +234,98 @@ unsafe extern "C-unwind" fn isclosed(L: *mut ffi::lua_State) -> c_int {
     // SAFETY: as in `gc`; `raise` drops its message before unwinding.
     unsafe {
         match sock(L, 1, "isclosed") {
-            Ok(s) => ffi::lua_pushboolean(L, s.socket.is_none() as c_int),
+            Ok(s) => ffi::lua_pushboolean(L, s.fd().is_none() as c_int),
             Err(e) => return raise(L, e),
         }
     }
     1
 }
 
-unsafe extern "C-unwind" fn tostring(L: *mut ffi::lua_State) -> c_int {
-    // SAFETY: as in `gc`; the string is copied by Lua.
+/// `methods(tcp, udp)`: the method tables of TCP and UDP sockets.
+unsafe extern "C-unwind" fn methods(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls this with its running state, the two tables at 1 and 2.
     unsafe {
-        let text = match sock(L, 1, "__tostring") {
-            Ok(s) => match s.fd() {
-                Some(fd) => format!("{} socket (fd {fd})", if s.udp { "udp" } else { "tcp" }),
-                None => "closed socket".into(),
+        ffi::luaL_checktype(L, 1, ffi::LUA_TTABLE);
+        ffi::luaL_checktype(L, 2, ffi::LUA_TTABLE);
+        ffi::lua_pushvalue(L, 1);
+        ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, TCP_METHODS.as_ptr());
+        ffi::lua_pushvalue(L, 2);
+        ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, UDP_METHODS.as_ptr());
+    }
+    0
+}
+
+/// `__index`: the socket's methods, from `lualib/socket.lua` (required on
+/// first use: a socket received from another process may arrive in one
+/// that never required it).
+unsafe extern "C-unwind" fn index(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls this metamethod with the socket at 1 and the key
+    // at 2; `require` may raise through this frame, which owns nothing.
+    unsafe {
+        let key = match sock(L, 1, "__index") {
+            Ok(s) if s.udp() => UDP_METHODS,
+            Ok(_) => TCP_METHODS,
+            Err(e) => return raise(L, e),
+        };
+        if ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr()) != ffi::LUA_TTABLE {
+            ffi::lua_settop(L, 2);
+            ffi::lua_getglobal(L, c"require".as_ptr());
+            ffi::lua_pushstring(L, c"synodic.socket".as_ptr());
+            ffi::lua_call(L, 1, 0);
+            ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr());
+        }
+        ffi::lua_pushvalue(L, 2);
+        ffi::lua_rawget(L, -2);
+    }
+    1
+}
+
+/// `state(s)`: the table where the Lua side keeps this handle's state
+/// (its class, timeout and unread bytes), made on first use: `server`
+/// for a listener, `client` for a connection, `master` otherwise.
+unsafe extern "C-unwind" fn state(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls this with its running state, the socket at 1 (a
+    // userdata with one user value); `raise` drops its message first.
+    unsafe {
+        let class = match sock(L, 1, "state") {
+            Ok(s) => match &s.cell {
+                Some(c) if c.is_listening() => c"server",
+                Some(c) if c.udp => c"unconnected",
+                Some(_) if s.with(|x| x.peer_addr().is_ok()) == Some(true) => c"client",
+                Some(_) => c"master",
+                None => c"closed",
             },
             Err(e) => return raise(L, e),
         };
+        if ffi::lua_getiuservalue(L, 1, 1) != ffi::LUA_TTABLE {
+            ffi::lua_pop(L, 1);
+            ffi::lua_createtable(L, 0, 4);
+            ffi::lua_pushstring(L, class.as_ptr());
+            ffi::lua_setfield(L, -2, c"class".as_ptr());
+            ffi::lua_pushstring(L, c"".as_ptr());
+            ffi::lua_setfield(L, -2, c"buf".as_ptr());
+            ffi::lua_pushvalue(L, -1);
+            ffi::lua_setiuservalue(L, 1, 1);
+        }
+    }
+    1
+}
+
+/// `__tostring`: as LuaSocket's, `tcp{client}: ...`.
+unsafe extern "C-unwind" fn tostring(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls this with the socket at 1; `state` pushes its
+    // table (or raises); the text is copied by Lua.
+    unsafe {
+        let udp = match sock(L, 1, "__tostring") {
+            Ok(s) => s.udp(),
+            Err(e) => return raise(L, e),
+        };
+        ffi::lua_settop(L, 1);
+        state(L);
+        ffi::lua_getfield(L, 2, c"class".as_ptr());
+        let class = to_bytes(L, 3).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+        let text = format!("{}{{{class}}}: {:p}", if udp { "udp" } else { "tcp" }, ffi::lua_topointer(L, 1));
+        drop(class);
         push_bytes(L, text.as_bytes());
     }
     1
