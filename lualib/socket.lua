@@ -58,7 +58,6 @@ function tcp:getfd() return self end
 function tcp:dirty() return #state(self).buf > 0 end
 function tcp:close()
   raw.close(self)
-  state(self).class = "closed"
   return 1
 end
 function tcp:shutdown(how) return raw.shutdown(self, how) end
@@ -112,7 +111,9 @@ end
 
 function tcp:listen(backlog)
   local st = check(self, "listen", "master")
-  local ok, err = raw.listen(self, backlog or 32)
+  -- A deeper queue than LuaSocket's 32: with a process per connection,
+  -- bursts of hundreds of connections are normal.
+  local ok, err = raw.listen(self, backlog or 1024)
   if ok then st.class = "server" end
   return ok, err
 end
@@ -345,7 +346,7 @@ end
 local udp = {}
 
 function udp:settimeout(t) state(self).timeout = (t and t >= 0) and t or nil; return 1 end
-function udp:close() raw.close(self); state(self).class = "closed"; return 1 end
+function udp:close() raw.close(self); return 1 end
 function udp:getsockname() return raw.sockname(self) end
 function udp:getpeername() return raw.peername(self) end
 function udp:setoption(name, value) return raw.setoption(self, name, value) end

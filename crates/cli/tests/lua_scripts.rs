@@ -59,4 +59,6 @@ script_tests!(
     linda_private_gc,
     buffer,
     entity,
+    socket_tcp,
+    socket_udp,
 );
