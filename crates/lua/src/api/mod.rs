@@ -9,6 +9,7 @@ pub mod control;
 pub mod coroutine;
 pub(crate) mod deferred;
 pub mod future;
+pub(crate) mod http;
 pub mod kernel;
 pub mod linda;
 pub(crate) mod registry;

@@ -2,7 +2,7 @@
 //! to the VM layer (see `crate::vm::module`). A new module is a file in
 //! `api/` and one entry here.
 
-use crate::api::{buffer, chan, control, coroutine, future, kernel, linda, socket};
+use crate::api::{buffer, chan, control, coroutine, future, http, kernel, linda, socket};
 use crate::vm::module::{Code, Module, Registry};
 
 /// The registry, as the VM layer reads it (installed by `start.rs`).
@@ -29,6 +29,8 @@ pub(crate) static MODULES: &[Module] = &[
     lua(c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../../lualib/skel.lua")),
     Module { sendable: Some(&socket::SENDABLE), ..native(c"synodic.socket.raw", socket::open, None) },
     lua(c"synodic.socket", c"@lualib/socket.lua", include_str!("../../../../lualib/socket.lua")),
+    native(c"synodic.http.raw", http::open, None),
+    lua(c"synodic.http", c"@lualib/http.lua", include_str!("../../../../lualib/http.lua")),
     lua(c"synodic.skel.balance", c"@lualib/skel_balance.lua", include_str!("../../../../lualib/skel_balance.lua")),
     Module { name: c"coroutine", code: Code::Replaces(coroutine::REPLACED), sendable: None },
 ];

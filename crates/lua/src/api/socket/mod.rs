@@ -222,6 +222,12 @@ unsafe extern "C-unwind" fn close(L: *mut ffi::lua_State) -> c_int {
     // SAFETY: as in `gc`; `raise` drops its message before unwinding.
     unsafe {
         match sock(L, 1, "close") {
+            // `close(s, true)`: a listener closes for every holder too.
+            Ok(s) if ffi::lua_toboolean(L, 2) != 0 => {
+                if let Some(cell) = s.cell.take() {
+                    cell.close();
+                }
+            }
             Ok(s) => s.close(),
             Err(e) => return raise(L, e),
         }

@@ -1,0 +1,409 @@
+-- synodic.http: an HTTP/1.1 server and client on synodic.socket (SPEC §10).
+--
+-- The server, step by step:
+--   1. `serve` binds the listener in the caller (so a bad address fails
+--      there) and starts acceptor processes that share it;
+--   2. an acceptor takes each connection and spawns a process for it (or,
+--      with `pool = N`, N processes each accept and serve connections
+--      themselves: the luaproc paper's pre-created processes);
+--   3. the connection's process reads a head (parsed by synodic.http.raw,
+--      httparse), then the body (by length or chunked), calls the handler,
+--      writes the response, and goes on with the next request of the
+--      connection (keep-alive, pipelining) until either side closes;
+--   4. a bad request is answered (400, 408, 413, 431) and the connection
+--      closed; a handler's error is a 500, reported with its pid.
+-- Heads are parsed natively; what is policy (limits, keep-alive, bodies)
+-- is here.
+
+local s = require "synodic"
+local socket = require "synodic.socket"
+local raw = require "synodic.http.raw"
+local sockraw = require "synodic.socket.raw"
+
+local M = {}
+
+local find, sub, lower, format, concat = string.find, string.sub, string.lower, string.format, table.concat
+local clock = s.clock
+
+local REASONS = {
+  [100] = "Continue", [101] = "Switching Protocols", [200] = "OK", [201] = "Created", [202] = "Accepted",
+  [204] = "No Content", [206] = "Partial Content", [301] = "Moved Permanently", [302] = "Found",
+  [303] = "See Other", [304] = "Not Modified", [307] = "Temporary Redirect", [308] = "Permanent Redirect",
+  [400] = "Bad Request", [401] = "Unauthorized", [403] = "Forbidden", [404] = "Not Found",
+  [405] = "Method Not Allowed", [408] = "Request Timeout", [409] = "Conflict", [411] = "Length Required",
+  [413] = "Content Too Large", [414] = "URI Too Long", [415] = "Unsupported Media Type",
+  [429] = "Too Many Requests", [431] = "Request Header Fields Too Large", [500] = "Internal Server Error",
+  [501] = "Not Implemented", [502] = "Bad Gateway", [503] = "Service Unavailable", [504] = "Gateway Timeout",
+}
+M.reasons = REASONS
+
+-- A connection's reader: what has arrived and not been used yet ------------
+
+local Reader = {}
+Reader.__index = Reader
+
+local function reader(conn)
+  return setmetatable({ conn = conn, buf = "", pos = 1 }, Reader)
+end
+
+-- Reads more before `deadline` (nil: none): true, or nil and why.
+function Reader:more(deadline)
+  local t = deadline and deadline - clock()
+  if t and t <= 0 then return nil, "timeout" end
+  self.conn:settimeout(t)
+  local data, err = self.conn:receiveany(65536)
+  if not data then return nil, err end
+  if self.pos > 1 then
+    self.buf, self.pos = sub(self.buf, self.pos) .. data, 1
+  else
+    self.buf = self.buf .. data
+  end
+  return true
+end
+
+function Reader:pending()
+  return #self.buf - self.pos + 1
+end
+
+-- A head: `parse(buf, pos)`'s results, or nil and why ("closed" before
+-- any byte of it, "timeout", "too large", a parse error).
+function Reader:head(parse, max_bytes, deadline)
+  while true do
+    local r = table.pack(parse(self.buf, self.pos))
+    if r[1] then
+      if r[1] - self.pos > max_bytes then return nil, "too large" end
+      self.pos = r[1]
+      return table.unpack(r, 1, r.n)
+    elseif r[1] == false then
+      return nil, r[2]
+    end
+    if self:pending() > max_bytes then return nil, "too large" end
+    local ok, err = self:more(deadline)
+    if not ok then
+      if err == "closed" and self:pending() > 0 then err = "truncated" end
+      return nil, err
+    end
+  end
+end
+
+-- Exactly `n` bytes.
+function Reader:take(n, deadline)
+  while self:pending() < n do
+    local ok, err = self:more(deadline)
+    if not ok then return nil, err end
+  end
+  local got = sub(self.buf, self.pos, self.pos + n - 1)
+  self.pos = self.pos + n
+  return got
+end
+
+-- A line ending in CRLF (or LF), without it.
+function Reader:line(deadline, max_bytes)
+  while true do
+    local at = find(self.buf, "\n", self.pos, true)
+    if at then
+      local line = sub(self.buf, self.pos, at - 1)
+      self.pos = at + 1
+      if sub(line, -1) == "\r" then line = sub(line, 1, -2) end
+      return line
+    end
+    if self:pending() > max_bytes then return nil, "too large" end
+    local ok, err = self:more(deadline)
+    if not ok then return nil, err end
+  end
+end
+
+-- Everything until the peer closes.
+function Reader:rest(deadline, max_bytes)
+  while true do
+    if self:pending() > max_bytes then return nil, "too large" end
+    local ok, err = self:more(deadline)
+    if not ok then
+      if err ~= "closed" then return nil, err end
+      local all = sub(self.buf, self.pos)
+      self.buf, self.pos = "", 1
+      return all
+    end
+  end
+end
+
+-- A body framed by `headers`: chunked, by length, or (`to_close`, a
+-- response) until the connection closes. Returns it, or nil and why
+-- ("too large", "bad length", "bad chunk", "timeout", "closed").
+function Reader:body(headers, max_bytes, deadline, to_close)
+  local te = headers["transfer-encoding"]
+  if te and find(lower(te), "chunked", 1, true) then
+    local parts, total = {}, 0
+    while true do
+      local line, err = self:line(deadline, 1024)
+      if not line then return nil, err == "too large" and "bad chunk" or err end
+      local size = tonumber(line:match("^%s*(%x+)"), 16)
+      if not size then return nil, "bad chunk" end
+      if size == 0 then
+        -- Trailers, up to an empty line.
+        repeat
+          line, err = self:line(deadline, 8192)
+          if not line then return nil, err end
+        until line == ""
+        return concat(parts)
+      end
+      total = total + size
+      if total > max_bytes then return nil, "too large" end
+      local chunk
+      chunk, err = self:take(size, deadline)
+      if not chunk then return nil, err end
+      parts[#parts + 1] = chunk
+      line, err = self:line(deadline, 2)
+      if line ~= "" then return nil, line and "bad chunk" or err end
+    end
+  end
+  local length = headers["content-length"]
+  if length then
+    local n = length:match("^%s*(%d+)%s*$")
+    n = n and tonumber(n)
+    if not n then return nil, "bad length" end
+    if n > max_bytes then return nil, "too large" end
+    return self:take(n, deadline)
+  end
+  if to_close then return self:rest(deadline, max_bytes) end
+  return ""
+end
+
+-- Writing ---------------------------------------------------------------------
+
+-- Whether the token `word` is in a comma-separated header value.
+local function has_token(value, word)
+  if not value then return false end
+  for token in value:gmatch("[^,%s]+") do
+    if lower(token) == word then return true end
+  end
+  return false
+end
+
+local function bodiless(status, method)
+  return method == "HEAD" or status == 204 or status == 304 or (status >= 100 and status < 200)
+end
+
+-- Writes a response; `close`: the connection ends after it.
+local function respond(conn, status, body, headers, method, close, minor)
+  local out = { format("HTTP/1.%d %d %s\r\n", minor, status, REASONS[status] or "Unknown") }
+  local has_length, has_type = false, false
+  if headers then
+    for name, value in pairs(headers) do
+      local lname = lower(name)
+      if lname == "content-length" then has_length = true
+      elseif lname == "content-type" then has_type = true
+      elseif lname == "connection" or lname == "transfer-encoding" then goto skip end
+      out[#out + 1] = name .. ": " .. tostring(value) .. "\r\n"
+      ::skip::
+    end
+  end
+  if close then
+    out[#out + 1] = "Connection: close\r\n"
+  elseif minor == 0 then
+    out[#out + 1] = "Connection: keep-alive\r\n"
+  end
+  local streamed = type(body) == "function"
+  if streamed and minor == 0 then
+    -- HTTP/1.0 has no chunks: the body goes until the connection closes.
+    local parts = {}
+    for part in body do parts[#parts + 1] = part end
+    body, streamed = concat(parts), false
+  end
+  if streamed then
+    out[#out + 1] = "Transfer-Encoding: chunked\r\n\r\n"
+    local ok, err = conn:send(concat(out))
+    if not ok then return nil, err end
+    if bodiless(status, method) then return true end
+    for part in body do
+      if #part > 0 then
+        ok, err = conn:send(format("%x\r\n%s\r\n", #part, part))
+        if not ok then return nil, err end
+      end
+    end
+    return conn:send("0\r\n\r\n")
+  end
+  body = body == nil and "" or tostring(body)
+  if not has_length and not (status == 204 or status == 304 or status < 200) then
+    out[#out + 1] = "Content-Length: " .. #body .. "\r\n"
+  end
+  if not has_type and #body > 0 then out[#out + 1] = "Content-Type: text/plain; charset=utf-8\r\n" end
+  out[#out + 1] = "\r\n"
+  if not bodiless(status, method) then out[#out + 1] = body end
+  return conn:send(concat(out))
+end
+
+-- The server -----------------------------------------------------------------
+
+local ANSWER = {
+  ["too large"] = 431, ["too many headers"] = 431, timeout = 408,
+}
+
+-- Answers a request that cannot be served, then the connection closes.
+local function refuse(conn, status, why)
+  respond(conn, status, why .. "\n", { ["Content-Type"] = "text/plain; charset=utf-8" }, "GET", true, 1)
+  conn:shutdown("send")
+end
+
+local function report(err)
+  io.stderr:write(format("synodic: http handler error in process %s: %s\n", tostring(s.self()), tostring(err)))
+end
+
+-- Serves the requests of one connection until either side closes.
+function M._connection(conn, handler, config)
+  local r = reader(conn)
+  while true do
+    -- Step 3: the head. An idle connection that closes or times out
+    -- before sending anything just ends.
+    local deadline = clock() + config.read_timeout
+    local fresh = r:pending() == 0
+    local next_pos, method, target, minor, headers = r:head(raw.parse_request, config.max_header_bytes, deadline)
+    if not next_pos then
+      local why = method
+      if why == "closed" or (why == "timeout" and fresh and r:pending() == 0) then break end
+      if why ~= "truncated" and why ~= "closed" then
+        refuse(conn, ANSWER[why] or 400, why == "timeout" and "request timeout" or why)
+      end
+      break
+    end
+    local path, query = target, nil
+    local q = find(target, "?", 1, true)
+    if q then path, query = sub(target, 1, q - 1), sub(target, q + 1) end
+    if has_token(headers.expect, "100-continue") then conn:send("HTTP/1.1 100 Continue\r\n\r\n") end
+    local body, why = r:body(headers, config.max_body_bytes, deadline, false)
+    if not body then
+      if why ~= "closed" then
+        refuse(conn, why == "too large" and 413 or why == "timeout" and 408 or 400, why)
+      end
+      break
+    end
+    local close = (minor == 0 and not has_token(headers.connection, "keep-alive")) or has_token(headers.connection, "close")
+    local req = { method = method, path = path, query = query, headers = headers, body = body, version = minor == 0 and "1.0" or "1.1" }
+    local ok, status, rbody, rheaders = pcall(handler, req)
+    if not ok then
+      report(status)
+      status, rbody, rheaders = 500, "internal server error\n", nil
+    elseif math.type(status) ~= "integer" or status < 100 or status > 999 then
+      report("the handler returned no status (got " .. tostring(status) .. ")")
+      status, rbody, rheaders = 500, "internal server error\n", nil
+    end
+    local sent, err = respond(conn, status, rbody, rheaders, method, close, minor)
+    if not sent or close then break end
+    -- Keep the buffer small across a long-lived connection.
+    if r.pos > 1 then r.buf, r.pos = sub(r.buf, r.pos), 1 end
+  end
+  conn:close()
+end
+
+-- Step 2: takes connections from the shared listener until it closes.
+function M._acceptor(listener, handler, config)
+  while true do
+    local conn, err = listener:accept()
+    if not conn then
+      if err == "closed" then return end
+      io.stderr:write("synodic: http accept: " .. tostring(err) .. "\n")
+    elseif config.pool then
+      M._connection(conn, handler, config)
+    else
+      s.spawn(M._connection, conn, handler, config)
+    end
+  end
+end
+
+local Server = {}
+Server.__index = Server
+
+function Server:close()
+  sockraw.close(self.listener, true)
+  return true
+end
+
+function Server:__tostring()
+  return format("http server on %s:%d", self.host, self.port)
+end
+
+-- Step 1.
+function M.serve(opts)
+  if type(opts) ~= "table" or type(opts.handler) ~= "function" then
+    error("bad argument #1 to 'serve' (a table with a handler function expected)", 2)
+  end
+  local host = opts.host or "127.0.0.1"
+  local listener, err = socket.bind(host, opts.port or 0, opts.backlog)
+  if not listener then return nil, err end
+  local _, port = listener:getsockname()
+  local config = {
+    max_header_bytes = opts.max_header_bytes or 65536,
+    max_body_bytes = opts.max_body_bytes or 8388608,
+    read_timeout = opts.read_timeout or 30,
+    pool = opts.pool and true or nil,
+  }
+  local acceptors = {}
+  for i = 1, opts.pool or opts.acceptors or 2 do
+    acceptors[i] = s.spawn(M._acceptor, listener, opts.handler, config)
+  end
+  return setmetatable({ host = host, port = port, listener = listener, acceptors = acceptors }, Server)
+end
+
+-- The client -----------------------------------------------------------------
+
+-- scheme, host, port, target of an http:// URL.
+local function parse_url(url)
+  local scheme, rest = url:match("^(%a[%w+.-]*)://(.*)$")
+  if not scheme then return nil, "bad url: " .. tostring(url) end
+  scheme = lower(scheme)
+  if scheme ~= "http" then return nil, "unsupported scheme: " .. scheme end
+  local authority, target = rest:match("^([^/?#]*)(.*)$")
+  target = target:gsub("#.*$", "")
+  if target == "" then target = "/" elseif sub(target, 1, 1) == "?" then target = "/" .. target end
+  local host, port = authority:match("^%[(.+)%]:?(%d*)$")
+  if not host then host, port = authority:match("^([^:]*):?(%d*)$") end
+  if not host or host == "" then return nil, "bad url: " .. url end
+  return scheme, host, tonumber(port) or 80, target, authority
+end
+
+function M.request(t)
+  if type(t) == "string" then t = { url = t } end
+  local _, host, port, target, authority = parse_url(t.url or "")
+  if not _ then return nil, host end
+  local method = (t.method or (t.body and "POST" or "GET")):upper()
+  local deadline = t.timeout and clock() + t.timeout
+  local conn, err = socket.connect(host, port, t.timeout)
+  if not conn then return nil, err end
+  local body = t.body and tostring(t.body) or nil
+  local out = { format("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", method, target, authority) }
+  local given = {}
+  for name, value in pairs(t.headers or {}) do
+    given[lower(name)] = true
+    out[#out + 1] = name .. ": " .. tostring(value) .. "\r\n"
+  end
+  if body and not given["content-length"] then out[#out + 1] = "Content-Length: " .. #body .. "\r\n" end
+  if not given["user-agent"] then out[#out + 1] = "User-Agent: synodic\r\n" end
+  out[#out + 1] = "\r\n"
+  out[#out + 1] = body
+  conn:settimeout(t.timeout)
+  local ok
+  ok, err = conn:send(concat(out))
+  if not ok then conn:close(); return nil, err end
+  local r = reader(conn)
+  local status, headers
+  repeat
+    local next_pos, code, _reason, _minor, hdrs = r:head(raw.parse_response, 65536, deadline)
+    if not next_pos then conn:close(); return nil, code == "truncated" and "closed" or code end
+    status, headers = code, hdrs
+  until status >= 200 or status == 101
+  local rbody
+  if bodiless(status, method) then
+    rbody = ""
+  else
+    rbody, err = r:body(headers, t.max_body_bytes or math.maxinteger, deadline, true)
+    if not rbody then conn:close(); return nil, err end
+  end
+  conn:close()
+  return status, rbody, headers
+end
+
+function M.get(url)
+  return M.request { url = url }
+end
+
+return M
