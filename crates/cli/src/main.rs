@@ -28,6 +28,20 @@ fn keep_freed_memory() {
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1000) };
 }
 
+/// A node serves thousands of connections (a process each, SPEC §10): its
+/// limit of open files goes up to the system's hard limit (Debian's soft
+/// default, 1,024, would refuse the 1,021st connection).
+fn more_open_files() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: reads and sets this process's own limit through a valid struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
 /// mimalloc asks the kernel for transparent huge pages, and where the
 /// kernel compacts memory to find them on demand (its `defrag` setting
 /// `madvise`, Debian's default), a node that allocates while memory is
@@ -241,6 +255,7 @@ fn hostname() -> String {
 fn main() {
     keep_freed_memory();
     no_huge_pages();
+    more_open_files();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => exit(usage_error(e)),

@@ -61,4 +61,5 @@ script_tests!(
     entity,
     socket_tcp,
     socket_udp,
+    http,
 );

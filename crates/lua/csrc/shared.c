@@ -112,7 +112,7 @@ void synodic_push_shared (lua_State *L, const void *proto) {
 ** embedder applies them only to functions it has just made (decoding).
 */
 
-#define MAX_FROZEN 64
+#define MAX_FROZEN 256
 
 static const void *frozen[MAX_FROZEN];  /* sorted */
 static int nfrozen = 0;

@@ -26,19 +26,7 @@ const MAX_HEADERS: usize = 100;
 
 pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"parse_request", parse_request), (c"parse_response", parse_response)];
 
-pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
-    // SAFETY: Lua calls this opener with a process's running state `L`
-    // (lib.rs invariant 1); the module table is at -2 while each field is
-    // set in it.
-    unsafe {
-        ffi::lua_createtable(L, 0, FUNCTIONS.len() as c_int);
-        for (name, f) in FUNCTIONS {
-            ffi::lua_pushcfunction(L, *f);
-            ffi::lua_setfield(L, -2, name.as_ptr());
-        }
-    }
-    1
-}
+crate::vm::lazy::lazy_module!(b"synodic.http.raw");
 
 /// The buffer at 1 from the index at 2 (1-based), or the error to raise.
 unsafe fn input<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a [u8], String> {

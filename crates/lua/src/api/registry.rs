@@ -6,7 +6,7 @@ use crate::api::{buffer, chan, control, coroutine, future, http, kernel, linda, 
 use crate::vm::module::{Code, Module, Registry};
 
 /// The registry, as the VM layer reads it (installed by `start.rs`).
-pub(crate) static REGISTRY: Registry = Registry { modules: MODULES, frozen_sees: c"synodic" };
+pub(crate) static REGISTRY: Registry = Registry { modules: MODULES, frozen_sees: &[c"synodic", c"synodic.socket.raw", c"synodic.http.raw"] };
 
 /// Every module. Native modules with a lazy table come first in the order
 /// their tables are numbered; the bundled Lua ones are numbered in the
@@ -17,6 +17,8 @@ pub(crate) static MODULES: &[Module] = &[
     Module { sendable: Some(&linda::SENDABLE), ..native(c"synodic.linda", linda::open, None) },
     Module { sendable: Some(&buffer::SENDABLE), ..native(c"synodic.buffer", buffer::open, Some(buffer::FUNCTIONS)) },
     native(c"synodic.control", control::open, Some(control::FUNCTIONS)),
+    Module { sendable: Some(&socket::SENDABLE), ..native(c"synodic.socket.raw", socket::open, Some(socket::FUNCTIONS)) },
+    native(c"synodic.http.raw", http::open, Some(http::FUNCTIONS)),
     lua(c"synodic.alua", c"@lualib/alua.lua", include_str!("../../../../lualib/alua.lua")),
     lua(c"synodic.console", c"@lualib/console.lua", include_str!("../../../../lualib/console.lua")),
     lua(c"synodic.entity", c"@lualib/entity.lua", include_str!("../../../../lualib/entity.lua")),
@@ -27,9 +29,7 @@ pub(crate) static MODULES: &[Module] = &[
     },
     Module { sendable: Some(&future::SENDABLE), ..lua(c"synodic.future", c"@lualib/future.lua", include_str!("../../../../lualib/future.lua")) },
     lua(c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../../lualib/skel.lua")),
-    Module { sendable: Some(&socket::SENDABLE), ..native(c"synodic.socket.raw", socket::open, None) },
     lua(c"synodic.socket", c"@lualib/socket.lua", include_str!("../../../../lualib/socket.lua")),
-    native(c"synodic.http.raw", http::open, None),
     lua(c"synodic.http", c"@lualib/http.lua", include_str!("../../../../lualib/http.lua")),
     lua(c"synodic.skel.balance", c"@lualib/skel_balance.lua", include_str!("../../../../lualib/skel_balance.lua")),
     Module { name: c"coroutine", code: Code::Replaces(coroutine::REPLACED), sendable: None },

@@ -42,9 +42,9 @@ pub(crate) enum Code {
 /// The modules of the API, as its registry lists them.
 pub struct Registry {
     pub(crate) modules: &'static [Module],
-    /// The module a frozen module's main chunk may require (it gets this
-    /// module's lazy functions, and nothing else).
-    pub(crate) frozen_sees: &'static CStr,
+    /// The modules a frozen module's main chunk may require (it gets their
+    /// lazy functions, and nothing else).
+    pub(crate) frozen_sees: &'static [&'static CStr],
 }
 
 static REGISTRY: std::sync::OnceLock<&'static Registry> = std::sync::OnceLock::new();
@@ -61,8 +61,8 @@ fn registry() -> &'static Registry {
     REGISTRY.get().expect("the API registry is installed before the first Lua state (the crate's entry points in start.rs do it)")
 }
 
-/// The module a frozen module's main chunk may require.
-pub(crate) fn frozen_sees() -> &'static CStr {
+/// The modules a frozen module's main chunk may require.
+pub(crate) fn frozen_sees() -> &'static [&'static CStr] {
     registry().frozen_sees
 }
 

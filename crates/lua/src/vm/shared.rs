@@ -38,12 +38,11 @@ extern "C" {
     fn synodic_push_frozen(L: *mut ffi::lua_State, f: *const c_void);
 }
 
-/// The functions a frozen module's main chunk finds in the one module it
-/// may require (`vm::module::frozen_sees`). Its main chunk may only
-/// define functions (no global read, no table kept: see
-/// `lualib/entity_loop.lua`).
-fn frozen_sees() -> &'static crate::vm::util::Functions {
-    lazy_functions(crate::vm::module::frozen_sees()).unwrap_or(&[])
+/// The functions a frozen module's main chunk finds in each module it may
+/// require (`vm::module::frozen_sees`). Its main chunk may only define
+/// functions (no global read, no table kept: see `lualib/entity_loop.lua`).
+fn frozen_sees() -> impl Iterator<Item = (&'static std::ffi::CStr, &'static crate::vm::util::Functions)> {
+    crate::vm::module::frozen_sees().iter().map(|name| (*name, lazy_functions(name).unwrap_or(&[])))
 }
 
 /// A frozen module's function: its field name and its address.
@@ -103,10 +102,12 @@ unsafe fn build() -> Shared {
         ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
         ffi::luaL_openlibs(L);
         // Room for the names, the modules' chunks and what freezing pushes.
-        let room = frozen_sees().len() + bundled().len() + 8;
+        let room = frozen_sees().map(|(_, f)| f.len()).sum::<usize>() + bundled().len() + 8;
         assert!(ffi::lua_checkstack(L, room as c_int) != 0, "no stack for the node's shared Lua state");
-        for (name, _) in frozen_sees() {
-            ffi::lua_pushstring(L, name.as_ptr());
+        for (_, functions) in frozen_sees() {
+            for (name, _) in functions {
+                ffi::lua_pushstring(L, name.as_ptr());
+            }
         }
         ffi::lua_gettop(L)
     };
@@ -153,21 +154,23 @@ unsafe fn build() -> Shared {
     Shared { modules, frozen, protos, frozen_functions }
 }
 
-/// Makes `require` of the module frozen modules see give its functions in
-/// the node's state, for frozen modules' main chunks (which keep only
+/// Makes `require` of the modules frozen modules see give their functions
+/// in the node's state, for frozen modules' main chunks (which keep only
 /// functions).
 unsafe fn provide_frozen_sees(L: *mut ffi::lua_State) {
-    // SAFETY: `L` is the node's state being built (the caller's); the new
+    // SAFETY: `L` is the node's state being built (the caller's); each new
     // table is filled at -1, stored in `package.loaded` (at -2), which is
-    // then popped.
+    // popped at the end.
     unsafe {
         ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_LOADED_TABLE);
-        ffi::lua_createtable(L, 0, frozen_sees().len() as c_int);
-        for (field, f) in frozen_sees() {
-            ffi::lua_pushcfunction(L, *f);
-            ffi::lua_setfield(L, -2, field.as_ptr());
+        for (module, functions) in frozen_sees() {
+            ffi::lua_createtable(L, 0, functions.len() as c_int);
+            for (field, f) in functions {
+                ffi::lua_pushcfunction(L, *f);
+                ffi::lua_setfield(L, -2, field.as_ptr());
+            }
+            ffi::lua_setfield(L, -2, module.as_ptr());
         }
-        ffi::lua_setfield(L, -2, crate::vm::module::frozen_sees().as_ptr());
         ffi::lua_settop(L, -2);
     }
 }

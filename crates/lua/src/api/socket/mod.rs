@@ -123,19 +123,7 @@ unsafe fn rebuild(L: *mut ffi::lua_State, _variant: u8, shared: &Attachment) -> 
     Ok(())
 }
 
-pub unsafe extern "C-unwind" fn open(L: *mut ffi::lua_State) -> c_int {
-    // SAFETY: Lua calls this opener with a process's running state `L`
-    // (lib.rs invariant 1); the module table is at -2 while each field is
-    // set in it.
-    unsafe {
-        ffi::lua_createtable(L, 0, FUNCTIONS.len() as c_int);
-        for (name, f) in FUNCTIONS {
-            ffi::lua_pushcfunction(L, *f);
-            ffi::lua_setfield(L, -2, name.as_ptr());
-        }
-    }
-    1
-}
+crate::vm::lazy::lazy_module!(b"synodic.socket.raw");
 
 /// Pushes a new socket userdata owning `socket`.
 pub(crate) unsafe fn push_sock(L: *mut ffi::lua_State, socket: Socket, udp: bool) {
