@@ -29,6 +29,11 @@ pub(crate) static MODULES: &[Module] = &[
     },
     Module { sendable: Some(&future::SENDABLE), ..lua(c"synodic.future", c"@lualib/future.lua", include_str!("../../../../lualib/future.lua")) },
     lua(c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../../lualib/skel.lua")),
+    Module {
+        name: c"synodic.socket.core",
+        code: Code::Lua { chunk: c"@lualib/socket_core.lua", source: include_str!("../../../../lualib/socket_core.lua"), frozen: true },
+        sendable: None,
+    },
     lua(c"synodic.socket", c"@lualib/socket.lua", include_str!("../../../../lualib/socket.lua")),
     lua(c"synodic.http", c"@lualib/http.lua", include_str!("../../../../lualib/http.lua")),
     lua(c"synodic.skel.balance", c"@lualib/skel_balance.lua", include_str!("../../../../lualib/skel_balance.lua")),

@@ -52,11 +52,12 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"resolve", resolve::resolve),
     (c"gettime", calls::gettime),
     (c"state", state),
-    (c"methods", methods),
+    (c"warn", warn),
 ];
 
-/// Registry keys of the Lua methods of TCP and UDP sockets
-/// (`lualib/socket.lua` installs them with `methods`).
+/// Registry keys of the tables where a process keeps the methods of TCP
+/// and UDP sockets it has used (the shared functions `tcp_NAME` and
+/// `udp_NAME` of `synodic.socket.core`).
 const TCP_METHODS: &CStr = c"synodic.socket.tcp";
 const UDP_METHODS: &CStr = c"synodic.socket.udp";
 
@@ -235,43 +236,54 @@ unsafe extern "C-unwind" fn isclosed(L: *mut ffi::lua_State) -> c_int {
     1
 }
 
-/// `methods(tcp, udp)`: the method tables of TCP and UDP sockets.
-unsafe extern "C-unwind" fn methods(L: *mut ffi::lua_State) -> c_int {
-    // SAFETY: Lua calls this with its running state, the two tables at 1 and 2.
-    unsafe {
-        ffi::luaL_checktype(L, 1, ffi::LUA_TTABLE);
-        ffi::luaL_checktype(L, 2, ffi::LUA_TTABLE);
-        ffi::lua_pushvalue(L, 1);
-        ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, TCP_METHODS.as_ptr());
-        ffi::lua_pushvalue(L, 2);
-        ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, UDP_METHODS.as_ptr());
-    }
-    0
-}
-
-/// `__index`: the socket's methods, from `lualib/socket.lua` (required on
-/// first use: a socket received from another process may arrive in one
-/// that never required it).
+/// `__index`: the socket's method `key`, the node's shared function
+/// `tcp_KEY` or `udp_KEY` of `synodic.socket.core`, kept in a table of the
+/// process's registry once found (so a process holds only the methods it
+/// uses, and a socket received by a process that never required
+/// `synodic.socket` has its methods all the same).
 unsafe extern "C-unwind" fn index(L: *mut ffi::lua_State) -> c_int {
     // SAFETY: Lua calls this metamethod with the socket at 1 and the key
-    // at 2; `require` may raise through this frame, which owns nothing.
+    // at 2; the cache table is at 3 and what is found above it; `raise`
+    // drops its message before unwinding.
     unsafe {
-        let key = match sock(L, 1, "__index") {
-            Ok(s) if s.udp() => UDP_METHODS,
-            Ok(_) => TCP_METHODS,
+        let (cache, prefix) = match sock(L, 1, "__index") {
+            Ok(s) if s.udp() => (UDP_METHODS, "udp_"),
+            Ok(_) => (TCP_METHODS, "tcp_"),
             Err(e) => return raise(L, e),
         };
-        if ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr()) != ffi::LUA_TTABLE {
-            ffi::lua_settop(L, 2);
-            ffi::lua_getglobal(L, c"require".as_ptr());
-            ffi::lua_pushstring(L, c"synodic.socket".as_ptr());
-            ffi::lua_call(L, 1, 0);
-            ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, key.as_ptr());
+        ffi::lua_settop(L, 2);
+        if ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, cache.as_ptr()) != ffi::LUA_TTABLE {
+            ffi::lua_pop(L, 1);
+            ffi::lua_createtable(L, 0, 8);
+            ffi::lua_pushvalue(L, -1);
+            ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, cache.as_ptr());
         }
         ffi::lua_pushvalue(L, 2);
-        ffi::lua_rawget(L, -2);
+        if ffi::lua_rawget(L, 3) != ffi::LUA_TNIL {
+            return 1;
+        }
+        ffi::lua_pop(L, 1);
+        let Some(key) = (ffi::lua_type(L, 2) == ffi::LUA_TSTRING).then(|| to_bytes(L, 2)).flatten() else { return 0 };
+        let field = [prefix.as_bytes(), key].concat();
+        let found = crate::vm::shared::push_frozen_field(L, b"synodic.socket.core", &field);
+        drop(field);
+        if !found {
+            return 0;
+        }
+        ffi::lua_pushvalue(L, 2);
+        ffi::lua_pushvalue(L, -2);
+        ffi::lua_rawset(L, 3);
     }
     1
+}
+
+/// `warn(line)`: one line on the node's standard error.
+unsafe extern "C-unwind" fn warn(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls this with its running state; the bytes are copied
+    // out before anything else runs.
+    let line = unsafe { to_bytes(L, 1) }.map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+    eprintln!("{line}");
+    0
 }
 
 /// `state(s)`: the table where the Lua side keeps this handle's state
