@@ -35,6 +35,11 @@ pub(crate) static MODULES: &[Module] = &[
         sendable: None,
     },
     lua(c"synodic.socket", c"@lualib/socket.lua", include_str!("../../../../lualib/socket.lua")),
+    Module {
+        name: c"synodic.http.core",
+        code: Code::Lua { chunk: c"@lualib/http_core.lua", source: include_str!("../../../../lualib/http_core.lua"), frozen: true },
+        sendable: None,
+    },
     lua(c"synodic.http", c"@lualib/http.lua", include_str!("../../../../lualib/http.lua")),
     lua(c"synodic.skel.balance", c"@lualib/skel_balance.lua", include_str!("../../../../lualib/skel_balance.lua")),
     Module { name: c"coroutine", code: Code::Replaces(coroutine::REPLACED), sendable: None },
