@@ -30,7 +30,8 @@ function M.serve(opts)
     error("bad argument #1 to 'serve' (a table with a handler function expected)", 2)
   end
   local host = opts.host or "127.0.0.1"
-  local listener, err = socket.bind(host, opts.port or 0, opts.backlog)
+  local tls = (opts.cert_file or opts.key_file) and { cert_file = opts.cert_file, key_file = opts.key_file } or nil
+  local listener, err = socket.bind(host, opts.port or 0, opts.backlog, tls)
   if not listener then return nil, err end
   local _, port = listener:getsockname()
   local config = {

@@ -360,24 +360,30 @@ local function parse_url(url)
   local scheme, rest = url:match("^(%a[%w+.-]*)://(.*)$")
   if not scheme then return nil, "bad url: " .. tostring(url) end
   scheme = lower(scheme)
-  if scheme ~= "http" then return nil, "unsupported scheme: " .. scheme end
+  if scheme ~= "http" and scheme ~= "https" then return nil, "unsupported scheme: " .. scheme end
   local authority, target = rest:match("^([^/?#]*)(.*)$")
   target = target:gsub("#.*$", "")
   if target == "" then target = "/" elseif sub(target, 1, 1) == "?" then target = "/" .. target end
   local host, port = authority:match("^%[(.+)%]:?(%d*)$")
   if not host then host, port = authority:match("^([^:]*):?(%d*)$") end
   if not host or host == "" then return nil, "bad url: " .. url end
-  return scheme, host, tonumber(port) or 80, target, authority
+  return scheme, host, tonumber(port) or (scheme == "https" and 443 or 80), target, authority
 end
 
 function M.request(t)
   if type(t) == "string" then t = { url = t } end
-  local _, host, port, target, authority = parse_url(t.url or "")
-  if not _ then return nil, host end
+  local scheme, host, port, target, authority = parse_url(t.url or "")
+  if not scheme then return nil, host end
   local method = upper(t.method or (t.body and "POST" or "GET"))
   local deadline = t.timeout and clock() + t.timeout
   local conn, err = connect(host, port, t.timeout)
   if not conn then return nil, err end
+  if scheme == "https" then
+    conn:settimeout(t.timeout)
+    local ok
+    ok, err = conn:tls { server_name = host, ca_file = t.ca_file, verify = t.verify }
+    if not ok then conn:close(); return nil, err end
+  end
   local body = t.body and tostring(t.body) or nil
   local out = { format("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", method, target, authority) }
   local given = {}

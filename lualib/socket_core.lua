@@ -26,7 +26,7 @@ local raw_socket, raw_connect, raw_connected, raw_bind, raw_listen, raw_accept =
 local raw_recv, raw_send, raw_sendto, raw_recvfrom, raw_shutdown = raw.recv, raw.send, raw.sendto, raw.recvfrom, raw.shutdown
 local raw_sockname, raw_peername, raw_setoption, raw_close, raw_wait, raw_resolve =
   raw.sockname, raw.peername, raw.setoption, raw.close, raw.wait, raw.resolve
-local raw_gettime, raw_warn = raw.gettime, raw.warn
+local raw_gettime, raw_warn, raw_tls, raw_handshake = raw.gettime, raw.warn, raw.tls, raw.handshake
 local sleep = s.sleep
 local pcall, error, type, tostring, ipairs, select = pcall, error, type, tostring, ipairs, select
 local min, max, floor, tointeger = math.min, math.max, math.floor, math.tointeger
@@ -113,7 +113,7 @@ function core.tcp_connect(self, host, port)
       if ok then ok, err = raw_connected(self) end
     end
     if ok then
-      st.class = "client"
+      st.class, st.host = "client", host
       return 1
     end
     if err == "timeout" then break end
@@ -176,7 +176,7 @@ local function fill(self, st, deadline)
       st.buf = st.buf .. data
       return true
     elseif data == false then
-      local ok, werr = await(self, "r", deadline)
+      local ok, werr = await(self, err or "r", deadline)
       if not ok then return nil, werr end
     else
       return nil, err
@@ -209,7 +209,7 @@ local function receive_all(self, st, deadline)
     if data then
       parts[#parts + 1] = data
     elseif data == false then
-      local ok, werr = await(self, "r", deadline)
+      local ok, werr = await(self, err or "r", deadline)
       if not ok then return nil, werr, concat(parts) end
     elseif err == "closed" then
       return concat(parts)
@@ -233,7 +233,7 @@ local function receive_count(self, st, n, deadline)
       parts[#parts + 1] = data
       have = have + #data
     elseif data == false then
-      local ok, werr = await(self, "r", deadline)
+      local ok, werr = await(self, err or "r", deadline)
       if not ok then return nil, werr, concat(parts) end
     else
       return nil, err, concat(parts)
@@ -278,8 +278,32 @@ function core.tcp_receiveany(self, n)
     local data, err = raw_recv(self, n)
     if data then return data end
     if data ~= false then return nil, err end
-    local ok, werr = await(self, "r", deadline)
+    local ok, werr = await(self, err or "r", deadline)
     if not ok then return nil, werr end
+  end
+end
+
+-- TLS on this socket (SPEC §10): a client gets `{server_name =, ca_file =,
+-- verify = true}` (server_name: the host it connected to) and its
+-- handshake is done here, so a refused certificate is this call's error;
+-- a listener or an accepted connection gets `{cert_file =, key_file =}`.
+function core.tcp_tls(self, opts)
+  local st = check(self, "tls")
+  opts = opts or {}
+  local server = opts.cert_file or opts.key_file or st.class == "server"
+  if not server and not opts.server_name then
+    opts = { server_name = st.host, ca_file = opts.ca_file, verify = opts.verify }
+  end
+  local ok, err = raw_tls(self, opts)
+  if not ok then return nil, err end
+  if server then return 1 end
+  local deadline = deadline_of(st)
+  while true do
+    local done, how = raw_handshake(self)
+    if done then return 1 end
+    if done == nil then return nil, how end
+    local waited, werr = await(self, how, deadline)
+    if not waited then return nil, werr end
   end
 end
 
@@ -302,7 +326,7 @@ function core.tcp_send(self, data, i, j)
     if n then
       sent = sent + n
     elseif n == false then
-      local ok, werr = await(self, "w", deadline)
+      local ok, werr = await(self, err or "w", deadline)
       if not ok then return nil, werr, i - 1 + sent end
     else
       return nil, err, i - 1 + sent
@@ -335,6 +359,7 @@ function core.connect(host, port, timeout)
     ok, err = c:connect(ip, port)
     if ok then
       c:settimeout(nil)
+      state(c).host = host
       return c
     end
     c:close()
@@ -342,7 +367,8 @@ function core.connect(host, port, timeout)
   return nil, err
 end
 
-function core.bind(host, port, backlog)
+function core.bind(host, port, backlog, tls)
+  if type(backlog) == "table" then backlog, tls = nil, backlog end
   local ips, err = raw_resolve(host)
   if not ips then return nil, err end
   local srv
@@ -351,6 +377,7 @@ function core.bind(host, port, backlog)
   local ok
   ok, err = srv:bind(ips[1], port)
   if ok then ok, err = srv:listen(backlog) end
+  if ok and tls then ok, err = srv:tls(tls) end
   if not ok then
     srv:close()
     return nil, err

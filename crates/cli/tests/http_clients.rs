@@ -233,3 +233,38 @@ fn a_client_that_resets_mid_body_breaks_nothing() {
     let (body, _) = client("curl", &["-sS", "--fail", &format!("http://127.0.0.1:{}/count", srv.port)]);
     assert_eq!(body, "1", "no reset request reached the handler, and the server goes on");
 }
+
+#[test]
+fn curl_and_python_speak_https_to_it() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lua/fixtures/tls");
+    let dir = scratch_dir("http-tls");
+    let path = dir.join("tls_server.lua");
+    let source = format!(
+        r#"local s = require "synodic"
+           local http = require "synodic.http"
+           local srv = assert(http.serve {{ port = 0, cert_file = "{cert}", key_file = "{key}",
+             handler = function(req) return 200, "secure " .. req.body end }})
+           print(srv.port) io.stdout:flush() s.receive()"#,
+        cert = fixtures.join("cert.pem").display(),
+        key = fixtures.join("key.pem").display()
+    );
+    std::fs::write(&path, source).unwrap();
+    let mut child = synodic_command().arg("run").arg(&path).stdout(Stdio::piped()).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let _child = KillOnDrop(child);
+    let port = first_line_within(stdout, Duration::from_secs(30), "the https server's port").trim().to_string();
+    let ca = fixtures.join("ca.pem");
+    let (body, _) = client("curl", &["-sS", "--fail", "--cacert", ca.to_str().unwrap(), "--data-binary", "hi", &format!("https://localhost:{port}/")]);
+    assert_eq!(body, "secure hi");
+    // Without the CA, curl refuses the certificate (and the server goes on).
+    let mut cmd = Command::new("curl");
+    cmd.args(["-sS", &format!("https://localhost:{port}/")]);
+    let out = output_within(cmd, LIMIT, "curl without the CA");
+    assert!(!out.status.success(), "an unknown authority is refused");
+    let script = format!(
+        "import ssl, urllib.request\nctx = ssl.create_default_context(cafile={ca:?})\nprint(urllib.request.urlopen('https://localhost:{port}/', data=b'py', context=ctx).read().decode())",
+        ca = ca.to_str().unwrap()
+    );
+    let (out, _) = client("python3", &["-c", &script]);
+    assert_eq!(out.trim(), "secure py");
+}

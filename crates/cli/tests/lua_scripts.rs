@@ -62,4 +62,5 @@ script_tests!(
     socket_tcp,
     socket_udp,
     http,
+    tls,
 );

@@ -18,7 +18,7 @@ mod cell;
 pub mod poller;
 mod sockets;
 
-pub use cell::SocketCell;
+pub use cell::{Layer, Open, SocketCell};
 
 pub use sockets::{Interest, Sockets};
 pub(crate) use sockets::Netpoller;

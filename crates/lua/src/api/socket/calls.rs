@@ -10,7 +10,7 @@ use std::mem::MaybeUninit;
 use std::net::{IpAddr, SocketAddr};
 
 use mlua_sys as ffi;
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use socket2::{Domain, Protocol, SockAddr, SockRef, Socket, Type};
 
 use super::{open_sock, push_sock};
 use crate::vm::util::*;
@@ -24,6 +24,9 @@ enum Ends {
     Values(c_int),
     /// It would block: `false`.
     WouldBlock,
+    /// A TLS session would block, and must wait to read (`true`) or to
+    /// write: `false, "r" | "w"`.
+    WaitFor(bool),
     /// `nil, err`.
     Failed(String),
     /// A bad argument: raised.
@@ -31,6 +34,15 @@ enum Ends {
 }
 
 use Ends::*;
+
+/// How a TLS session's call ended.
+fn tls_ends(result: Result<usize, (io::Error, super::tls::Wants)>) -> Result<usize, Ends> {
+    match result {
+        Ok(n) => Ok(n),
+        Err((e, super::tls::Wants(read))) if e.kind() == ErrorKind::WouldBlock => Err(WaitFor(read)),
+        Err((e, _)) => Err(e.into()),
+    }
+}
 
 impl From<io::Error> for Ends {
     fn from(e: io::Error) -> Ends {
@@ -54,6 +66,8 @@ pub(crate) fn wording(e: &io::Error) -> String {
         Some(libc::EMFILE | libc::ENFILE) => "too many open files".into(),
         Some(libc::ENETUNREACH) => "network is unreachable".into(),
         Some(libc::EHOSTUNREACH) => "host is unreachable".into(),
+        // A TLS session's error (rustls's words, as they are).
+        _ if e.kind() == ErrorKind::InvalidData => e.to_string(),
         _ => {
             let text = e.to_string();
             // "Connection refused (os error 111)" -> "connection refused"
@@ -80,6 +94,11 @@ unsafe fn call(L: *mut ffi::lua_State, body: impl FnOnce() -> Ends) -> c_int {
             WouldBlock => {
                 ffi::lua_pushboolean(L, 0);
                 1
+            }
+            WaitFor(read) => {
+                ffi::lua_pushboolean(L, 0);
+                ffi::lua_pushstring(L, if read { c"r".as_ptr() } else { c"w".as_ptr() });
+                2
             }
             Failed(why) => {
                 ffi::lua_pushnil(L);
@@ -161,7 +180,7 @@ pub(super) unsafe extern "C-unwind" fn socket(L: *mut ffi::lua_State) -> c_int {
             let made = if udp { Socket::new(domain, Type::DGRAM, Some(Protocol::UDP)) } else { Socket::new(domain, Type::STREAM, Some(Protocol::TCP)) };
             match made.and_then(|s| s.set_nonblocking(true).map(|_| s)) {
                 Ok(s) => {
-                    push_sock(L, s, udp);
+                    push_sock(L, s, udp, None);
                     Values(1)
                 }
                 Err(e) => e.into(),
@@ -274,9 +293,16 @@ pub(super) unsafe extern "C-unwind" fn accept(L: *mut ffi::lua_State) -> c_int {
     unsafe {
         call(L, || {
             let (s, _) = open_or_fail!(L, "accept");
-            match s.with(|socket| socket.accept().and_then(|(c, _)| c.set_nonblocking(true).map(|_| c))).unwrap_or_else(|| Err(closed())) {
-                Ok(c) => {
-                    push_sock(L, c, false);
+            let accepted = s.cell.as_ref().and_then(|cell| {
+                cell.with_layer(|fd, listener| {
+                    let (c, _) = SockRef::from(&fd).accept()?;
+                    c.set_nonblocking(true)?;
+                    Ok((c, super::tls::accepted_layer(listener)?))
+                })
+            });
+            match accepted.unwrap_or_else(|| Err(closed())) {
+                Ok((c, layer)) => {
+                    push_sock(L, c, false, layer);
                     Values(1)
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => WouldBlock,
@@ -302,7 +328,21 @@ unsafe fn receive_into_string(L: *mut ffi::lua_State, s: &super::Sock, max: usiz
     // SAFETY: the thread's buffer is RECV_MAX long and used by this thread
     // only, one call at a time (nothing below re-enters `recv`).
     let room = unsafe { &mut (&mut *room)[..len] };
-    let got = s.with(|socket| if from { socket.recv_from(room).map(|(n, a)| (n, a.as_socket())) } else { socket.recv(room).map(|n| (n, None)) });
+    let got = s.cell.as_ref().and_then(|cell| {
+        cell.with_layer(|fd, layer| {
+            if !from {
+                // SAFETY: `MaybeUninit<u8>` has the layout of `u8`; rustls
+                // only writes into the slice (its bytes are not read first).
+                let plain = unsafe { &mut *(room as *mut [MaybeUninit<u8>] as *mut [u8]) };
+                if let Some(result) = super::tls::recv(fd, layer, plain) {
+                    return tls_ends(result).map(|n| (n, None));
+                }
+            }
+            let socket = SockRef::from(&fd);
+            let got = if from { socket.recv_from(room).map(|(n, a)| (n, a.as_socket())) } else { socket.recv(room).map(|n| (n, None)) };
+            got.map_err(Ends::from)
+        })
+    });
     match got {
         None => Failed("closed".into()),
         Some(Ok((0, _))) if !from => Failed("closed".into()),
@@ -320,7 +360,7 @@ unsafe fn receive_into_string(L: *mut ffi::lua_State, s: &super::Sock, max: usiz
             }
             Values(1)
         }
-        Some(Err(e)) => e.into(),
+        Some(Err(ends)) => ends,
     }
 }
 
@@ -367,12 +407,19 @@ pub(super) unsafe extern "C-unwind" fn send(L: *mut ffi::lua_State) -> c_int {
                 (Err(e), _) | (_, Err(e)) => return e,
             };
             let rest = data.get(from..).unwrap_or_default();
-            match s.with(|socket| socket.send(rest)).unwrap_or_else(|| Err(closed())) {
+            let sent = s.cell.as_ref().and_then(|cell| {
+                cell.with_layer(|fd, layer| match super::tls::send(fd, layer, rest) {
+                    Some(result) => tls_ends(result),
+                    // MSG_NOSIGNAL: a peer gone away must not kill the node (SIGPIPE).
+                    None => SockRef::from(&fd).send_with_flags(rest, libc::MSG_NOSIGNAL).map_err(Ends::from),
+                })
+            });
+            match sent.unwrap_or_else(|| Err(Failed("closed".into()))) {
                 Ok(n) => {
                     ffi::lua_pushinteger(L, n as ffi::lua_Integer);
                     Values(1)
                 }
-                Err(e) => e.into(),
+                Err(ends) => ends,
             }
         })
     }

@@ -16,6 +16,7 @@
 
 mod calls;
 mod resolve;
+mod tls;
 mod wait;
 
 use std::ffi::{c_int, CStr};
@@ -24,7 +25,7 @@ use std::sync::Arc;
 
 use mlua_sys as ffi;
 use socket2::{SockRef, Socket};
-use synodic_core::io::SocketCell;
+use synodic_core::io::{Open, SocketCell};
 use synodic_core::Attachment;
 
 use crate::vm::codec::Sendable;
@@ -53,6 +54,8 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"gettime", calls::gettime),
     (c"state", state),
     (c"warn", warn),
+    (c"tls", tls::tls),
+    (c"handshake", tls::handshake),
 ];
 
 /// Registry keys of the tables where a process keeps the methods of TCP
@@ -89,6 +92,7 @@ impl Sock {
     fn close(&mut self) {
         if let Some(cell) = self.cell.take() {
             if !cell.is_listening() {
+                cell.with_layer(tls::close);
                 cell.close();
             }
         }
@@ -114,7 +118,7 @@ unsafe fn rebuild(L: *mut ffi::lua_State, _variant: u8, shared: &Attachment) -> 
         // SAFETY: `L` is the decoder's state (a process's), with a context.
         let rt = unsafe { ctx(L) }.rt();
         match cell.take() {
-            Some(fd) => Arc::new(SocketCell::new(rt, fd, cell.udp)),
+            Some(open) => Arc::new(SocketCell::new(rt, open, cell.udp)),
             // Closed before it arrived (or taken by an earlier copy of the message).
             None => cell,
         }
@@ -126,11 +130,11 @@ unsafe fn rebuild(L: *mut ffi::lua_State, _variant: u8, shared: &Attachment) -> 
 
 crate::vm::lazy::lazy_module!(b"synodic.socket.raw");
 
-/// Pushes a new socket userdata owning `socket`.
-pub(crate) unsafe fn push_sock(L: *mut ffi::lua_State, socket: Socket, udp: bool) {
+/// Pushes a new socket userdata owning `socket` (and `layer`: TLS).
+pub(crate) unsafe fn push_sock(L: *mut ffi::lua_State, socket: Socket, udp: bool, layer: synodic_core::io::Layer) {
     // SAFETY: `L` is the running process's state (lib.rs invariant 1) with its context.
     unsafe {
-        let cell = Arc::new(SocketCell::new(ctx(L).rt(), socket.into(), udp));
+        let cell = Arc::new(SocketCell::new(ctx(L).rt(), Open { fd: socket.into(), layer }, udp));
         push_cell(L, cell);
     }
 }
