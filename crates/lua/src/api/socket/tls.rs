@@ -44,8 +44,11 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 
 /// A client configuration: verifying against `ca_file` (or the system's
 /// authorities), or not at all. Built once per choice.
+/// Client configurations by CA file and whether they verify.
+type ClientConfigs = Mutex<HashMap<(Option<String>, bool), Arc<ClientConfig>>>;
+
 fn client_config(ca_file: Option<&str>, verify: bool) -> Result<Arc<ClientConfig>, String> {
-    static CONFIGS: OnceLock<Mutex<HashMap<(Option<String>, bool), Arc<ClientConfig>>>> = OnceLock::new();
+    static CONFIGS: OnceLock<ClientConfigs> = OnceLock::new();
     let key = (ca_file.map(str::to_string), verify);
     let mut configs = CONFIGS.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     if let Some(config) = configs.get(&key) {
