@@ -141,11 +141,11 @@ pub(crate) unsafe fn push_sock(L: *mut ffi::lua_State, socket: Socket, udp: bool
 
 /// Pushes a socket userdata holding `cell`.
 unsafe fn push_cell(L: *mut ffi::lua_State, cell: Arc<SocketCell>) {
+    // NOT KEPT: a memory error in `lua_newuserdatauv` unwinds over `cell`
+    // (a leak of one reference: the socket stays open).
     // SAFETY: `L` is a process's state with room for a value; the
     // userdata's block is fresh, sized and aligned for a `Sock` (Lua aligns
-    // userdata for any C type), and written before Lua can see it; `gc`
-    // drops it. NOT KEPT: a memory error in `lua_newuserdatauv` unwinds
-    // over `cell` (a leak of one reference: the socket stays open).
+    // userdata for any C type), and written before Lua can see it; `gc` drops it.
     unsafe {
         let p = ffi::lua_newuserdatauv(L, std::mem::size_of::<Sock>(), 1) as *mut Sock;
         p.write(Sock { cell: Some(cell) });
