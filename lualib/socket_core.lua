@@ -26,7 +26,7 @@ local raw_socket, raw_connect, raw_connected, raw_bind, raw_listen, raw_accept =
 local raw_recv, raw_send, raw_sendto, raw_recvfrom, raw_shutdown = raw.recv, raw.send, raw.sendto, raw.recvfrom, raw.shutdown
 local raw_sockname, raw_peername, raw_setoption, raw_close, raw_wait, raw_resolve =
   raw.sockname, raw.peername, raw.setoption, raw.close, raw.wait, raw.resolve
-local raw_gettime, raw_warn, raw_tls, raw_handshake = raw.gettime, raw.warn, raw.tls, raw.handshake
+local raw_gettime, raw_warn, raw_tls, raw_handshake, raw_dup = raw.gettime, raw.warn, raw.tls, raw.handshake, raw.dup
 local sleep = s.sleep
 local pcall, error, type, tostring, ipairs, select = pcall, error, type, tostring, ipairs, select
 local min, max, floor, tointeger = math.min, math.max, math.floor, math.tointeger
@@ -281,6 +281,17 @@ function core.tcp_receiveany(self, n)
     local ok, werr = await(self, err or "r", deadline)
     if not ok then return nil, werr end
   end
+end
+
+-- A second handle on this connection (a descriptor of its own), for a
+-- process that writes while another reads. Not LuaSocket's: Synodic's.
+function core.tcp_dup(self)
+  local st = check(self, "dup", "client")
+  local c, err = raw_dup(self)
+  if not c then return nil, err end
+  local cst = state(c)
+  cst.class, cst.family, cst.host = "client", st.family, st.host
+  return c
 end
 
 -- TLS on this socket (SPEC §10): a client gets `{server_name =, ca_file =,

@@ -446,6 +446,33 @@ pub(super) unsafe extern "C-unwind" fn sendto(L: *mut ffi::lua_State) -> c_int {
     }
 }
 
+/// `dup(s)`: a second handle on the same connection, with a descriptor of
+/// its own (dup(2)), so that one process may read while another writes
+/// (a chat server's reader and writer of a client). A TLS session cannot
+/// be shared: refused.
+pub(super) unsafe extern "C-unwind" fn dup(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: as in `socket`.
+    unsafe {
+        call(L, || {
+            let (s, _) = open_or_fail!(L, "dup");
+            let udp = s.udp();
+            let copy = s.cell.as_ref().and_then(|cell| {
+                cell.with_layer(|fd, layer| match layer {
+                    Some(_) => Err(Failed("a TLS connection cannot be duplicated".into())),
+                    None => SockRef::from(&fd).try_clone().map_err(Ends::from),
+                })
+            });
+            match copy.unwrap_or_else(|| Err(Failed("closed".into()))) {
+                Ok(c) => {
+                    push_sock(L, c, udp, None);
+                    Values(1)
+                }
+                Err(ends) => ends,
+            }
+        })
+    }
+}
+
 /// `shutdown(s, how)`: `"both"` (the default), `"send"` or `"receive"`.
 pub(super) unsafe extern "C-unwind" fn shutdown(L: *mut ffi::lua_State) -> c_int {
     // SAFETY: as in `socket`.

@@ -52,6 +52,7 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"wait", wait::wait),
     (c"resolve", resolve::resolve),
     (c"gettime", calls::gettime),
+    (c"dup", calls::dup),
     (c"state", state),
     (c"warn", warn),
     (c"tls", tls::tls),
