@@ -365,6 +365,28 @@ fn the_channels_guide_example_prints_every_job() {
     }
 }
 
+/// Every program of the network guide (docs/net.md) runs to its end and
+/// prints what its comments say, run from the repository's root.
+#[test]
+fn the_net_guide_programs_run() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let guide = std::fs::read_to_string(root.join("docs/net.md")).unwrap();
+    let programs: Vec<&str> = guide.split("```lua").skip(1).map(|b| b.split("```").next().unwrap()).collect();
+    assert!(programs.len() >= 4, "the guide's programs are found");
+    let dir = common::scratch_dir("net-guide");
+    let expected = ["HELLO", "ping\tpong", "200\thello, there", "200\tover TLS"];
+    for (i, program) in programs.iter().enumerate() {
+        let path = dir.join(format!("net{i}.lua"));
+        std::fs::write(&path, program).unwrap();
+        let mut cmd = common::synodic_command();
+        cmd.arg("run").arg(&path).current_dir(&root);
+        let out = common::output_within(cmd, common::LIMIT, &format!("docs/net.md program {i}"));
+        let stdout = text(&out.stdout);
+        assert!(out.status.success(), "docs/net.md program {i}: {}", text(&out.stderr));
+        assert!(stdout.contains(expected[i]), "docs/net.md program {i} printed:\n{stdout}");
+    }
+}
+
 /// `warn` as in `lua`: off at first, then one line per warning on stderr.
 #[test]
 fn warnings_go_to_stderr_once_turned_on() {
