@@ -32,7 +32,10 @@ local M = {}
 local find, sub, lower, format, concat, match, gmatch, upper = string.find, string.sub, string.lower, string.format, table.concat, string.match, string.gmatch, string.upper
 local clock, spawn, self_pid = s.clock, s.spawn, s.self
 local parse_request, parse_response = raw.parse_request, raw.parse_response
-local connect, warn = socket.connect, sockraw.warn
+local connect, warn, sock_state = socket.connect, sockraw.warn, sockraw.state
+-- The socket methods this module uses, called directly (not through the
+-- socket's __index): the hot path of every request.
+local receiveany, send = socket.tcp_receiveany, socket.tcp_send
 local pcall, pairs, tostring, tonumber, type, setmetatable = pcall, pairs, tostring, tonumber, type, setmetatable
 local mtype, maxinteger = math.type, math.maxinteger
 
@@ -74,6 +77,7 @@ local REASONS <const> = [[
 
 -- The reason phrase of `status`.
 function M.reason(status)
+  if status == 200 then return "OK" end
   return match(REASONS, "%f[%d]" .. status .. " ([^\n]*)") or "Unknown"
 end
 local reason = M.reason
@@ -81,15 +85,15 @@ local reason = M.reason
 -- A connection's reader: what has arrived and not been used yet ------------
 
 local function reader(conn)
-  return { conn = conn, buf = "", pos = 1 }
+  return { conn = conn, st = sock_state(conn), buf = "", pos = 1 }
 end
 
 -- Reads more before `deadline` (nil: none): true, or nil and why.
 local function read_more(self, deadline)
   local t = deadline and deadline - clock()
   if t and t <= 0 then return nil, "timeout" end
-  self.conn:settimeout(t)
-  local data, err = self.conn:receiveany(65536)
+  self.st.timeout = t
+  local data, err = receiveany(self.conn, 65536)
   if not data then return nil, err end
   if self.pos > 1 then
     self.buf, self.pos = sub(self.buf, self.pos) .. data, 1
@@ -268,7 +272,7 @@ local function respond(conn, status, body, headers, method, close, minor)
   if not has_type and #body > 0 then out[#out + 1] = "Content-Type: text/plain; charset=utf-8\r\n" end
   out[#out + 1] = "\r\n"
   if not bodiless(status, method) then out[#out + 1] = body end
-  return conn:send(concat(out))
+  return send(conn, concat(out))
 end
 
 -- The server -----------------------------------------------------------------
@@ -328,6 +332,9 @@ function M.connection(conn, handler, config)
       report("the handler returned no status (got " .. tostring(status) .. ")")
       status, rbody, rheaders = 500, "internal server error\n", nil
     end
+    -- Answers take as long as the client takes to read them (read_timeout
+    -- is for requests): a stalled reader holds only this process.
+    r.st.timeout = nil
     local sent, err = respond(conn, status, rbody, rheaders, method, close, minor)
     if not sent or close then break end
     -- Keep the buffer small across a long-lived connection.

@@ -59,11 +59,12 @@ local function await(sock, how, deadline)
 end
 
 
+-- The state of `self` (`state` raises for what is not a socket), checked
+-- to be of `class`.
 local function check(self, fname, class)
-  local ok, st = pcall(state, self)
-  if not ok or (class and st.class ~= class) then
-    error(("bad argument #1 to '%s' (tcp{%s} expected, got %s)"):format(fname, class or "any",
-      ok and "tcp{" .. st.class .. "}" or type(self)), 3)
+  local st = state(self)
+  if class and st.class ~= class then
+    error(format("bad argument #1 to '%s' (tcp{%s} expected, got tcp{%s})", fname, class, st.class), 3)
   end
   return st
 end
