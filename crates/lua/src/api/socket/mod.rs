@@ -298,26 +298,29 @@ unsafe extern "C-unwind" fn state(L: *mut ffi::lua_State) -> c_int {
     // SAFETY: Lua calls this with its running state, the socket at 1 (a
     // userdata with one user value); `raise` drops its message first.
     unsafe {
-        let class = match sock(L, 1, "state") {
-            Ok(s) => match &s.cell {
-                Some(c) if c.is_listening() => c"server",
-                Some(c) if c.udp => c"unconnected",
-                Some(_) if s.with(|x| x.peer_addr().is_ok()) == Some(true) => c"client",
-                Some(_) => c"master",
-                None => c"closed",
-            },
+        let s = match sock(L, 1, "state") {
+            Ok(s) => s,
             Err(e) => return raise(L, e),
         };
-        if ffi::lua_getiuservalue(L, 1, 1) != ffi::LUA_TTABLE {
-            ffi::lua_pop(L, 1);
-            ffi::lua_createtable(L, 0, 4);
-            ffi::lua_pushstring(L, class.as_ptr());
-            ffi::lua_setfield(L, -2, c"class".as_ptr());
-            ffi::lua_pushstring(L, c"".as_ptr());
-            ffi::lua_setfield(L, -2, c"buf".as_ptr());
-            ffi::lua_pushvalue(L, -1);
-            ffi::lua_setiuservalue(L, 1, 1);
+        // Made once: every method of a socket asks for it.
+        if ffi::lua_getiuservalue(L, 1, 1) == ffi::LUA_TTABLE {
+            return 1;
         }
+        let class = match &s.cell {
+            Some(c) if c.is_listening() => c"server",
+            Some(c) if c.udp => c"unconnected",
+            Some(_) if s.with(|x| x.peer_addr().is_ok()) == Some(true) => c"client",
+            Some(_) => c"master",
+            None => c"closed",
+        };
+        ffi::lua_pop(L, 1);
+        ffi::lua_createtable(L, 0, 4);
+        ffi::lua_pushstring(L, class.as_ptr());
+        ffi::lua_setfield(L, -2, c"class".as_ptr());
+        ffi::lua_pushstring(L, c"".as_ptr());
+        ffi::lua_setfield(L, -2, c"buf".as_ptr());
+        ffi::lua_pushvalue(L, -1);
+        ffi::lua_setiuservalue(L, 1, 1);
     }
     1
 }
