@@ -142,7 +142,8 @@ end
 -- goes on; one line per episode says so.
 local function backoff(self, pause)
   if pause == 0.01 then
-    raw_warn(format("synodic: %s: too many open files; accepting again after a pause", tostring(self)))
+    local ip, port = raw_sockname(self)
+    raw_warn(format("synodic: listener %s:%s: too many open files; accepting again after a pause", tostring(ip), tostring(port)))
   end
   sleep(pause)
   return min(pause * 2, 1)

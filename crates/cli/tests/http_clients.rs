@@ -268,3 +268,30 @@ fn curl_and_python_speak_https_to_it() {
     let (out, _) = client("python3", &["-c", &script]);
     assert_eq!(out.trim(), "secure py");
 }
+
+#[test]
+fn a_listener_out_of_descriptors_pauses_and_goes_on() {
+    // A node allowed 64 open files, and 100 clients holding connections:
+    // accepting fails with EMFILE; each acceptor says so once, pauses, and
+    // serves again once the clients are gone.
+    let dir = scratch_dir("http-emfile");
+    let path = dir.join("server.lua");
+    std::fs::write(&path, "local s = require 'synodic' local http = require 'synodic.http'\nlocal srv = assert(http.serve { port = 0, handler = function() return 200, 'ok' end })\nprint(srv.port) io.stdout:flush() s.receive()\n").unwrap();
+    let mut child = Command::new("prlimit")
+        .args(["--nofile=64:64", env!("CARGO_BIN_EXE_synodic"), "run"])
+        .arg(&path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let child = KillOnDrop(child);
+    let port: u16 = first_line_within(stdout, Duration::from_secs(30), "the server's port").trim().parse().unwrap();
+    let held: Vec<TcpStream> = (0..100).map(|_| TcpStream::connect(("127.0.0.1", port)).unwrap()).collect();
+    let warning = first_line_within(stderr, Duration::from_secs(30), "the EMFILE warning");
+    assert!(warning.contains("too many open files; accepting again after a pause"), "{warning}");
+    drop(held);
+    let (body, _) = client("curl", &["-sS", "--fail", "--retry", "5", "--retry-connrefused", "--max-time", "20", &format!("http://127.0.0.1:{port}/")]);
+    assert_eq!(body, "ok", "serving again");
+    drop(child);
+}
