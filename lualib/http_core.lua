@@ -38,6 +38,9 @@ local connect, warn, sock_state = socket.connect, sockraw.warn, sockraw.state
 local receiveany, send = socket.tcp_receiveany, socket.tcp_send
 local pcall, pairs, tostring, tonumber, type, setmetatable = pcall, pairs, tostring, tonumber, type, setmetatable
 local mtype, maxinteger = math.type, math.maxinteger
+local collect = collectgarbage
+-- Seconds without a request before a kept-alive connection's process collects.
+local IDLE <const> = 1
 
 -- Reason phrases, one per line after the status (a string, not a table:
 -- this module's values are shared, and a table could be written).
@@ -228,6 +231,12 @@ end
 
 -- Writes a response; `close`: the connection ends after it.
 local function respond(conn, status, body, headers, method, close, minor)
+  if headers == nil and type(body) == "string" and status >= 200 and status ~= 204 and status ~= 304 and method ~= "HEAD" then
+    -- The common answer, in one string: no table, no pieces.
+    return send(conn, format("HTTP/1.%d %d %s\r\n%sContent-Length: %d\r\n%s\r\n%s", minor, status, reason(status),
+      close and "Connection: close\r\n" or minor == 0 and "Connection: keep-alive\r\n" or "",
+      #body, #body > 0 and "Content-Type: text/plain; charset=utf-8\r\n" or "", body))
+  end
   local out = { format("HTTP/1.%d %d %s\r\n", minor, status, reason(status)) }
   local has_length, has_type = false, false
   if headers then
@@ -302,7 +311,19 @@ function M.connection(conn, handler, config)
     -- before sending anything just ends.
     local deadline = clock() + config.read_timeout
     local fresh = pending(r) == 0
-    local next_pos, method, target, minor, headers = read_head(r, parse_request, config.max_header_bytes, deadline)
+    local next_pos, method, target, minor, headers
+    if fresh and config.read_timeout > IDLE then
+      -- A connection idle for a while first lets go of what its last
+      -- request left (the garbage of a large answer stays otherwise, as
+      -- long as the connection is kept alive).
+      next_pos, method, target, minor, headers = read_head(r, parse_request, config.max_header_bytes, clock() + IDLE)
+      if not next_pos and method == "timeout" and pending(r) == 0 then
+        collect()
+        next_pos, method, target, minor, headers = read_head(r, parse_request, config.max_header_bytes, deadline)
+      end
+    else
+      next_pos, method, target, minor, headers = read_head(r, parse_request, config.max_header_bytes, deadline)
+    end
     if not next_pos then
       local why = method
       if why == "closed" or (why == "timeout" and fresh and pending(r) == 0) then break end
