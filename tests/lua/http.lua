@@ -106,6 +106,17 @@ do
   for _ = 1, 50 do assert(s.receive() == true) end
 end
 
+-- A server that never answers: the client's timeout.
+do
+  local mute = assert(socket.bind("127.0.0.1", 0))
+  local _, mport = mute:getsockname()
+  local t0 = s.clock()
+  local none, why = http.request { url = "http://127.0.0.1:" .. mport .. "/", timeout = 0.2 }
+  assert(none == nil and why == "timeout", tostring(why))
+  assert(s.clock() - t0 >= 0.15)
+  mute:close()
+end
+
 -- Client errors.
 local none, why = http.get("http://127.0.0.1:1/")
 assert(none == nil and why == "connection refused", why)

@@ -160,6 +160,54 @@ do
   assert(sum == n * (n + 1) // 2)
 end
 
+-- socket.tcp(): bind, listen and connect step by step, as LuaSocket;
+-- options; socket.sleep blocks only this process.
+do
+  local master = assert(socket.tcp())
+  assert(tostring(master):match("^tcp{master}: "))
+  assert(master:bind("127.0.0.1", 0) == 1)
+  assert(master:listen(8) == 1)
+  assert(tostring(master):match("^tcp{server}: "))
+  local _, p = master:getsockname()
+  local c = assert(socket.tcp())
+  assert(c:setoption("tcp-nodelay", true) == 1)
+  assert(c:setoption("keepalive", true) == 1)
+  local none, why = c:setoption("no-such-option", true)
+  assert(none == nil and why:find("unsupported option"), tostring(why))
+  assert(c:connect("127.0.0.1", p) == 1)
+  assert(tostring(c):match("^tcp{client}: "))
+  local a = assert(master:accept())
+  assert(a:setoption("linger", { on = true, timeout = 0 }) == 1)
+  c:close(); a:close(); master:close()
+  local t0 = s.clock()
+  socket.sleep(0.02)
+  assert(s.clock() - t0 >= 0.015)
+end
+
+-- Several processes wait in accept on one listener; each connection goes
+-- to one of them.
+do
+  local shared = assert(socket.bind("127.0.0.1", 0))
+  local _, p = shared:getsockname()
+  for i = 1, 3 do
+    s.spawn(function(l, me, i)
+      local c = assert(l:accept())
+      s.send(me, "accepted by", i)
+      c:close()
+    end, shared, me, i)
+  end
+  local clients = {}
+  for i = 1, 3 do clients[i] = assert(socket.connect("127.0.0.1", p)) end
+  local seen = {}
+  for _ = 1, 3 do
+    local tag, i = s.receive()
+    assert(tag == "accepted by" and not seen[i])
+    seen[i] = true
+  end
+  for _, c in ipairs(clients) do c:close() end
+  shared:close()
+end
+
 -- Bad arguments raise, naming the call.
 assert(not pcall(socket.connect))
 local ok, msg = pcall(c.receive, c, "*x")

@@ -387,6 +387,21 @@ fn the_net_guide_programs_run() {
     }
 }
 
+/// A node raises its soft limit of open files to the hard limit (SPEC §10).
+#[test]
+fn a_node_raises_its_open_files_limit() {
+    let dir = common::scratch_dir("nofile");
+    let prog = dir.join("nofile.lua");
+    std::fs::write(&prog, "for l in io.lines('/proc/self/limits') do if l:match('^Max open files') then print(l) end end\n").unwrap();
+    let mut cmd = std::process::Command::new("prlimit");
+    cmd.args(["--nofile=100:300", env!("CARGO_BIN_EXE_synodic"), "run"]).arg(&prog);
+    let out = common::output_within(cmd, common::LIMIT, "synodic under prlimit");
+    let line = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let numbers: Vec<&str> = line.split_whitespace().filter(|w| w.chars().all(|c| c.is_ascii_digit())).collect();
+    assert_eq!(numbers, ["300", "300"], "soft raised to hard: {line}");
+}
+
 /// `warn` as in `lua`: off at first, then one line per warning on stderr.
 #[test]
 fn warnings_go_to_stderr_once_turned_on() {

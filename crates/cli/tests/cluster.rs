@@ -281,10 +281,12 @@ fn two_nodes_started_together_each_joining_the_other() {
     };
     let (a, b) = (start("a", &pa, &pb), start("b", &pb, &pa));
     // Each says where it listens, then that it has joined the other.
-    for (_, lines) in [&a, &b] {
-        let (listening, joined) = (lines.recv_timeout(LIMIT).unwrap(), lines.recv_timeout(LIMIT).unwrap());
-        let rest = || lines.recv_timeout(Duration::from_secs(1)).into_iter().chain(lines.try_iter()).collect::<Vec<_>>().join("\n");
-        assert!(listening.contains(" listening on ") && joined.contains(" joined the cluster through "), "{listening}\n{joined}\n{}", rest());
+    // (On failure, both nodes' lines: the one that failed may be the other's doing.)
+    let firsts: Vec<(String, String)> = [&a, &b].map(|(_, lines)| (lines.recv_timeout(LIMIT).unwrap_or_default(), lines.recv_timeout(LIMIT).unwrap_or_default())).into();
+    let ok = firsts.iter().all(|(listening, joined)| listening.contains(" listening on ") && joined.contains(" joined the cluster through "));
+    if !ok {
+        let rest: Vec<String> = [&a, &b].map(|(_, lines)| lines.recv_timeout(Duration::from_secs(1)).into_iter().chain(lines.try_iter()).collect::<Vec<_>>().join("\n")).into();
+        panic!("a: {:?} then {}\nb: {:?} then {}", firsts[0], rest[0], firsts[1], rest[1]);
     }
     let out = join_and_run(
         &dir,

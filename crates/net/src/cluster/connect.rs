@@ -64,6 +64,14 @@ impl Cluster {
                 place.hold(handshake::over_tokio(&mut stream, hs, Some(challenge), &mut vet)).await?
             }
         };
+        {
+            let mut proven = self.inner.proven.lock();
+            // Bounded: only peers that proved the cookie come here.
+            if proven.len() >= 4096 {
+                proven.clear();
+            }
+            proven.insert(peer.listen.clone(), peer.clone());
+        }
         let rank = match role {
             Role::Dialer => (self.inner.me.name < peer.node.name, peer.dialer_nonce),
             Role::Acceptor => (peer.node.name < self.inner.me.name, peer.dialer_nonce),

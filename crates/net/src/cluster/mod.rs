@@ -125,6 +125,10 @@ struct Inner {
     reading: Mutex<HashMap<u64, Arc<Link>>>,
     reading_count: AtomicUsize,
     next_token: AtomicU64,
+    /// Each proven peer, by the address it listens at (for `join`: a seed
+    /// that dialed this node while this node dialed it is joined through
+    /// whichever link both keep).
+    proven: Mutex<HashMap<String, crate::handshake::Peer>>,
 }
 
 impl Cluster {
@@ -171,6 +175,7 @@ impl Cluster {
             reading: Mutex::new(HashMap::new()),
             reading_count: AtomicUsize::new(0),
             next_token: AtomicU64::new(0),
+            proven: Mutex::new(HashMap::new()),
         });
         let cluster = Cluster { inner };
         rt.service::<Spawns>().set_spawner(spawner);
@@ -199,7 +204,17 @@ impl Cluster {
         let cluster = self.clone();
         let addr = addr.to_string();
         io.run(async move {
-            let hello = cluster.clone().dial(&addr).await?;
+            let hello = match cluster.clone().dial(&addr).await {
+                Ok(hello) => hello,
+                // Two nodes joining each other at once: the seed's link to
+                // this node may win, and ours be given way before its
+                // handshake ended here. Joined through the seed's, then.
+                Err(e) => {
+                    let seen = || cluster.inner.proven.lock().get(&addr).cloned();
+                    let _ = cluster.until(Duration::from_secs(2), || seen().is_some_and(|p| cluster.linked(&p.node.name))).await;
+                    seen().filter(|p| cluster.linked(&p.node.name)).ok_or(e)?
+                }
+            };
             let hello = (hello.node, hello.listen);
             let seed = Member { name: hello.0.name.clone(), incarnation: hello.0.incarnation, addr: parse_addr(&hello.1, &addr)?, renewal: 0 };
             // Joined: linked to the seed, and a member of its membership
