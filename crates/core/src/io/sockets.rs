@@ -222,3 +222,86 @@ impl Netpoll for Netpoller {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The waiters' bookkeeping, driven by hand over a socket pair: no
+    //! runtime, no scheduler (the poll is the test's own call).
+    use super::*;
+    use crate::Pid;
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    fn waiter(n: u32) -> Waiter {
+        Waiter { pid: Pid::new(0, n, 0), ticket: 1 }
+    }
+
+    /// One non-blocking poll: the waiters it wakes.
+    fn poll(sockets: &Sockets) -> Vec<Waiter> {
+        let mut woken = Vec::new();
+        sockets.poller.as_ref().unwrap().wait_events(false, &mut |token, events| sockets.ready(token as RawFd, events, &mut woken));
+        woken
+    }
+
+    #[test]
+    fn readers_wait_until_bytes_arrive_and_are_all_woken() {
+        let sockets = Sockets::default();
+        let (mut peer, ours) = UnixStream::pair().unwrap();
+        let fd = ours.as_raw_fd();
+        sockets.watch(fd, Interest::Read, waiter(1)).unwrap();
+        sockets.watch(fd, Interest::Read, waiter(2)).unwrap();
+        assert!(poll(&sockets).is_empty(), "nothing to read yet");
+        peer.write_all(b"x").unwrap();
+        let mut woken = poll(&sockets);
+        woken.sort_by_key(|w| w.pid.raw());
+        assert_eq!(woken, [waiter(1), waiter(2)]);
+        assert!(poll(&sockets).is_empty(), "one-shot: nobody waits any more");
+        // Waiting again finds the bytes still there at once.
+        sockets.watch(fd, Interest::Read, waiter(3)).unwrap();
+        assert_eq!(poll(&sockets), [waiter(3)]);
+    }
+
+    #[test]
+    fn a_writer_is_woken_when_the_socket_takes_bytes_and_a_reader_stays() {
+        let sockets = Sockets::default();
+        let (_peer, ours) = UnixStream::pair().unwrap();
+        let fd = ours.as_raw_fd();
+        sockets.watch(fd, Interest::Read, waiter(1)).unwrap();
+        sockets.watch(fd, Interest::Write, waiter(2)).unwrap();
+        assert_eq!(poll(&sockets), [waiter(2)], "writable at once, nothing to read");
+        assert!(poll(&sockets).is_empty(), "the reader is armed again, and still waits");
+        assert_eq!(sockets.forget(fd), [(waiter(1), Completion::Deleted)], "closing tells the reader");
+    }
+
+    #[test]
+    fn a_withdrawn_waiter_is_not_woken() {
+        let sockets = Sockets::default();
+        let (mut peer, ours) = UnixStream::pair().unwrap();
+        let fd = ours.as_raw_fd();
+        sockets.watch(fd, Interest::Read, waiter(1)).unwrap();
+        sockets.watch(fd, Interest::Read, waiter(2)).unwrap();
+        sockets.withdraw(fd, waiter(1));
+        peer.write_all(b"x").unwrap();
+        assert_eq!(poll(&sockets), [waiter(2)]);
+        assert!(sockets.forget(fd).is_empty());
+        assert_eq!(sockets.count.load(Relaxed), 0, "forgotten: no longer registered");
+    }
+
+    #[test]
+    fn a_peer_that_closes_wakes_its_readers() {
+        let sockets = Sockets::default();
+        let (peer, ours) = UnixStream::pair().unwrap();
+        let fd = ours.as_raw_fd();
+        sockets.watch(fd, Interest::Read, waiter(1)).unwrap();
+        drop(peer);
+        assert_eq!(poll(&sockets), [waiter(1)], "the end of the stream is something to read");
+    }
+
+    #[test]
+    fn watching_a_descriptor_that_is_not_open_is_an_error_not_a_waiter() {
+        let sockets = Sockets::default();
+        assert!(sockets.watch(-1, Interest::Read, waiter(1)).is_err());
+        assert!(sockets.forget(-1).is_empty());
+    }
+}
