@@ -25,6 +25,37 @@ M.dns = {
   end,
 }
 
+-- LuaSocket's select: the sockets of `recvt` ready to read and of `sendt`
+-- ready to write, each as an array that is also a set; "timeout" when
+-- none is. A socket with bytes already received and not read is ready.
+-- Only the calling process waits (the node's netpoller).
+function M.select(recvt, sendt, timeout)
+  recvt, sendt = recvt or {}, sendt or {}
+  local buffered = {}
+  for i, sk in ipairs(recvt) do
+    local dirty = sk.dirty
+    if dirty and dirty(sk) then buffered[#buffered + 1] = i end
+  end
+  if #buffered > 0 or (timeout and timeout < 0) then timeout = #buffered > 0 and 0 or nil end
+  local rr, ww = raw.select(recvt, sendt, timeout)
+  local seen, readable, writable = {}, {}, {}
+  for _, list in ipairs { buffered, rr } do
+    for _, i in ipairs(list) do
+      if not seen[i] then
+        seen[i] = true
+        readable[#readable + 1] = recvt[i]
+        readable[recvt[i]] = true
+      end
+    end
+  end
+  for _, i in ipairs(ww) do
+    writable[#writable + 1] = sendt[i]
+    writable[sendt[i]] = true
+  end
+  if #readable == 0 and #writable == 0 then return readable, writable, "timeout" end
+  return readable, writable
+end
+
 function M.newtry(finalizer)
   return function(...)
     local ok = ...

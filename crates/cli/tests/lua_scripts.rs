@@ -61,6 +61,7 @@ script_tests!(
     entity,
     socket_tcp,
     socket_udp,
+    socket_select,
     http,
     tls,
 );

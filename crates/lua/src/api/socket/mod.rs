@@ -16,6 +16,7 @@
 
 mod calls;
 mod resolve;
+mod select;
 mod tls;
 mod wait;
 
@@ -53,6 +54,7 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"resolve", resolve::resolve),
     (c"gettime", calls::gettime),
     (c"dup", calls::dup),
+    (c"select", select::select),
     (c"state", state),
     (c"warn", warn),
     (c"tls", tls::tls),
