@@ -126,8 +126,14 @@ pub trait Service: Any + Send + Sync {
     /// The link to `node` (called `name`) is gone: whoever waited for an
     /// answer over it is told.
     fn lost(&self, _rt: &Runtime, _node: u16, _name: &str) {}
+    /// The node `node` is about to leave the live nodes: what must be
+    /// forgotten before any process can see it gone (a name it held, free
+    /// for the taking as soon as `s.nodes()` no longer lists it). State
+    /// only: nobody is told yet.
+    fn leaving(&self, _rt: &Runtime, _node: u16) {}
     /// The node `node` is gone as well (no incarnation of it is linked,
-    /// and it has left the live nodes): what it held is forgotten.
+    /// and it has left the live nodes): what it held is forgotten, and
+    /// whoever watched it told (a nodedown comes after `s.nodes()` changed).
     fn gone(&self, _rt: &Runtime, _node: u16, _name: &str) {}
 }
 
@@ -190,6 +196,11 @@ impl Services {
     /// The link to `node` is gone: each service tells its waiters.
     pub fn lost(&self, rt: &Runtime, node: u16, name: &str) {
         self.list.iter().for_each(|s| s.lost(rt, node, name));
+    }
+
+    /// The node `node` is about to leave the live nodes (see `Service::leaving`).
+    pub fn leaving(&self, rt: &Runtime, node: u16) {
+        self.list.iter().for_each(|s| s.leaving(rt, node));
     }
 
     /// The node `node` is gone: each service forgets what it held.

@@ -189,6 +189,13 @@ impl Service for Names {
         drop(self.claims.take(node));
     }
 
+    /// A name held on a node that left is free as soon as `s.nodes()` no
+    /// longer lists the node (a program that waits for that to give the
+    /// name to a process of its own must find it free).
+    fn leaving(&self, rt: &Runtime, node: u16) {
+        rt.drop_names_of(node);
+    }
+
     fn gone(&self, rt: &Runtime, node: u16, _: &str) {
         rt.drop_names_of(node);
     }

@@ -158,6 +158,9 @@ impl Cluster {
         if still_linked {
             return;
         }
+        // What the node held is forgotten before it leaves the live nodes,
+        // and whoever watched it is told after.
+        rt.services().leaving(rt, link.alias);
         self.inner.live.lock().remove(&link.peer.name);
         self.tell_load();
         rt.services().gone(rt, link.alias, &link.peer.name);
