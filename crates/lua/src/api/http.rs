@@ -28,16 +28,17 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"parse_request"
 
 crate::vm::lazy::lazy_module!(b"synodic.http.raw");
 
-/// The buffer at 1 from the index at 2 (1-based), or the error to raise.
-unsafe fn input<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<&'a [u8], String> {
+/// The buffer at 1 from the index at 2 (1-based), with that offset (0-based),
+/// or the error to raise.
+unsafe fn input<'a>(L: *mut ffi::lua_State, fname: &str) -> Result<(&'a [u8], usize), String> {
     // SAFETY: `L` is the running state (lib.rs invariant 1); the bytes
     // live while the string stays at 1.
     unsafe {
         let Some(buf) = (ffi::lua_type(L, 1) == ffi::LUA_TSTRING).then(|| to_bytes(L, 1)).flatten() else {
             return Err(format!("bad argument #1 to '{fname}' (string expected, got {})", type_name(L, 1)));
         };
-        let from = ffi::luaL_optinteger(L, 2, 1).max(1) as usize - 1;
-        Ok(buf.get(from..).unwrap_or_default())
+        let from = (ffi::luaL_optinteger(L, 2, 1).max(1) as usize - 1).min(buf.len());
+        Ok((&buf[from..], from))
     }
 }
 
@@ -90,25 +91,16 @@ unsafe fn not_parsed(L: *mut ffi::lua_State, e: Option<httparse::Error>) -> c_in
     }
 }
 
-unsafe extern "C-unwind" fn parse_request(L: *mut ffi::lua_State) -> c_int {
-    // SAFETY: Lua calls this with its running state; what is parsed
-    // borrows the string at 1, which stays on the stack; nothing owned
-    // lives here when `raise` unwinds.
+/// Pushes what a parse came to: the index after the head and what
+/// `push_head` pushes (4 values), or `nil` / `false, why`.
+unsafe fn parsed(L: *mut ffi::lua_State, result: httparse::Result<usize>, from: usize, push_head: impl FnOnce()) -> c_int {
+    // SAFETY: `L` is the running state in a native function, with room
+    // for the results.
     unsafe {
-        let buf = match input(L, "parse_request") {
-            Ok(b) => b,
-            Err(e) => return raise(L, e),
-        };
-        let from = buf.as_ptr() as usize - to_bytes(L, 1).unwrap_or_default().as_ptr() as usize;
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut headers);
-        match req.parse(buf) {
+        match result {
             Ok(httparse::Status::Complete(n)) => {
                 ffi::lua_pushinteger(L, (from + n + 1) as ffi::lua_Integer);
-                push_bytes(L, req.method.unwrap_or_default().as_bytes());
-                push_bytes(L, req.path.unwrap_or_default().as_bytes());
-                ffi::lua_pushinteger(L, req.version.unwrap_or(1) as ffi::lua_Integer);
-                push_headers(L, req.headers);
+                push_head();
                 5
             }
             Ok(httparse::Status::Partial) => not_parsed(L, None),
@@ -117,27 +109,42 @@ unsafe extern "C-unwind" fn parse_request(L: *mut ffi::lua_State) -> c_int {
     }
 }
 
-unsafe extern "C-unwind" fn parse_response(L: *mut ffi::lua_State) -> c_int {
-    // SAFETY: as in `parse_request`.
+unsafe extern "C-unwind" fn parse_request(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls this with its running state; what is parsed
+    // borrows the string at 1, which stays on the stack; nothing owned
+    // lives here when `raise` unwinds.
     unsafe {
-        let buf = match input(L, "parse_response") {
+        let (buf, from) = match input(L, "parse_request") {
             Ok(b) => b,
             Err(e) => return raise(L, e),
         };
-        let from = buf.as_ptr() as usize - to_bytes(L, 1).unwrap_or_default().as_ptr() as usize;
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut headers);
+        let result = req.parse(buf);
+        parsed(L, result, from, || {
+            push_bytes(L, req.method.unwrap_or_default().as_bytes());
+            push_bytes(L, req.path.unwrap_or_default().as_bytes());
+            ffi::lua_pushinteger(L, req.version.unwrap_or(1) as ffi::lua_Integer);
+            push_headers(L, req.headers);
+        })
+    }
+}
+
+unsafe extern "C-unwind" fn parse_response(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: as in `parse_request`.
+    unsafe {
+        let (buf, from) = match input(L, "parse_response") {
+            Ok(b) => b,
+            Err(e) => return raise(L, e),
+        };
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut res = httparse::Response::new(&mut headers);
-        match res.parse(buf) {
-            Ok(httparse::Status::Complete(n)) => {
-                ffi::lua_pushinteger(L, (from + n + 1) as ffi::lua_Integer);
-                ffi::lua_pushinteger(L, res.code.unwrap_or(0) as ffi::lua_Integer);
-                push_bytes(L, res.reason.unwrap_or_default().as_bytes());
-                ffi::lua_pushinteger(L, res.version.unwrap_or(1) as ffi::lua_Integer);
-                push_headers(L, res.headers);
-                5
-            }
-            Ok(httparse::Status::Partial) => not_parsed(L, None),
-            Err(e) => not_parsed(L, Some(e)),
-        }
+        let result = res.parse(buf);
+        parsed(L, result, from, || {
+            ffi::lua_pushinteger(L, res.code.unwrap_or(0) as ffi::lua_Integer);
+            push_bytes(L, res.reason.unwrap_or_default().as_bytes());
+            ffi::lua_pushinteger(L, res.version.unwrap_or(1) as ffi::lua_Integer);
+            push_headers(L, res.headers);
+        })
     }
 }
