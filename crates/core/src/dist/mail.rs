@@ -55,14 +55,12 @@ impl Service for Mail {
 
 /// A notice for `to` has arrived from `node`: what it answers is no longer
 /// awaited (a name it grants is entered). False when it is to be dropped:
-/// the DOWN of a monitor removed since it was sent.
+/// the DOWN of a monitor removed since it was sent, or a name claim's
+/// refusal held back while the claim is asked again.
 fn settle(rt: &Runtime, node: u16, to: Pid, message: &[u8]) -> bool {
     if let Some((tag, granted)) = notice::reply_of(message) {
         rt.service::<Requests>().answered(node, tag);
-        if let Some((name, pid)) = rt.service::<Names>().claim_answered(node, tag).filter(|_| granted) {
-            rt.service::<Names>().granted(rt, &name, pid);
-        }
-        return true;
+        return rt.service::<Names>().answered(rt, node, tag, granted, message);
     }
     match notice::down_of(message) {
         Some(target) => rt.service::<Monitors>().forget(node, here(to), target),

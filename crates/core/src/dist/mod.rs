@@ -135,6 +135,8 @@ pub trait Service: Any + Send + Sync {
     /// and it has left the live nodes): what it held is forgotten, and
     /// whoever watched it told (a nodedown comes after `s.nodes()` changed).
     fn gone(&self, _rt: &Runtime, _node: u16, _name: &str) {}
+    /// Twice a second: what waits for time to pass is done.
+    fn tick(&self, _rt: &Runtime) {}
 }
 
 /// The node's services, and which owns each frame kind.
@@ -201,6 +203,11 @@ impl Services {
     /// The node `node` is about to leave the live nodes (see `Service::leaving`).
     pub fn leaving(&self, rt: &Runtime, node: u16) {
         self.list.iter().for_each(|s| s.leaving(rt, node));
+    }
+
+    /// Twice a second (see `Service::tick`).
+    pub fn tick(&self, rt: &Runtime) {
+        self.list.iter().for_each(|s| s.tick(rt));
     }
 
     /// The node `node` is gone: each service forgets what it held.

@@ -5,9 +5,19 @@
 //! After a partition heals, two holders of one name are settled alike on
 //! every node ([`prevails`]): the loser is told (`"name_lost"`), or, for a
 //! tuple space's home, the space moves.
+//!
+//! Nodes learn that a node is lost at slightly different moments. A claim
+//! refused because the name is held on a node this node already counts as
+//! lost (its arbiter has not noticed yet) is not answered: it is asked
+//! again on the next tick, for as long as views may reasonably differ
+//! ([`AGREE_WITHIN`]), so that a program giving a lost node's name to a
+//! process of its own as soon as `s.nodes()` changed finds it free.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
 
 use crate::wire::Reader;
 use crate::{linda_remote, Attachment, Message, Pid, Runtime};
@@ -15,13 +25,27 @@ use crate::{linda_remote, Attachment, Message, Pid, Runtime};
 use super::requests::Requests;
 use super::{fields, kind, notice, read_pid, rest_message, Outgoing, PerNode, Peer, Service};
 
-/// A name and the pid it was claimed for.
-type Claim = (Box<[u8]>, Pid);
+/// How long after its first asking a claim is asked again while its
+/// arbiter still counts a node as live that this node has lost: longer
+/// than membership takes to tell every node (see `SUSPECT_TO_DOWN`).
+const AGREE_WITHIN: Duration = Duration::from_secs(5);
+
+/// A claim on its way: who asked, for which name and pid, and since when.
+struct Claim {
+    caller: Pid,
+    tag: u64,
+    name: Box<[u8]>,
+    pid: Pid,
+    since: Instant,
+}
 
 #[derive(Default)]
 pub struct Names {
     /// Claims sent to each node, by tag.
     claims: PerNode<HashMap<u64, Claim>>,
+    /// Claims refused for a holder on a node lost here: asked again on the
+    /// next tick.
+    again: Mutex<Vec<Claim>>,
 }
 
 impl Names {
@@ -29,36 +53,56 @@ impl Names {
     /// arbiter enters it everywhere, or refuses it, and replies to `caller`
     /// with the tag. An error says why the claim could not even be sent.
     pub fn claim(&self, rt: &Runtime, caller: Pid, tag: u64, name: &[u8], pid: Pid) -> Result<(), String> {
+        self.ask(rt, Claim { caller, tag, name: name.into(), pid, since: Instant::now() })
+    }
+
+    fn ask(&self, rt: &Runtime, claim: Claim) -> Result<(), String> {
         let t = rt.transport().ok_or("not in a cluster")?;
-        let home = Names::home_of(rt, name);
+        let home = Names::home_of(rt, &claim.name);
+        let Claim { caller, tag, .. } = claim;
         if home == rt.node_name() {
-            let answer = arbitrate(rt, tag, name, pid);
+            let answer = arbitrate(rt, tag, &claim.name, claim.pid);
             if notice::reply_of(&answer).is_some_and(|(_, granted)| granted) {
-                broadcast(rt, kind::NAMED, name, pid);
+                broadcast(rt, kind::NAMED, &claim.name, claim.pid);
             }
             rt.send(caller, answer);
             return Ok(());
         }
         let lost = || format!("node {home}, which keeps this name, was lost");
         let alias = t.linked(&home).ok_or_else(lost)?;
+        let message = Message::from_vec(notice::name_message(&claim.name, claim.pid));
         rt.service::<Requests>().wait(alias, tag, caller);
-        self.claims.with(alias, |c| c.insert(tag, (name.into(), pid)));
+        self.claims.with(alias, |c| c.insert(tag, claim));
         let head = fields(|w| {
             w.u64(caller.raw());
             w.varint(tag);
         });
-        if !t.push(alias, Outgoing::carrying(kind::CLAIM, head, Message::from_vec(notice::name_message(name, pid)))) {
+        if !t.push(alias, Outgoing::carrying(kind::CLAIM, head, message)) {
             rt.service::<Requests>().answered(alias, tag);
-            self.claim_answered(alias, tag);
+            self.claims.with(alias, |c| c.remove(&tag));
             return Err(lost());
         }
         Ok(())
     }
 
-    /// The claim tagged `tag`, sent to `node`, has its answer: the name and
-    /// pid it claimed.
-    pub fn claim_answered(&self, node: u16, tag: u64) -> Option<Claim> {
-        self.claims.with(node, |c| c.remove(&tag))
+    /// The answer `message` to the claim tagged `tag`, sent to `node`, has
+    /// arrived: a name granted is entered here. False when the answer is
+    /// held back and the claim asked again (see the module's note).
+    pub fn answered(&self, rt: &Runtime, node: u16, tag: u64, granted: bool, message: &[u8]) -> bool {
+        let Some(claim) = self.claims.with(node, |c| c.remove(&tag)) else { return true };
+        if granted {
+            self.granted(rt, &claim.name, claim.pid);
+            return true;
+        }
+        let held_on_lost_node = match notice::claim_answer(message) {
+            Some(Err((_, Some(holder)))) => !rt.nodes().id(holder.node()).is_some_and(|id| rt.live_nodes().contains(&id.name)),
+            _ => false,
+        };
+        if held_on_lost_node && claim.since.elapsed() < AGREE_WITHIN {
+            self.again.lock().push(claim);
+            return false;
+        }
+        true
     }
 
     /// The name's arbiter gave `name` to `pid`, of this node: it is entered
@@ -187,6 +231,17 @@ impl Service for Names {
 
     fn lost(&self, _: &Runtime, node: u16, _: &str) {
         drop(self.claims.take(node));
+    }
+
+    /// Claims held back are asked again (of the arbiter the view now gives).
+    fn tick(&self, rt: &Runtime) {
+        let again = std::mem::take(&mut *self.again.lock());
+        for claim in again {
+            let (caller, tag) = (claim.caller, claim.tag);
+            if let Err(why) = self.ask(rt, claim) {
+                rt.send(caller, notice::reply(tag, Err(&why)));
+            }
+        }
     }
 
     /// A name held on a node that left is free as soon as `s.nodes()` no

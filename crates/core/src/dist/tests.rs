@@ -206,6 +206,61 @@ fn a_name_is_claimed_at_its_arbiter_and_told_to_every_node_once_granted() {
     rt.shutdown();
 }
 
+/// A link from the arbiter "b" (alias 1) that names a pid of a third
+/// node, its alias 7, as one of "c" (our alias 2).
+struct ViaB;
+
+impl Peer for ViaB {
+    fn alias(&self) -> u16 {
+        1
+    }
+    fn ours(&self, pid: Pid) -> Result<Pid, String> {
+        Link::new(1).ours(pid)
+    }
+    fn arrived(&self, message: &[u8]) -> Result<Vec<u8>, String> {
+        let mut message = message.to_vec();
+        crate::wire::map_pids(&mut message, |p, _| Ok(p.aliased(if p.node() == 7 { 2 } else { 1 }, 0))).map_err(|e| e.to_string())?;
+        Ok(message)
+    }
+    fn busy(&self, _: Pid) {}
+}
+
+#[test]
+fn a_claim_refused_for_a_holder_on_a_node_lost_here_is_asked_again_until_the_arbiter_agrees() {
+    let (rt, wire) = node(&["b", "c"]);
+    let (caller, got) = inbox(&rt);
+    let names = rt.service::<names::Names>();
+    // A name that "b" arbitrates, with "c" or without.
+    let name = (0..500).map(|i| format!("n{i}")).find(|n| &*names::Names::home_of(&rt, n.as_bytes()) == "b").unwrap();
+    let answer = |reply: Message| {
+        let body = [fields(|w| {
+            w.u64(caller.raw());
+            w.u64(caller.raw());
+        }), reply.to_vec()].concat();
+        rt.services().receive(&rt, &ViaB, kind::SEND, &body, Vec::new()).unwrap();
+    };
+    names.claim(&rt, caller, 8, name.as_bytes(), caller).unwrap();
+    assert_eq!(wire.take().iter().map(|s| (s.node, s.kind)).collect::<Vec<_>>(), [(1, kind::CLAIM)]);
+    // "c" is lost here; "b" has not noticed and refuses, naming c's holder.
+    rt.services().lost(&rt, 2, "c");
+    wire.links.lock().retain(|(a, _)| *a != 2);
+    answer(notice::refused(8, "name taken", Pid::new(7, 5, 1)));
+    assert!(got.now().is_empty(), "the refusal is held back");
+    // The next tick asks again; now "b" grants it.
+    rt.services().tick(&rt);
+    assert_eq!(wire.take().iter().map(|s| (s.node, s.kind)).collect::<Vec<_>>(), [(1, kind::CLAIM)]);
+    answer(notice::reply(8, Ok(None)));
+    assert_eq!(notice::reply_of(&got.wait_for(1)[0]), Some((8, true)));
+    assert_eq!(rt.whereis(name.as_bytes()), Some(caller));
+    // A holder on a live node ("b"'s own) is a refusal at once.
+    names.claim(&rt, caller, 9, b"other", caller).unwrap();
+    let to = wire.take()[0].node;
+    assert_eq!(to, 1, "one node left besides this one: {:?}", names::Names::home_of(&rt, b"other"));
+    answer(notice::refused(9, "name taken", Pid::new(0, 5, 1)));
+    assert_eq!(notice::reply_of(&got.wait_for(2)[1]), Some((9, false)));
+    rt.shutdown();
+}
+
 #[test]
 fn every_node_with_the_same_view_asks_the_same_arbiter() {
     let (one, _) = node(&["b", "c"]);

@@ -17,6 +17,7 @@ impl Cluster {
         loop {
             tokio::time::sleep(LOAD_EVERY).await;
             self.tell_load();
+            self.inner.rt.services().tick(&self.inner.rt);
             let out = {
                 let mut m = self.inner.membership.lock();
                 m.rejoin(std::time::Instant::now());
