@@ -64,4 +64,7 @@ script_tests!(
     socket_select,
     http,
     tls,
+    links,
+    kill,
+    timers,
 );

@@ -58,7 +58,7 @@ mod scheduler;
 pub mod spaces;
 mod sync;
 mod table;
-mod timer;
+pub mod timer;
 pub mod waiting;
 pub mod wire;
 

@@ -89,6 +89,13 @@ pub(crate) struct MoreLinks {
     pub completion: Option<(u64, Completion)>,
     /// Processes that asked for a description of it (see `Runtime::probe`).
     pub probes: Vec<Pid>,
+    /// The processes linked to it, of any node (see `runtime/links.rs`).
+    pub linked: Vec<Pid>,
+    /// Whether a linked process's end comes to it as the message
+    /// `"EXIT", pid, reason` instead of ending it.
+    pub trap_exit: bool,
+    /// Why it was killed, if it was: it ends before it next runs.
+    pub killed: Option<ExitReason>,
 }
 
 impl Links {
@@ -142,6 +149,8 @@ const PROBED: u8 = 4;
 /// Bit of a process's flags: another node was told it is busy (see
 /// `dist::BUSY_HIGH`), and waits to hear when its mailbox drains.
 const DRAIN_WATCHED: u8 = 8;
+/// Bit of a process's flags: it was killed and ends before it next runs.
+const KILLED: u8 = 16;
 
 /// Why a message was not delivered.
 #[derive(Debug, PartialEq, Eq)]
@@ -357,7 +366,35 @@ impl Process {
     /// over its limit, to be described): one load on the hot path.
     #[inline]
     pub(crate) fn has_requests(&self) -> bool {
-        self.flags.load(Relaxed) & (OVER_LIMIT | PROBED) != 0
+        self.flags.load(Relaxed) & (OVER_LIMIT | PROBED | KILLED) != 0
+    }
+
+    /// Kills the process if `pid` is its tenant (the first reason given
+    /// stands): it ends before it next runs (the caller wakes it). False
+    /// when `pid` is no longer here.
+    pub(crate) fn kill(&self, pid: Pid, reason: ExitReason) -> bool {
+        let mut links = self.links.lock();
+        if links.exited || !self.is(pid) {
+            return false;
+        }
+        links.more().killed.get_or_insert(reason);
+        self.flags.fetch_or(KILLED, Relaxed);
+        true
+    }
+
+    /// Why the process was killed, if it was.
+    pub(crate) fn take_kill(&self) -> Option<ExitReason> {
+        if self.flags.load(Relaxed) & KILLED == 0 {
+            return None;
+        }
+        let mut links = self.links.lock();
+        links.more.as_mut().and_then(|m| m.killed.take())
+    }
+
+    /// For the running process's body: whether it was killed (it should
+    /// stop what it does; it ends when it next yields).
+    pub fn is_killed(&self) -> bool {
+        self.flags.load(Relaxed) & KILLED != 0
     }
 
     /// Asks for a description for `asker` (it is made when the process next

@@ -31,6 +31,7 @@
 
 pub mod carry;
 pub mod futures;
+pub mod links;
 pub mod mail;
 pub mod monitors;
 pub mod names;
@@ -151,6 +152,7 @@ impl Services {
         Services::new(vec![
             Arc::new(mail::Mail),
             Arc::new(monitors::Monitors::default()),
+            Arc::new(links::Links::default()),
             Arc::new(spawn::Spawns::default()),
             Arc::new(names::Names::default()),
             Arc::new(pool::Pools::default()),
@@ -234,6 +236,10 @@ pub mod kind {
     pub const LINDA: u8 = 16;
     pub const COMPLETE: u8 = 17;
     pub const DEMONITOR: u8 = 18;
+    pub const LINK: u8 = 23;
+    pub const UNLINK: u8 = 24;
+    pub const EXIT: u8 = 25;
+    pub const KILL: u8 = 26;
 }
 
 /// A pid of this node, from a frame that names it with the sender's alias for us.

@@ -188,6 +188,39 @@ impl Runtime {
     pub fn arm_timer(&self, proc: &'static Process, at: Instant) {
         self.shared.timers.arm(proc, at);
     }
+
+    /// Sends `later` at `at` (`send_after`); returns its reference.
+    pub fn send_at(&self, at: Instant, later: crate::timer::Later) -> u64 {
+        self.shared.timers.send_at(at, later)
+    }
+
+    /// Cancels the message with reference `id`: true if it had not been sent.
+    pub fn cancel_timer(&self, id: u64) -> bool {
+        self.shared.timers.cancel(id)
+    }
+
+    /// Messages due later, and timer entries kept in all (for tests and
+    /// measurements of their cost).
+    pub fn timer_counts(&self) -> (usize, usize) {
+        self.shared.timers.counts()
+    }
+
+    /// A due timer: a process woken, or a message sent.
+    pub(super) fn fired(&self, fired: crate::timer::Fired) {
+        use crate::timer::{Dest, Fired};
+        match fired {
+            Fired::Wake(proc) => self.wake(proc),
+            Fired::Send(later) => {
+                let to = match later.to {
+                    Dest::Pid(pid) => Some(pid),
+                    Dest::Name(name) => self.whereis(&name),
+                };
+                if let Some(to) = to {
+                    self.send_as(later.from, to, later.message);
+                }
+            }
+        }
+    }
 }
 
 /// Where a pid lives (see [`Runtime::route`]).

@@ -21,12 +21,15 @@
 //! ends it; `pool.rs` the node's task pool and load.
 
 mod deliver;
+mod links;
 mod pool;
 mod run;
 mod watch;
 
 pub use run::{ProcessInfo, Spawn, MEMORY_LIMIT};
+pub use links::{exit_message, reason_message, reason_of, Linked};
 pub use watch::{down_message, noconnection};
+pub(crate) use watch::noproc;
 #[allow(unused_imports)]
 use {deliver::*, pool::*, run::*, watch::*};
 
@@ -166,7 +169,7 @@ impl Runtime {
         let (monitor_rt, signal, slice) = (rt.clone(), config.preempt_signal, config.time_slice);
         rt.start_thread("synodic-monitor", move || crate::monitor::run(&monitor_rt, signal, slice)).map_err(|e| Error::Start(format!("monitor thread: {e}")))?;
         let timer_rt = rt.clone();
-        rt.start_thread("synodic-timers", move || timer_rt.shared.timers.run(|p| timer_rt.wake(p))).map_err(|e| Error::Start(format!("timer thread: {e}")))?;
+        rt.start_thread("synodic-timers", move || timer_rt.shared.timers.run(|fired| timer_rt.fired(fired))).map_err(|e| Error::Start(format!("timer thread: {e}")))?;
         Ok(rt)
     }
 

@@ -22,6 +22,11 @@ impl Runtime {
                 self.finish(proc, ExitReason::Error(MEMORY_LIMIT.into()));
                 return;
             }
+            if let Some(reason) = proc.take_kill() {
+                drop(body);
+                self.finish(proc, reason);
+                return;
+            }
             self.answer_probes(proc, &mut *body);
         }
         if self.wakes_cold() {
@@ -125,6 +130,9 @@ impl Runtime {
             for watcher in more.monitors {
                 self.send(watcher, down.clone());
             }
+        }
+        for other in more.linked {
+            self.exit_signal(pid, other, &reason);
         }
         self.shared.table.release(proc, reusable);
         let mut main = self.shared.main.lock();

@@ -97,7 +97,7 @@ impl Runtime {
 }
 
 /// The reason given for a process that ended too long ago to remember how.
-pub(super) fn noproc() -> Vec<u8> {
+pub(crate) fn noproc() -> Vec<u8> {
     reason_text(b"noproc")
 }
 
@@ -114,14 +114,5 @@ pub(super) fn reason_text(text: &[u8]) -> Vec<u8> {
 
 /// `"DOWN", pid, reason` as a message.
 pub fn down_message(pid: Pid, reason: &ExitReason) -> Message {
-    let mut w = Writer::message(3);
-    w.str(b"DOWN");
-    w.pid(pid);
-    match reason {
-        ExitReason::Normal => w.str(b"normal"),
-        ExitReason::Error(msg) => w.str(msg.as_bytes()),
-        // A one-value message: skip its version byte and its count (1, one byte).
-        ExitReason::Value(encoded) => w.raw(&encoded[2..]),
-    }
-    Message::from_vec(w.finish_small())
+    super::links::end_notice(b"DOWN", pid, reason)
 }

@@ -19,6 +19,8 @@ use crate::vm::util::*;
 use crate::vm::wait::{self, block_on_mailbox};
 
 mod inbox;
+pub(crate) mod links;
+mod timers;
 #[cfg(test)]
 mod tests;
 
@@ -39,6 +41,14 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"register", register),
     (c"whereis", whereis),
     (c"exit", exit),
+    (c"link", links::link),
+    (c"unlink", links::unlink),
+    (c"spawn_link", links::spawn_link),
+    (c"spawn_link_on", links::spawn_link_on),
+    (c"trap_exit", links::trap_exit),
+    (c"kill", links::kill),
+    (c"send_after", timers::send_after),
+    (c"cancel_timer", timers::cancel_timer),
     (c"node", node),
     (c"nodes", nodes),
     (c"is_alive", is_alive),
@@ -183,13 +193,17 @@ pub(crate) unsafe fn spawn_somewhere(L: *mut ffi::lua_State, asked: &[u8], first
     if node != rt.node_name() {
         // SAFETY: the contract; `node` moves into `spawn_on`, which drops it
         // before it waits for the reply (a yield) or raises.
-        return unsafe { crate::api::remote::spawn_on(L, node, first) };
+        return unsafe { crate::api::remote::spawn_on(L, node, first, fname == "spawn_link_on") };
     }
     drop(node);
     // SAFETY: the contract; this frame owns nothing when a local spawn's
     // error is raised or its pid pushed.
     unsafe {
         match spawn_from(L, first, fname) {
+            Ok(pid) if fname == "spawn_link_on" => {
+                push_pid(L, pid);
+                links::link_to(L, pid, fname, 1)
+            }
             Ok(pid) => {
                 push_pid(L, pid);
                 1
@@ -411,23 +425,35 @@ unsafe extern "C-unwind" fn is_alive(L: *mut ffi::lua_State) -> c_int {
 }
 
 unsafe extern "C-unwind" fn exit(L: *mut ffi::lua_State) -> c_int {
-    // SAFETY: the contract; the reason moves into the context (which keeps
-    // it while the process ends) and `e` into `raise`, so this frame owns
+    // SAFETY: the contract; `e` moves into `raise`, so this frame owns
     // nothing when it yields or raises.
     unsafe {
-        let normal = ffi::lua_isnoneornil(L, 1) != 0 || (ffi::lua_type(L, 1) == ffi::LUA_TSTRING && to_bytes(L, 1) == Some(b"normal"));
-        let reason = if normal {
-            Ok(ExitReason::Normal)
-        } else {
-            codec::encode(L, 1, 1).map(|m| ExitReason::Value(m.to_vec())).map_err(|e| format!("exit: {e}"))
-        };
-        match reason {
-            Ok(r) => {
-                ctx(L).exit = Some(Box::new(r));
-                end_process(L, exit_k)
-            }
+        match exit_reason(L, 1, "exit") {
+            Ok(r) => end_with(L, r),
             Err(e) => raise(L, e),
         }
+    }
+}
+
+/// The reason at `idx` (nothing or `"normal"`: a normal end).
+pub(crate) unsafe fn exit_reason(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<ExitReason, String> {
+    // SAFETY: the contract (reads of the value at `idx`).
+    unsafe {
+        let normal = ffi::lua_isnoneornil(L, idx) != 0 || (ffi::lua_type(L, idx) == ffi::LUA_TSTRING && to_bytes(L, idx) == Some(b"normal"));
+        if normal {
+            return Ok(ExitReason::Normal);
+        }
+        codec::encode(L, idx, idx).map(|m| ExitReason::Value(m.to_vec())).map_err(|e| format!("{fname}: {e}"))
+    }
+}
+
+/// Ends the calling process with `reason` (which the context keeps while
+/// the process ends).
+pub(crate) unsafe fn end_with(L: *mut ffi::lua_State, reason: ExitReason) -> c_int {
+    // SAFETY: the contract; the reason moves into the context.
+    unsafe {
+        ctx(L).exit = Some(Box::new(reason));
+        end_process(L, exit_k)
     }
 }
 

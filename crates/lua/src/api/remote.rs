@@ -1,6 +1,6 @@
 //! Requests from Lua that another node answers: `spawn_on` a node elsewhere
-//! (and, through it, `"any"` when the least loaded node is another), and
-//! `register` in a cluster (the node that arbitrates the name answers). The
+//! (and, through it, `"any"` when the least loaded node is another;
+//! `spawn_link_on` links once the pid is known), and `register` in a cluster (the node that arbitrates the name answers). The
 //! request goes out through the runtime's `Remote`; the caller then waits,
 //! like a `receive_match`, for the reply tagged with the request's tag
 //! (`synodic_core::dist::notice::reply`), leaving every other message queued.
@@ -21,7 +21,7 @@ use crate::vm::wait;
 
 /// `spawn_on(node, f, ...)` for a node other than this one; `f` is at
 /// `first`. Returns what the Lua function returns (the pid), or raises.
-pub(crate) unsafe fn spawn_on(L: *mut ffi::lua_State, node: std::sync::Arc<str>, first: c_int) -> c_int {
+pub(crate) unsafe fn spawn_on(L: *mut ffi::lua_State, node: std::sync::Arc<str>, first: c_int, link: bool) -> c_int {
     // SAFETY: `L` is the running process's state (lib.rs invariant 1), its
     // context entered, `f` and its arguments from `first`; the message
     // moves into the request; nothing here raises.
@@ -39,6 +39,7 @@ pub(crate) unsafe fn spawn_on(L: *mut ffi::lua_State, node: std::sync::Arc<str>,
     // SAFETY: as above; `e` moves into `raise`, which drops it first.
     unsafe {
         match sent {
+            Ok(tag) if link => await_reply(L, tag, c"spawn_link_on"),
             Ok(tag) => await_reply(L, tag, c"spawn_on"),
             Err(e) => raise(L, e),
         }
@@ -119,6 +120,11 @@ unsafe extern "C-unwind" fn reply_k(L: *mut ffi::lua_State, _status: c_int, curs
     };
     // "$reply", tag, value  or  "$reply", tag, nil, error [, holder]
     match decoded {
+        // SAFETY: as above; the new pid is on top.
+        Ok(3) if what == "spawn_link_on" => match unsafe { to_pid(L, -1) } {
+            Some(pid) => unsafe { crate::api::kernel::links::link_to(L, pid, what, 1) },
+            None => 1,
+        },
         Ok(3) => 1,
         Ok(_) => {
             // SAFETY: as above; the error (at 6) is borrowed from the stack.

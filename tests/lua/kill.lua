@@ -1,0 +1,49 @@
+-- kill: ends a process whatever it does (computing, waiting, trapping
+-- exits, inside pcall) with "killed" or the reason given; its monitors
+-- and links see that reason; it ends quickly even when it computes.
+local s = require "synodic"
+
+local function down(pid)
+  local _, who, why = s.receive_match(function(tag, who) return tag == "DOWN" and who == pid end, 5)
+  assert(who == pid, "no DOWN for " .. tostring(pid))
+  return why
+end
+
+-- Computing, inside pcall, trapping exits: killed all the same, soon.
+local busy = s.spawn(function(me)
+  local s = require "synodic"
+  s.trap_exit(true)
+  s.send(me, "computing")
+  pcall(function() local x = 0 while true do x = x + 1 end end)
+  s.send(me, "escaped")
+end, s.self())
+s.receive_match("computing", 5)
+s.monitor(busy)
+local t = s.clock()
+assert(s.kill(busy) == true)
+assert(down(busy) == "killed")
+local took = s.clock() - t
+print(("a computing process ended %.1f ms after kill"):format(took * 1000))
+assert(took < 0.5, took)
+assert(select("#", s.receive_match("escaped", 0.05)) == 0)
+
+-- Waiting: killed with the reason given, which any value can be.
+local waiting = s.spawn(function() s.receive() end)
+s.monitor(waiting)
+s.kill(waiting, {why = "enough"})
+local r = down(waiting)
+assert(type(r) == "table" and r.why == "enough")
+
+-- A pid that has ended: false.
+assert(s.kill(waiting) == false)
+-- kill(self) ends the caller like exit.
+local selfish = s.spawn(function() local s = require "synodic"; s.kill(s.self(), "myself"); error("not reached") end)
+s.monitor(selfish)
+assert(down(selfish) == "myself")
+
+-- Killing one process takes no other down.
+local bystander = s.spawn(function(me) local s = require "synodic"; s.receive(); s.send(me, "still here") end, s.self())
+for _ = 1, 50 do s.kill(s.spawn(function() s.receive() end)) end
+s.send(bystander, "go")
+assert(s.receive_match("still here", 5))
+print("kill ok")
