@@ -75,7 +75,7 @@ fn under_launcher(job: Job, args: LaunchArgs) -> Result<i32> {
     if job.rank == 0 {
         return Ok(crate::run_with(run, |_, _, _| Ok(job.size as usize - 1)));
     }
-    Ok(crate::node(NodeArgs { workers: run.workers, limits: run.limits, cluster: run.cluster, quiet: true, follow: Some(leader) }))
+    Ok(crate::node(NodeArgs { workers: run.workers, limits: run.limits, logging: run.logging, cluster: run.cluster, quiet: true, follow: Some(leader) }))
 }
 
 /// `synodic node` under mpirun or srun without `--join`: the job's nodes
@@ -164,6 +164,7 @@ fn over_ssh(file: PathBuf, args: LaunchArgs) -> Result<i32> {
                 remote.push("--no-encryption".into());
             }
             remote.extend(run.limits.args());
+            remote.extend(run.logging.args());
             let line = remote.iter().map(|w| shell_quote(w)).collect::<Vec<_>>().join(" ");
             // The cookie goes over the ssh connection, never on a command
             // line; written into the pipe before ssh starts, so a failing

@@ -4,6 +4,7 @@
 
 mod console;
 mod launch;
+mod logging;
 mod output;
 mod signals;
 
@@ -89,6 +90,8 @@ struct RunArgs {
     workers: u16,
     #[command(flatten)]
     limits: Limits,
+    #[command(flatten)]
+    logging: logging::Logging,
     /// Start N-1 more nodes on this machine (OS processes) and form a
     /// cluster with them before the program starts; they end with the run.
     /// The program spreads its work with spawn_on.
@@ -145,6 +148,8 @@ struct NodeArgs {
     workers: u16,
     #[command(flatten)]
     limits: Limits,
+    #[command(flatten)]
+    logging: logging::Logging,
     #[command(flatten)]
     cluster: ClusterArgs,
     /// Say nothing on start (for nodes that `run --nodes` starts).
@@ -296,6 +301,7 @@ fn run(args: RunArgs) -> i32 {
 /// many will join).
 fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &RunArgs) -> anyhow::Result<usize>) -> i32 {
     signals::install();
+    args.logging.apply();
     let mut config = Config { workers: args.workers.into(), max_process_memory: args.limits.max_process_memory, preempt_signal: Some(synodic_lua::vm::preempt::install()), pool_worker: Some(synodic_lua::pool_worker), ..Config::default() };
     let say_where = args.cluster.listen.is_some();
     if args.nodes > 1 {
@@ -343,6 +349,7 @@ fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &Ru
 /// `synodic node`: a node that runs no program of its own.
 fn node(mut args: NodeArgs) -> i32 {
     signals::install();
+    args.logging.apply();
     if args.quiet {
         signals::quiet();
     }
@@ -453,6 +460,7 @@ fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow:
             cmd.arg("--no-encryption");
         }
         cmd.args(args.limits.args());
+        cmd.args(args.logging.args());
         ends_with_this_process(&mut cmd);
         let mut child = cmd.spawn().with_context(|| format!("cannot start node {i} of {}", args.nodes))?;
         if let Some(pipe) = child.stdout.take() {

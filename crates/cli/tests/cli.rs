@@ -27,7 +27,7 @@ fn a_failing_process_is_reported_and_the_others_go_on() {
     );
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("error in process <0.2.0>") && stderr.contains("deliberate failure"), "{stderr}");
+    assert!(stderr.contains(" error ") && stderr.contains(" <0.2.0>: ") && stderr.contains("deliberate failure"), "{stderr}");
     assert!(stderr.contains("stack traceback"), "{stderr}");
     assert!(stdout.contains("deliberate failure"), "{stdout}");
 }
@@ -37,7 +37,7 @@ fn an_error_in_the_main_process_exits_with_1() {
     let out = run_source("main_error", "error('main fails')", &[]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("main fails") && stderr.contains("error in process <0.1.0>"), "{stderr}");
+    assert!(stderr.contains("main fails") && stderr.contains(" <0.1.0>: "), "{stderr}");
 }
 
 #[test]

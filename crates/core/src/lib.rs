@@ -42,6 +42,7 @@ pub mod idle;
 pub mod io;
 pub mod linda;
 pub mod linda_remote;
+pub mod log;
 mod mailbox;
 mod message;
 mod names;

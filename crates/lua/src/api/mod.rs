@@ -12,6 +12,7 @@ pub mod future;
 pub(crate) mod http;
 pub mod kernel;
 pub mod linda;
+pub(crate) mod log;
 pub(crate) mod registry;
 pub(crate) mod remote;
 pub(crate) mod socket;

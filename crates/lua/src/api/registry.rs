@@ -2,7 +2,7 @@
 //! to the VM layer (see `crate::vm::module`). A new module is a file in
 //! `api/` and one entry here.
 
-use crate::api::{buffer, chan, control, coroutine, future, http, kernel, linda, socket};
+use crate::api::{buffer, chan, control, coroutine, future, http, kernel, linda, log, socket};
 use crate::vm::module::{Code, Module, Registry};
 
 /// The registry, as the VM layer reads it (installed by `start.rs`).
@@ -19,6 +19,7 @@ pub(crate) static MODULES: &[Module] = &[
     native(c"synodic.control", control::open, Some(control::FUNCTIONS)),
     Module { sendable: Some(&socket::SENDABLE), ..native(c"synodic.socket.raw", socket::open, Some(socket::FUNCTIONS)) },
     native(c"synodic.http.raw", http::open, Some(http::FUNCTIONS)),
+    native(c"synodic.log.raw", log::open, Some(log::FUNCTIONS)),
     lua(c"synodic.alua", c"@lualib/alua.lua", include_str!("../../../../lualib/alua.lua")),
     lua(c"synodic.console", c"@lualib/console.lua", include_str!("../../../../lualib/console.lua")),
     lua(c"synodic.entity", c"@lualib/entity.lua", include_str!("../../../../lualib/entity.lua")),
@@ -41,6 +42,7 @@ pub(crate) static MODULES: &[Module] = &[
         sendable: None,
     },
     lua(c"synodic.http", c"@lualib/http.lua", include_str!("../../../../lualib/http.lua")),
+    lua(c"synodic.log", c"@lualib/log.lua", include_str!("../../../../lualib/log.lua")),
     lua(c"synodic.skel.balance", c"@lualib/skel_balance.lua", include_str!("../../../../lualib/skel_balance.lua")),
     Module { name: c"coroutine", code: Code::Replaces(coroutine::REPLACED), sendable: None },
 ];

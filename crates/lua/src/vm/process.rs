@@ -232,7 +232,8 @@ impl LuaProcess {
         } else {
             // SAFETY: as above; `T` makes the traceback of the dead `L`.
             let tb = unsafe { traceback_of(T, L) };
-            eprintln!("synodic: error in process {}: {text}\n{tb}", me.pid());
+            let node = self.ctx.rt().node_name();
+            synodic_core::log::write(synodic_core::log::Level::Error, &node, Some(me.pid()), &text, Some(&tb));
         }
         match reason {
             ExitReason::Error(e) if e.is_empty() => ExitReason::Error(text),
