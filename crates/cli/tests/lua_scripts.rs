@@ -67,4 +67,5 @@ script_tests!(
     links,
     kill,
     timers,
+    supervisor,
 );

@@ -43,6 +43,7 @@ pub(crate) static MODULES: &[Module] = &[
     },
     lua(c"synodic.http", c"@lualib/http.lua", include_str!("../../../../lualib/http.lua")),
     lua(c"synodic.log", c"@lualib/log.lua", include_str!("../../../../lualib/log.lua")),
+    lua(c"synodic.supervisor", c"@lualib/supervisor.lua", include_str!("../../../../lualib/supervisor.lua")),
     lua(c"synodic.skel.balance", c"@lualib/skel_balance.lua", include_str!("../../../../lualib/skel_balance.lua")),
     Module { name: c"coroutine", code: Code::Replaces(coroutine::REPLACED), sendable: None },
 ];
