@@ -68,4 +68,5 @@ script_tests!(
     kill,
     timers,
     supervisor,
+    futures_wait,
 );

@@ -87,6 +87,11 @@ impl Pool {
     pub fn load(&self) -> usize {
         self.tasks.len() + self.workers - self.idle.len()
     }
+
+    /// Tasks waiting for a worker, and workers waiting for a task.
+    pub fn queued_and_idle(&self) -> (usize, usize) {
+        (self.tasks.len(), self.idle.len())
+    }
 }
 
 #[cfg(test)]

@@ -41,7 +41,11 @@ impl Pools {
         let t = rt.transport().ok_or_else(|| format!("no such node: {node}"))?;
         let alias = t.linked(node).ok_or_else(|| format!("no such node: {node}"))?;
         match t.push(alias, Outgoing::carrying(kind::TASK, Vec::new(), task)) {
-            true => Ok(()),
+            true => {
+                // Counted there until it reports again: a burst spreads.
+                self.started_on(rt, alias);
+                Ok(())
+            }
             false => Err(format!("node lost: {node}")),
         }
     }

@@ -62,7 +62,12 @@ impl Runtime {
 
     /// How loaded this node is: live processes per worker thread, ×1000.
     pub fn load(&self) -> u32 {
-        let per_worker = self.shared.table.occupied() * 1000 / self.scheduler().target.max(1);
+        // Tasks waiting in the pool count as the processes they will keep
+        // busy, and idle pool workers not at all, so that a burst of
+        // `async` tasks counts as it is placed.
+        let (queued, idle) = self.shared.pool.lock().queued_and_idle();
+        let busy = (self.shared.table.occupied() + queued).saturating_sub(idle);
+        let per_worker = busy * 1000 / self.scheduler().target.max(1);
         per_worker.min(u32::MAX as usize) as u32
     }
 

@@ -47,6 +47,7 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"spawn_link_on", links::spawn_link_on),
     (c"trap_exit", links::trap_exit),
     (c"kill", links::kill),
+    (c"wait", wait_futures),
     (c"send_after", timers::send_after),
     (c"cancel_timer", timers::cancel_timer),
     (c"node", node),
@@ -455,6 +456,28 @@ pub(crate) unsafe fn end_with(L: *mut ffi::lua_State, reason: ExitReason) -> c_i
         ctx(L).exit = Some(Box::new(reason));
         end_process(L, exit_k)
     }
+}
+
+/// `wait(futures [, n [, timeout]])`: policy in Lua (`lualib/future_wait.lua`),
+/// called from here so that it sits in the `synodic` table.
+unsafe extern "C-unwind" fn wait_futures(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: the contract; `require` of a bundled module does not yield,
+    // the function it returns goes under the arguments and is called with
+    // a continuation, since it may block.
+    unsafe {
+        let nargs = ffi::lua_gettop(L);
+        ffi::lua_getglobal(L, c"require".as_ptr());
+        ffi::lua_pushstring(L, c"synodic.future.wait".as_ptr());
+        ffi::lua_call(L, 1, 1);
+        ffi::lua_rotate(L, 1, 1);
+        ffi::lua_callk(L, nargs, ffi::LUA_MULTRET, 0, Some(wait_k));
+        wait_k(L, ffi::LUA_OK, 0)
+    }
+}
+
+unsafe extern "C-unwind" fn wait_k(L: *mut ffi::lua_State, _status: c_int, _k: ffi::lua_KContext) -> c_int {
+    // SAFETY: the contract: the results are all that is on the stack.
+    unsafe { ffi::lua_gettop(L) }
 }
 
 /// Ends the calling process here, whose `exit` reason is set, by an error

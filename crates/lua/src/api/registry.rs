@@ -29,6 +29,7 @@ pub(crate) static MODULES: &[Module] = &[
         sendable: None,
     },
     Module { sendable: Some(&future::SENDABLE), ..lua(c"synodic.future", c"@lualib/future.lua", include_str!("../../../../lualib/future.lua")) },
+    lua(c"synodic.future.wait", c"@lualib/future_wait.lua", include_str!("../../../../lualib/future_wait.lua")),
     lua(c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../../lualib/skel.lua")),
     Module {
         name: c"synodic.socket.core",
