@@ -7,8 +7,17 @@
 -- so it can alua.send and alua.mcast to every agent, and the events other
 -- agents send it run here too.
 --
+-- Lines gather until they form a statement, and values print readably
+-- (synodic.repl, shared with `synodic`'s own prompt). Ctrl-C at the client
+-- stops the line running ("interrupted!"); the client leaving ends the
+-- agent, even in the middle of a line.
+--
 -- Tools for the user, as globals:
---   processes()        lists the live processes (pid, state, queued messages, names)
+--   processes([max])   lists the live processes of every node (pid, node,
+--                      state, queued messages, names), most messages first,
+--                      at most max (default 50)
+--   pid(text)          the pid printed as text ("<0.4.0>")
+--   kill(pid [, why])  ends a process, on any node
 --   inspect(who)       shows what a process (pid or name) is doing, and where
 --   inspect(who, expr) evaluates expr in agent `who` and prints the value
 --   scope([space])     the tuple scope: every tuple space of the cluster (or
@@ -24,6 +33,7 @@
 local s = require "synodic"
 local control = require "synodic.control"
 local alua = require "synodic.alua"
+local repl = require "synodic.repl"
 
 local console = {}
 
@@ -35,26 +45,6 @@ local function output(port, kind, ...)
   control.write(port, kind, table.concat(parts, "\t", 1, parts.n))
 end
 
--- The traceback of an error in a line the user typed, without the frames
--- of this agent that ran it.
-local function traceback(e)
-  local tb = debug.traceback(tostring(e), 2)
-  return (tb:gsub("\n%s*%[C%]: in function 'xpcall'.*$", ""))
-end
-
--- Runs a line the user typed; a line that is an expression prints its
--- values, as in the lua prompt.
-local function run_line(port, code)
-  local chunk, err
-  if load("return " .. code, "=(console)", "t") then
-    chunk = load("local v = table.pack(" .. code .. ") if v.n > 0 then print(table.unpack(v, 1, v.n)) end", "=(console)", "t")
-  end
-  if not chunk then chunk, err = load(code, "=(console)", "t") end
-  if not chunk then return output(port, "e", err) end
-  local ok, failure = xpcall(chunk, traceback)
-  if not ok then output(port, "e", failure) end
-end
-
 -- An event another agent sent: run as any agent runs it.
 local function run_event(port, code)
   local ok, err = alua._run(code)
@@ -62,7 +52,10 @@ local function run_event(port, code)
 end
 
 local function pid_of(who)
-  if type(who) == "string" then return s.whereis(who) end
+  if type(who) == "string" then
+    if who:match("^%s*<[%d.]+>%s*$") then return repl.pid(who) end
+    return s.whereis(who)
+  end
   return who
 end
 
@@ -150,10 +143,32 @@ function console.main(port)
   s.register(alua.id, s.self())
   _G.print = function(...) output(port, "o", ...) end
 
-  _G.processes = function()
-    for _, p in ipairs(control.processes()) do
-      print(string.format("%-14s %-9s %5d queued  %s", tostring(p.pid), p.state, p.mailbox, table.concat(p.names, " ")))
+  _G.processes = function(max)
+    max = max or 50
+    local all = {}
+    for _, at in ipairs(on_nodes(s.nodes(), function() return require("synodic.control").processes() end)) do
+      if not at.ok then print(string.format("%s: %s", at.node, tostring(at.value))) end
+      for _, p in ipairs(at.ok and at.value or {}) do
+        p.node = at.node
+        all[#all + 1] = p
+      end
     end
+    table.sort(all, function(a, b)
+      if a.mailbox ~= b.mailbox then return a.mailbox > b.mailbox end
+      return a.node < b.node
+    end)
+    print(string.format("%-12s %-20s %-9s %7s  %s", "pid", "node", "state", "queued", "names"))
+    for i = 1, math.min(#all, max) do
+      local p = all[i]
+      print(string.format("%-12s %-20s %-9s %7d  %s", tostring(p.pid), p.node, p.state, p.mailbox, table.concat(p.names, " ")))
+    end
+    if #all > max then print(string.format("... and %d more (processes(%d) shows them)", #all - max, #all)) end
+  end
+  _G.pid = repl.pid
+  _G.kill = function(who, why)
+    local p = pid_of(type(who) == "string" and who:match("^%s*<[%d.]+>%s*$") and repl.pid(who) or who)
+    if p == nil then error("kill: no process " .. tostring(who), 2) end
+    return s.kill(p, why)
   end
 
   _G.scope, _G.dump = scope, dump
@@ -181,11 +196,15 @@ function console.main(port)
     print((type(value) == "table") and alua.tostring(value) or value)
   end
 
+  local prompt = repl.new(function(text) output(port, "o", text) end, function(text) output(port, "e", text) end, "=(console)")
   while true do
     local tag, code = s.receive()
     if tag == LINE then
-      run_line(port, code)
-      control.write(port, "d", "")
+      if prompt.feed(code) == "more" then
+        control.write(port, "m", "")
+      else
+        control.write(port, "d", "")
+      end
     elseif tag == alua._EVENT then
       run_event(port, code)
     elseif tag == CLOSED then

@@ -62,10 +62,22 @@ fn main() {
 }
 
 /// The compile-time options of Lua, which code reading its internals must share.
+const PATH_DEFAULT: &str = "\"/usr/local/share/lua/5.4/?.lua;/usr/local/share/lua/5.4/?/init.lua;/usr/local/lib/lua/5.4/?.lua;/usr/local/lib/lua/5.4/?/init.lua;/usr/share/lua/5.4/?.lua;/usr/share/lua/5.4/?/init.lua;./?.lua;./?/init.lua\"";
+
+fn cpath_default() -> String {
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_else(|_| "x86_64".into());
+    format!("\"/usr/local/lib/lua/5.4/?.so;/usr/lib/{arch}-linux-gnu/lua/5.4/?.so;/usr/lib/lua/5.4/?.so;/usr/local/lib/lua/5.4/loadall.so;./?.so\"")
+}
+
 fn lua_options(build: &mut cc::Build) {
     build
         .define("LUA_USE_LINUX", None)
         .define("LUA_COMPAT_5_3", None)
+        // The search paths of Debian's lua5.4, so that `synodic` finds what
+        // `lua5.4` finds, in the same order (`./?.lua` last), and `;;` in
+        // LUA_PATH and LUA_CPATH stands for them.
+        .define("LUA_PATH_DEFAULT", Some(PATH_DEFAULT))
+        .define("LUA_CPATH_DEFAULT", Some(cpath_default().as_str()))
         // The vendored sources' hooks for Synodic (marked [Synodic]) are on.
         .define("LUAI_SYNODIC", None)
         // Each Lua state is a process, a million of them must fit: the

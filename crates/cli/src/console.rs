@@ -30,6 +30,8 @@ pub struct ConsoleArgs {
 enum Event {
     /// An event finished.
     Done,
+    /// The line began a statement that goes on: the agent waits for more.
+    More,
     /// The program closed the connection.
     Gone,
 }
@@ -50,7 +52,7 @@ pub fn run(args: ConsoleArgs) -> Result<i32> {
         bail!("console {}: {}", args.address, if greeting.is_empty() { "connection closed" } else { &greeting });
     };
     let agent = agent.to_string();
-    let mut writer = Writer { stream, sealer };
+    let writer = Writer { stream, sealer };
 
     // SAFETY: isatty only reads the descriptor's state.
     let interactive = unsafe { libc::isatty(0) == 1 };
@@ -75,6 +77,9 @@ pub fn run(args: ConsoleArgs) -> Result<i32> {
                 "d" => {
                     let _ = events.send(Event::Done);
                 }
+                "m" => {
+                    let _ = events.send(Event::More);
+                }
                 _ => {}
             }
             let _ = std::io::stdout().flush();
@@ -95,24 +100,38 @@ pub fn run(args: ConsoleArgs) -> Result<i32> {
     if interactive {
         println!("connected to {} as agent {agent}; processes() lists the processes, inspect(who) shows one; Ctrl-D leaves", args.address);
         let mut editor = rustyline::DefaultEditor::new()?;
+        let writer = std::sync::Arc::new(std::sync::Mutex::new(writer));
+        interrupt_on_ctrl_c(writer.clone());
+        let mut more = false;
         loop {
-            match editor.readline(&format!("{agent}> ")) {
-                Ok(line) if line.trim().is_empty() => continue,
+            let prompt = if more { format!("{agent}>> ") } else { format!("{agent}> ") };
+            match editor.readline(&prompt) {
+                Ok(line) if line.trim().is_empty() && !more => continue,
                 Ok(line) => {
                     let _ = editor.add_history_entry(line.as_str());
-                    if !send_line(&mut writer, &line, &done)? {
-                        return Ok(1);
+                    match send_line(&writer, &line, &done)? {
+                        Some(goes_on) => more = goes_on,
+                        None => return Ok(1),
                     }
                 }
-                // Ctrl-C drops the line being typed, as in a shell.
+                // Ctrl-C drops the line being typed, as in a shell (and
+                // what was typed of a statement before it).
+                Err(rustyline::error::ReadlineError::Interrupted) if more => {
+                    more = false;
+                    match send_line(&writer, "\x18", &done)? {
+                        Some(_) => {}
+                        None => return Ok(1),
+                    }
+                }
                 Err(rustyline::error::ReadlineError::Interrupted) => continue,
                 Err(_) => break,
             }
         }
     } else {
+        let writer = std::sync::Arc::new(std::sync::Mutex::new(writer));
         for line in std::io::stdin().lock().lines() {
             let line = line?;
-            if !line.trim().is_empty() && !send_line(&mut writer, &line, &done)? {
+            if !line.trim().is_empty() && send_line(&writer, &line, &done)?.is_none() {
                 return Ok(1);
             }
         }
@@ -157,14 +176,39 @@ impl Writer {
     }
 }
 
-/// Sends one line and waits until the program has run it; false when the
+/// Sends one line and waits until the program has run it: whether the
+/// statement goes on (the agent waits for more), or `None` when the
 /// program went away.
-fn send_line(writer: &mut Writer, line: &str, done: &mpsc::Receiver<Event>) -> Result<bool> {
-    if writer.line(line).is_err() {
+fn send_line(writer: &std::sync::Mutex<Writer>, line: &str, done: &mpsc::Receiver<Event>) -> Result<Option<bool>> {
+    if writer.lock().unwrap_or_else(|e| e.into_inner()).line(line).is_err() {
         // The reader sees the same closed connection: let it say so before
         // the console exits, so the user always learns why.
-        while let Ok(Event::Done) = done.recv() {}
-        return Ok(false);
+        while let Ok(Event::Done | Event::More) = done.recv() {}
+        return Ok(None);
     }
-    Ok(matches!(done.recv(), Ok(Event::Done)))
+    Ok(match done.recv() {
+        Ok(Event::Done) => Some(false),
+        Ok(Event::More) => Some(true),
+        _ => None,
+    })
+}
+
+/// Ctrl-C while a line runs (the terminal is not in line editing then, so
+/// it is a signal) stops that line at the program, not this console.
+fn interrupt_on_ctrl_c(writer: std::sync::Arc<std::sync::Mutex<Writer>>) {
+    // SAFETY: plain libc calls on this thread's signal mask, before the
+    // thread below starts (it inherits the mask); sigwait takes the signal
+    // there, so no handler runs.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+        let _ = std::thread::Builder::new().name("console-ctrl-c".into()).spawn(move || loop {
+            let mut sig = 0;
+            if libc::sigwait(&set, &mut sig) == 0 {
+                let _ = writer.lock().unwrap_or_else(|e| e.into_inner()).line("\x03");
+            }
+        });
+    }
 }

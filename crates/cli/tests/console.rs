@@ -1,6 +1,6 @@
 //! The console as a user and as an attacker meet it: attaching with the
-//! cookie and without, listing and inspecting processes, its end with the
-//! program; lines bounded, altered lines refused, idle unproven
+//! cookie and without, listing and inspecting processes, statements over
+//! several lines, readable values, Ctrl-C, its end with the program; lines bounded, altered lines refused, idle unproven
 //! connections that never lock the real console out.
 
 mod common;
@@ -200,4 +200,66 @@ fn idle_unproven_connections_never_lock_a_console_out() {
     }
     let said: Vec<String> = (0..20).map(|_| p.stderr.recv_timeout(common::LIMIT).expect("one line per idle connection")).collect();
     assert!(said.iter().all(|l| l.starts_with("synodic: console from 127.0.0.1:") && (l.contains("crowded out") || l.contains("no handshake within"))), "{said:?}");
+}
+
+/// The console as Erlang's shell: a statement over several lines, values
+/// shown readably (tables nested, strings quoted), a printed pid pasted
+/// back, processes of every node sorted, kill.
+#[test]
+fn console_takes_statements_over_lines_and_shows_values() {
+    let p = WithConsole::start(
+        "shell",
+        "local s = require 'synodic'\n\
+         s.register('server', s.spawn(function() while true do s.receive() end end))\n\
+         s.receive()\n",
+    );
+    let out = p.console(
+        &p.cookie,
+        "for i = 1, 3 do\nprint(i)\nend\n{1, 'two', {x = 3, y = {4}}}\nlocal s = require('synodic') return tostring(s.whereis('server'))\n\
+         local s = require('synodic') return s.whereis('server') == pid(tostring(s.whereis('server')))\n\
+         processes()\nkill(tostring(require('synodic').whereis('server')))\nrequire('synodic').sleep(0.05) return require('synodic').whereis('server')\n",
+    );
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(stdout.starts_with("1\n2\n3\n{1, \"two\", {x = 3, y = {4}}}\n\"<0."), "{stdout}");
+    assert!(stdout.contains("\ntrue\n"), "a pasted pid names the process: {stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("pid ") && l.contains("queued")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.contains("waiting") && l.ends_with("server")), "{stdout}");
+    assert!(stdout.trim_end().ends_with("true\nnil"), "killed: its name is free: {stdout}");
+}
+
+/// Ctrl-C stops a runaway line, and the console goes on; a client that
+/// leaves in the middle of one ends its agent (nothing keeps computing).
+#[test]
+fn a_runaway_line_is_interrupted_and_a_console_that_leaves_ends_its_agent() {
+    use std::io::Write;
+    let p = WithConsole::start("runaway", "alua.spawn{'B'}\n");
+    let (mut stream, mut sealer, mut lines, first) = console_by_hand(&p.addr, &p.cookie);
+    assert!(first.starts_with("ok "), "{first}");
+    let mut writer = stream.try_clone().unwrap();
+    let mut send = |line: &[u8]| {
+        let mut sealed = Vec::new();
+        sealer.seal(&[line, b"\n"].concat(), &mut sealed).unwrap();
+        writer.write_all(&sealed).unwrap();
+    };
+    send(b"while true do end");
+    send(b"\x03");
+    let mut got = Vec::new();
+    while let Some(line) = read_console_line(&mut stream, &mut lines) {
+        got.push(line.clone());
+        if line.trim_end() == "d" {
+            break;
+        }
+    }
+    assert!(got.iter().any(|l| l.starts_with("e ") && l.contains("interrupted!")), "{got:?}");
+    send(b"1 + 1");
+    assert_eq!(read_console_line(&mut stream, &mut lines).as_deref(), Some("o 2"));
+    // Leave in the middle of a runaway line: the agent ends.
+    send(b"while true do end");
+    drop(send);
+    drop(writer);
+    drop(stream);
+    let out = p.console(&p.cookie, "local n = 0 for _, q in ipairs(require('synodic.control').processes()) do if q.state == 'running' or q.state == 'runnable' then n = n + 1 end end return n\n");
+    let busy: i32 = text(&out.stdout).trim().parse().unwrap_or(-1);
+    assert!(busy <= 1, "only the asking console runs: {}", text(&out.stdout));
 }

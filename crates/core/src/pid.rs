@@ -84,6 +84,23 @@ impl Pid {
     }
 }
 
+impl Pid {
+    /// The pid printed as `text` (`<node.index.generation>`, as `Display`
+    /// writes it; the angle brackets may be left out).
+    pub fn parse(text: &str) -> Option<Pid> {
+        let inner = text.trim();
+        let inner = inner.strip_prefix('<').and_then(|t| t.strip_suffix('>')).unwrap_or(inner);
+        let mut parts = inner.split('.');
+        let node: u16 = parts.next()?.parse().ok()?;
+        let index: u32 = parts.next()?.parse().ok()?;
+        let generation: u32 = parts.next()?.parse().ok()?;
+        if parts.next().is_some() || node > Self::MAX_NODE || index > Self::MAX_INDEX || generation > Self::GEN_MASK {
+            return None;
+        }
+        Some(Pid::new(node, index, generation))
+    }
+}
+
 impl fmt::Display for Pid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "<{}.{}.{}>", self.node(), self.index(), self.generation())

@@ -151,6 +151,9 @@ const PROBED: u8 = 4;
 const DRAIN_WATCHED: u8 = 8;
 /// Bit of a process's flags: it was killed and ends before it next runs.
 const KILLED: u8 = 16;
+/// Bit of a process's flags: it is asked to stop what it computes (an
+/// error "interrupted!" at its next preemption; Ctrl-C at a prompt).
+const INTERRUPTED: u8 = 32;
 
 /// Why a message was not delivered.
 #[derive(Debug, PartialEq, Eq)]
@@ -389,6 +392,22 @@ impl Process {
         }
         let mut links = self.links.lock();
         links.more.as_mut().and_then(|m| m.killed.take())
+    }
+
+    /// Asks the process to stop what it computes, if `pid` is its tenant.
+    pub(crate) fn interrupt(&self, pid: Pid) -> bool {
+        let links = self.links.lock();
+        if links.exited || !self.is(pid) {
+            return false;
+        }
+        self.flags.fetch_or(INTERRUPTED, Relaxed);
+        true
+    }
+
+    /// For the running process's body: whether it was asked to stop what
+    /// it computes (the flag is cleared).
+    pub fn take_interrupt(&self) -> bool {
+        self.flags.load(Relaxed) & INTERRUPTED != 0 && self.flags.fetch_and(!INTERRUPTED, Relaxed) & INTERRUPTED != 0
     }
 
     /// For the running process's body: whether it was killed (it should

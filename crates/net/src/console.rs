@@ -16,12 +16,14 @@
 //! 2. server: `ok <agent id>`, or `refused: <why>` and the connection
 //!    closes (too many consoles attached);
 //! 3. client: one line of Lua per event (at most [`LINE_MAX`] bytes); the
-//!    agent runs it;
-//! 4. server: `o <text>` for output, `e <text>` for an error, and `d` when
-//!    the event is done (`\` and newlines in text are escaped as `\\` and
-//!    `\n`);
-//! 5. the client closing the connection ends the console agent; the program
-//!    ending closes the connection.
+//!    agent runs it (or keeps it, if it is the start of a statement that
+//!    goes on); the line [`INTERRUPT`] (Ctrl-C) stops the line running,
+//!    and the line `\x18` drops a statement begun;
+//! 4. server: `o <text>` for output, `e <text>` for an error, `m` when the
+//!    agent waits for more of a statement, and `d` when the event is done
+//!    (`\` and newlines in text are escaped as `\\` and `\n`);
+//! 5. the client closing the connection ends the console agent, even in
+//!    the middle of a line; the program ending closes the connection.
 //!
 //! Lines are `\n`-terminated text inside the records ([`Lines`] cuts them
 //! out). Everything a peer can size is bounded: each line, the consoles
@@ -57,6 +59,8 @@ const OUTPUT_QUEUE: usize = 4096;
 /// Message tags between the endpoint and a console agent (see `lualib/console.lua`).
 pub const LINE: &[u8] = b"console.line";
 pub const CLOSED: &[u8] = b"console.closed";
+/// The line a client sends for Ctrl-C: the agent's running line stops.
+pub const INTERRUPT: &[u8] = b"\x03";
 
 /// Starts the agent for a new console, whose output port is the argument;
 /// returns its pid, or why not.
@@ -203,6 +207,11 @@ async fn serve(rt: &Runtime, stream: TcpStream, peer: SocketAddr, session: Sessi
     let mut lines = Lines::new(opener, LINE_MAX);
     let ended = loop {
         match lines.next_line() {
+            // Ctrl-C at the client: the line running there stops.
+            Ok(Some(line)) if line == INTERRUPT => {
+                rt.interrupt(agent);
+                continue;
+            }
             Ok(Some(line)) => {
                 rt.send(agent, tagged(LINE, Some(&line)));
                 continue;
@@ -220,9 +229,10 @@ async fn serve(rt: &Runtime, stream: TcpStream, peer: SocketAddr, session: Sessi
     if let Some(e) = ended {
         eprintln!("synodic: console from {peer} closed: {e}");
     }
-    // Step 5.
+    // Step 5: the agent ends, even in the middle of a runaway line.
     rt.ports().close(port);
     rt.send(agent, tagged(CLOSED, None));
+    rt.kill(agent, synodic_core::ExitReason::Normal);
     writer.abort();
 }
 

@@ -111,6 +111,13 @@ impl Runtime {
         }
     }
 
+    /// Asks `target`, a process here, to stop what it computes: it raises
+    /// "interrupted!" at its next preemption (a process that waits is not
+    /// disturbed). False when there is no such process here.
+    pub fn interrupt(&self, target: Pid) -> bool {
+        self.live(target).is_some_and(|slot| slot.interrupt(target))
+    }
+
     /// `from`, linked to `to`, ended with `reason`: `to` gets the exit
     /// signal (see the module's note).
     pub fn exit_signal(&self, from: Pid, to: Pid, reason: &ExitReason) {

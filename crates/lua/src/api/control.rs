@@ -9,6 +9,7 @@
 //! | `processes()` | the live processes: a list of `{pid =, state =, mailbox =, names = {...}}` |
 //! | `probe(pid)` | asks `pid` to describe itself: the caller receives `"probe", pid, text`; false when there is no such process |
 //! | `spaces()` | the tuple spaces that live on this node: a list of `{id =, name =, tuples =, waiting =, classes = {{arity =, first =, count =}, ...}}` (`first` nil for a class of first fields that are not plain values) |
+//! | `pid(text)` | the pid printed as `text` (`"<0.4.0>"`), or nil |
 //! | `tuples(id, arity, first [, max])` | up to `max` (default 100) tuples of that class of the space `id` of this node, oldest first, each a list of its fields |
 
 use std::ffi::{c_int, CStr};
@@ -21,7 +22,7 @@ use synodic_core::Pid;
 use crate::vm::ctx::ctx;
 use crate::vm::util::{pid_arg, push_bytes, push_pid, raise, to_bytes};
 
-pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"write", write), (c"processes", processes), (c"probe", probe), (c"spaces", spaces), (c"tuples", tuples)];
+pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"write", write), (c"processes", processes), (c"probe", probe), (c"spaces", spaces), (c"tuples", tuples), (c"pid", pid)];
 
 crate::vm::lazy::lazy_module!(b"synodic.control");
 
@@ -203,5 +204,18 @@ unsafe extern "C-unwind" fn tuples(L: *mut ffi::lua_State) -> c_int {
         }
     }
     drop(found);
+    1
+}
+
+/// `pid(text)`: the pid printed as `text`, or nil.
+unsafe extern "C-unwind" fn pid(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls this native function with its running state `L`
+    // (lib.rs invariant 1); the text's bytes stay on the stack while read.
+    unsafe {
+        match to_bytes(L, 1).and_then(|b| std::str::from_utf8(b).ok()).and_then(Pid::parse) {
+            Some(p) => push_pid(L, p),
+            None => ffi::lua_pushnil(L),
+        }
+    }
     1
 }

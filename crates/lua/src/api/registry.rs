@@ -21,6 +21,7 @@ pub(crate) static MODULES: &[Module] = &[
     native(c"synodic.http.raw", http::open, Some(http::FUNCTIONS)),
     native(c"synodic.log.raw", log::open, Some(log::FUNCTIONS)),
     lua(c"synodic.alua", c"@lualib/alua.lua", include_str!("../../../../lualib/alua.lua")),
+    lua(c"synodic.repl", c"@lualib/repl.lua", include_str!("../../../../lualib/repl.lua")),
     lua(c"synodic.console", c"@lualib/console.lua", include_str!("../../../../lualib/console.lua")),
     lua(c"synodic.entity", c"@lualib/entity.lua", include_str!("../../../../lualib/entity.lua")),
     Module {
@@ -47,6 +48,7 @@ pub(crate) static MODULES: &[Module] = &[
     lua(c"synodic.supervisor", c"@lualib/supervisor.lua", include_str!("../../../../lualib/supervisor.lua")),
     lua(c"synodic.skel.balance", c"@lualib/skel_balance.lua", include_str!("../../../../lualib/skel_balance.lua")),
     Module { name: c"coroutine", code: Code::Replaces(coroutine::REPLACED), sendable: None },
+    Module { name: c"os", code: Code::Replaces(&[(c"clock", crate::vm::cputime::os_clock)]), sendable: None },
 ];
 
 const fn native(name: &'static std::ffi::CStr, open: mlua_sys::lua_CFunction, lazy: Option<&'static crate::vm::util::Functions>) -> Module {

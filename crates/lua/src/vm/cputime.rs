@@ -1,7 +1,8 @@
 //! A process's processor time, counted across its runs on whatever worker
 //! threads they take place, for the processes that ask for it (the node's
 //! pool workers: a skeleton reports how much of a task's time it
-//! computed). Kept in the state's registry, not the context: few processes
+//! computed; a process calling `os.clock`, which counts its own time, not
+//! the node's). Kept in the state's registry, not the context: few processes
 //! need it, and every idle one would pay for a field.
 
 use std::ffi::{c_int, CStr};
@@ -76,4 +77,16 @@ pub(crate) unsafe extern "C-unwind" fn cpu_clock(L: *mut ffi::lua_State) -> c_in
         ffi::lua_pushnumber(L, ns as f64 * 1e-9);
     }
     1
+}
+
+/// `os.clock()`: the processor time the calling process has used, in
+/// seconds (counted from its first call: a difference of two calls is what
+/// `lua`'s would be for a program alone).
+pub(crate) unsafe extern "C-unwind" fn os_clock(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls this native function with its running state `L`
+    // (lib.rs invariant 1), with a context.
+    unsafe {
+        start_timing(L);
+        cpu_clock(L)
+    }
 }

@@ -227,6 +227,10 @@ unsafe fn preempt_now(L: *mut ffi::lua_State) {
     // does not unwind: it returns, and Lua suspends the thread after the
     // hook; `c` is not used after it.
     unsafe {
+        if ctx(L).proc().take_interrupt() {
+            // As `lua`'s Ctrl-C: an error where the process computes.
+            ffi::luaL_error(L, c"interrupted!".as_ptr());
+        }
         if ffi::lua_isyieldable(L) == 0 {
             return;
         }

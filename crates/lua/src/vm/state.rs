@@ -245,14 +245,15 @@ pub(crate) unsafe fn push_module(L: *mut ffi::lua_State, name: &[u8]) -> Result<
     }
 }
 
-/// Opens `package`, registers Synodic's modules in `package.preload`, and
-/// adds Debian's module directories to the search paths. (Its own opener
-/// also sets the global `require` to the package library's.)
+/// Opens `package` and registers Synodic's modules in `package.preload`.
+/// The search paths are Lua's own (`LUA_PATH_DEFAULT`, set to Debian's
+/// lua5.4's by build.rs, and LUA_PATH/LUA_CPATH as `lua` reads them). (Its
+/// own opener also sets the global `require` to the package library's.)
 pub(crate) unsafe extern "C-unwind" fn open_package(L: *mut ffi::lua_State) -> c_int {
     // SAFETY: Lua calls this opener with its running state `L` (lib.rs
     // invariant 1). `package` is the library's table; `preload` is a plain
     // table on top while loaders are set in it. Nothing here owns memory.
-    let package = unsafe {
+    unsafe {
         ffi::luaopen_package(L);
         let package = ffi::lua_gettop(L);
         ffi::lua_rawgeti(L, ffi::LUA_REGISTRYINDEX, ffi::LUA_RIDX_GLOBALS);
@@ -266,40 +267,10 @@ pub(crate) unsafe extern "C-unwind" fn open_package(L: *mut ffi::lua_State) -> c
         }
         crate::vm::bundled::register_preloads(L, ffi::lua_gettop(L));
         ffi::lua_settop(L, package);
-        package
-    };
-    let triple = format!("{}-linux-gnu", std::env::consts::ARCH);
-    // NOT KEPT: lib.rs invariant 2. `triple` is alive through the calls
-    // below; a memory error in them would unwind over it (in practice a leak).
-    if std::env::var_os("LUA_PATH_5_4").is_none() && std::env::var_os("LUA_PATH").is_none() {
-        // SAFETY: as above; `package` is the library's table.
-        unsafe { append_path(L, package, c"path", "/usr/share/lua/5.4/?.lua;/usr/share/lua/5.4/?/init.lua".to_string()) };
-    }
-    if std::env::var_os("LUA_CPATH_5_4").is_none() && std::env::var_os("LUA_CPATH").is_none() {
-        // SAFETY: as above.
-        unsafe { append_path(L, package, c"cpath", format!("/usr/lib/{triple}/lua/5.4/?.so;/usr/lib/lua/5.4/?.so")) };
     }
     1
 }
 
-/// # Safety
-/// `L` is valid and `package` the index of the package table.
-unsafe fn append_path(L: *mut ffi::lua_State, package: c_int, field: &CStr, extra: String) {
-    // SAFETY: the contract; the three pieces pushed are concatenated into
-    // one, which `lua_setfield` pops. NOT KEPT: lib.rs invariant 2, a memory
-    // error in the first two pushes would unwind over `extra` (in practice a leak).
-    unsafe {
-        ffi::lua_getfield(L, package, field.as_ptr());
-        push_bytes(L, b";");
-        push_bytes(L, extra.as_bytes());
-    }
-    drop(extra);
-    // SAFETY: as above.
-    unsafe {
-        ffi::lua_concat(L, 3);
-        ffi::lua_setfield(L, package, field.as_ptr());
-    }
-}
 
 extern "C" {
     static stdout: *mut libc::FILE;
