@@ -50,6 +50,9 @@ const JOIN_PATIENCE: Duration = Duration::from_secs(30);
 
 pub fn launch(args: LaunchArgs) -> i32 {
     let planned = (|| {
+        if args.run.script.is_none() {
+            bail!("missing script: synodic launch --hostfile FILE PROG.lua [ARGS]");
+        }
         if args.run.nodes > 1 {
             bail!("--nodes is for 'synodic run'; launch takes --np");
         }

@@ -5,6 +5,7 @@
 mod console;
 mod launch;
 mod logging;
+mod lua_cli;
 mod output;
 mod signals;
 
@@ -54,11 +55,25 @@ fn more_open_files() {
 /// reserved before `main` too; that variable in the environment still
 /// decides, if set.
 fn no_huge_pages() {
-    if std::env::var_os("MIMALLOC_ALLOW_THP").is_none() {
-        // SAFETY: a process-wide flag of the kernel; no memory is touched.
+    let allowed = std::env::var_os("MIMALLOC_ALLOW_THP").is_some_and(|v| v != "0");
+    // SAFETY: a process-wide flag of the kernel; no memory is touched.
+    unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, (!allowed) as libc::c_ulong, 0, 0, 0) };
+}
+
+/// The same, before Rust's runtime starts: its first allocation touches
+/// the arena mimalloc reserves, and the kernel would clear a whole huge
+/// page for it (a sixth of the time `synodic -e ''` took). The process's
+/// constructors run before that; the environment is not read here, so
+/// `MIMALLOC_ALLOW_THP` set puts the flag back in `main`.
+#[used]
+#[link_section = ".init_array"]
+static NO_HUGE_PAGES_EARLY: extern "C" fn() = {
+    extern "C" fn early() {
+        // SAFETY: as in `no_huge_pages`.
         unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
     }
-}
+    early
+};
 
 /// Concurrent, parallel and distributed programming in Lua.
 #[derive(Parser)]
@@ -83,7 +98,7 @@ enum Command {
     Console(console::ConsoleArgs),
 }
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Default)]
 struct RunArgs {
     /// Worker threads that run processes (default: one per core; at most 1024).
     #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=synodic_core::MAX_WORKERS as i64))]
@@ -99,11 +114,14 @@ struct RunArgs {
     nodes: u16,
     #[command(flatten)]
     cluster: ClusterArgs,
-    /// The Lua script to run.
-    script: PathBuf,
+    /// The Lua script to run (`-`: read it from standard input).
+    script: Option<PathBuf>,
     /// Arguments for the script (the global `arg`, and `...`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<String>,
+    /// The `lua`-style command line this run was started with, if any.
+    #[arg(skip)]
+    lua: Option<synodic_lua::vm::command_line::CommandLine>,
 }
 
 /// What a node's processes and tuple spaces may take.
@@ -162,7 +180,7 @@ struct NodeArgs {
 }
 
 /// How a node takes part in a cluster (SPEC §8, §9), and who may attach.
-#[derive(clap::Args)]
+#[derive(clap::Args, Default)]
 struct ClusterArgs {
     /// Open a console endpoint on this address (host:port; port 0 picks a
     /// free one), which `synodic console` attaches to; its address is
@@ -261,6 +279,16 @@ fn main() {
     keep_freed_memory();
     no_huge_pages();
     more_open_files();
+    if let Some(args) = lua_cli::lua_command(std::env::args_os().skip(1)) {
+        exit(match lua_cli::parse(args) {
+            Ok(Some(cl)) => {
+                let nodes = 1;
+                run_with(RunArgs { nodes, lua: Some(cl), ..RunArgs::default() }, |_, _, _| Ok(0))
+            }
+            Ok(None) => 0,
+            Err(code) => code,
+        });
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => exit(usage_error(e)),
@@ -292,7 +320,22 @@ fn usage_error(e: clap::Error) -> i32 {
     2
 }
 
-fn run(args: RunArgs) -> i32 {
+fn run(mut args: RunArgs) -> i32 {
+    match args.script.as_deref().map(|p| p.to_string_lossy().into_owned()) {
+        None => {
+            eprintln!("synodic: missing script: synodic run PROG.lua [ARGS] (or synodic PROG.lua, as with lua)");
+            return 2;
+        }
+        // `-`: the script is standard input, read now, as `lua -` does.
+        Some(dash) if dash == "-" => match lua_cli::stdin_source() {
+            Ok(source) => args.lua = Some(lua_cli::stdin_script(source, std::mem::take(&mut args.args))),
+            Err(e) => {
+                eprintln!("synodic: cannot read the script from standard input: {e}");
+                return 1;
+            }
+        },
+        Some(_) => {}
+    }
     run_with(args, |_, _, _| Ok(0))
 }
 
@@ -300,6 +343,7 @@ fn run(args: RunArgs) -> i32 {
 /// asks for, and those `start_others` starts elsewhere (it returns how
 /// many will join).
 fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &RunArgs) -> anyhow::Result<usize>) -> i32 {
+    let script = args.script.as_deref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     signals::install();
     args.logging.apply();
     let mut config = Config { workers: args.workers.into(), max_process_memory: args.limits.max_process_memory, preempt_signal: Some(synodic_lua::vm::preempt::install()), pool_worker: Some(synodic_lua::pool_worker), ..Config::default() };
@@ -333,8 +377,16 @@ fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &Ru
         eprintln!("synodic: {e:#}");
         return 1;
     }
-    let script = args.script.to_string_lossy().into_owned();
-    match rt.run_main(LuaProcess::main_script(script, args.args)) {
+    let body = match args.lua.take() {
+        Some(mut cl) => {
+            if cl.interactive {
+                cl.prompt_port = lua_cli::open_prompt(&rt);
+            }
+            LuaProcess::command_line(cl)
+        }
+        None => LuaProcess::main_script(script, std::mem::take(&mut args.args)),
+    };
+    match rt.run_main(body) {
         RunEnd::Exited(ExitReason::Normal) => 0,
         RunEnd::Exited(ExitReason::Error(e)) if e == synodic_core::MEMORY_LIMIT => {
             let limit = rt.max_process_memory().map_or_else(String::new, |b| format!(" of {b} bytes"));

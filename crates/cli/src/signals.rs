@@ -4,7 +4,8 @@
 //!   printing to a closed pipe ends, killed by the signal, as `lua` is.
 //!   Sockets are written with MSG_NOSIGNAL, so a peer that goes away never
 //!   kills the node.
-//! - SIGINT and SIGTERM end the run at once, but first flush what processes
+//! - SIGINT and SIGTERM end the run at once (SIGINT at a prompt stops the
+//!   line running instead), but first flush what processes
 //!   printed to a pipe or a file (a buffered stdout), and say so on stderr.
 //!   They are taken by a thread of their own with `sigwait`, so nothing runs
 //!   in a signal handler. Exit status 128 + the signal, as a shell reports it.
@@ -28,7 +29,13 @@ pub fn install() {
         libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
         let _ = std::thread::Builder::new().name("synodic-signals".into()).spawn(move || {
             let mut sig = 0;
-            if libc::sigwait(&set, &mut sig) == 0 {
+            while libc::sigwait(&set, &mut sig) == 0 {
+                if sig == libc::SIGINT {
+                    if let Some(interrupt) = INTERRUPT.get() {
+                        interrupt();
+                        continue;
+                    }
+                }
                 libc::fflush(std::ptr::null_mut());
                 farewell();
                 crate::output::drain();
@@ -41,6 +48,15 @@ pub fn install() {
             }
         });
     }
+}
+
+/// What SIGINT does instead of ending the run, if set (at a prompt: stop
+/// the line running).
+static INTERRUPT: std::sync::OnceLock<Box<dyn Fn() + Send + Sync>> = std::sync::OnceLock::new();
+
+/// Has SIGINT call `interrupt` rather than end the run.
+pub fn on_interrupt(interrupt: impl Fn() + Send + Sync + 'static) {
+    let _ = INTERRUPT.set(Box::new(interrupt));
 }
 
 /// A node a run started (`node --quiet`): ended by the run, it says nothing.

@@ -256,8 +256,7 @@ fn a_runaway_line_is_interrupted_and_a_console_that_leaves_ends_its_agent() {
     assert_eq!(read_console_line(&mut stream, &mut lines).as_deref(), Some("o 2"));
     // Leave in the middle of a runaway line: the agent ends.
     send(b"while true do end");
-    drop(send);
-    drop(writer);
+    let _ = writer.shutdown(std::net::Shutdown::Both);
     drop(stream);
     let out = p.console(&p.cookie, "local n = 0 for _, q in ipairs(require('synodic.control').processes()) do if q.state == 'running' or q.state == 'runnable' then n = n + 1 end end return n\n");
     let busy: i32 = text(&out.stdout).trim().parse().unwrap_or(-1);

@@ -26,6 +26,13 @@ impl LuaProcess {
         LuaProcess::script_body(path, args)
     }
 
+    /// The main process of `synodic [options] [script [args]]`, the `lua`
+    /// command's interface (`lualib/cli.lua` does what it asks).
+    pub fn command_line(cl: crate::vm::command_line::CommandLine) -> Box<dyn Body> {
+        ready();
+        LuaProcess::driven_body("synodic.cli", cl)
+    }
+
     /// A process running `require(module).main(arg)`.
     pub fn module(module: &'static str, arg: i64) -> Box<dyn Body> {
         ready();

@@ -21,6 +21,7 @@ pub(crate) static MODULES: &[Module] = &[
     native(c"synodic.http.raw", http::open, Some(http::FUNCTIONS)),
     native(c"synodic.log.raw", log::open, Some(log::FUNCTIONS)),
     lua(c"synodic.alua", c"@lualib/alua.lua", include_str!("../../../../lualib/alua.lua")),
+    lua(c"synodic.cli", c"@lualib/cli.lua", include_str!("../../../../lualib/cli.lua")),
     lua(c"synodic.repl", c"@lualib/repl.lua", include_str!("../../../../lualib/repl.lua")),
     lua(c"synodic.console", c"@lualib/console.lua", include_str!("../../../../lualib/console.lua")),
     lua(c"synodic.entity", c"@lualib/entity.lua", include_str!("../../../../lualib/entity.lua")),

@@ -37,7 +37,10 @@ pub(crate) enum Boot {
     /// The main script and its command-line arguments (boxed, as the next:
     /// one process of a run has them, and this enum's size is paid by every
     /// process).
-    Script(Box<(String, Vec<String>)>),
+    Script(Box<crate::vm::command_line::CommandLine>),
+    /// `require(driver).main(description)` with `arg` set from the command
+    /// line (`synodic [options] [script [args]]`, see `command_line`).
+    Driven(Box<(&'static str, crate::vm::command_line::CommandLine)>),
     /// `require(module).main(arg)`, for processes the runtime starts itself.
     Module(Box<(&'static str, i64)>),
     /// A spawned process that started as a copy of this template, until it

@@ -7,6 +7,7 @@
 
 pub(crate) mod bundled;
 pub mod codec;
+pub mod command_line;
 pub(crate) mod cputime;
 pub(crate) mod ctx;
 pub(crate) mod dumps;

@@ -19,6 +19,7 @@ use mlua_sys as ffi;
 use synodic_core::{Body, ExitReason, Message, Pid, Process, Runtime, Spawn, Step};
 
 use crate::vm::codec;
+use crate::vm::command_line::{self, CommandLine, Script};
 use crate::vm::ctx::{ctx, Boot, Ctx, Pending};
 use crate::vm::heap::Heap;
 use crate::vm::hot::HotPlace;
@@ -60,7 +61,13 @@ impl LuaProcess {
 
     /// The main process: runs `path` with `args` as the `lua` command would.
     pub(crate) fn script_body(path: String, args: Vec<String>) -> Box<dyn Body> {
-        LuaProcess::booting(Boot::Script(Box::new((path, args))), Heap::new())
+        LuaProcess::booting(Boot::Script(Box::new(CommandLine::script(path, args))), Heap::new())
+    }
+
+    /// The main process of a `lua`-style command line: `driver`'s `main`
+    /// does what it asks (see `command_line`).
+    pub(crate) fn driven_body(driver: &'static str, cl: CommandLine) -> Box<dyn Body> {
+        LuaProcess::booting(Boot::Driven(Box::new((driver, cl))), Heap::new())
     }
 
     /// A process running `require(module).main(arg)`.
@@ -290,9 +297,10 @@ unsafe extern "C-unwind" fn boot(L: *mut ffi::lua_State) -> c_int {
                 ctx(L).boot = template.map(Boot::Started);
                 (prepare_spawned(L), SPAWNED)
             }
-            Some(Boot::Script(script)) => {
-                let (path, args) = *script;
-                (prepare_script(L, path, args), MAIN_CHUNK)
+            Some(Boot::Script(script)) => (prepare_script(L, *script), MAIN_CHUNK),
+            Some(Boot::Driven(driven)) => {
+                let (driver, cl) = *driven;
+                (prepare_driven(L, driver, cl), MAIN_CHUNK)
             }
             Some(Boot::Module(m)) => (prepare_module(L, m.0, m.1), SPAWNED),
             Some(Boot::Started(_)) | None => (Err("process started twice".into()), SPAWNED),
@@ -375,9 +383,10 @@ unsafe fn prepare_module(L: *mut ffi::lua_State, module: &str, arg: i64) -> Resu
 }
 
 /// Loads the main script, sets `arg`, pushes the chunk and its arguments.
-unsafe fn prepare_script(L: *mut ffi::lua_State, path: String, args: Vec<String>) -> Result<c_int, String> {
+unsafe fn prepare_script(L: *mut ffi::lua_State, cl: CommandLine) -> Result<c_int, String> {
     // SAFETY: `L` is the running process's state (lib.rs invariant 1), in `boot`.
     unsafe { ffi::lua_settop(L, 0) };
+    let Script::File(path) = &cl.script else { return Err("no script".into()) };
     let cpath = CString::new(path.clone()).map_err(|_| format!("cannot open {path}: the name contains a NUL byte"))?;
     // SAFETY: as above; `luaL_loadfilex` is protected (returns a status)
     // and reads the NUL-terminated `cpath`.
@@ -389,26 +398,28 @@ unsafe fn prepare_script(L: *mut ffi::lua_State, path: String, args: Vec<String>
         };
         return Err(msg);
     }
-    // SAFETY: as above; the `arg` table is built on top and set as a
-    // global, then the arguments pushed for the chunk. NOT KEPT: lib.rs
-    // invariant 2, `path`, `args` and `cpath` are alive here, and a memory
-    // error in these calls unwinds over them (in practice a leak).
+    // SAFETY: as above; `arg` is set, then the arguments pushed for the
+    // chunk. NOT KEPT: lib.rs invariant 2, `cl` and `cpath` are alive here,
+    // and a memory error in these calls unwinds over them (in practice a leak).
     unsafe {
-        ffi::lua_createtable(L, args.len() as c_int, 2);
-        push_bytes(L, b"synodic");
-        ffi::lua_rawseti(L, -2, -1);
-        push_bytes(L, path.as_bytes());
-        ffi::lua_rawseti(L, -2, 0);
-        for (i, a) in args.iter().enumerate() {
-            push_bytes(L, a.as_bytes());
-            ffi::lua_rawseti(L, -2, i as i64 + 1);
-        }
-        ffi::lua_setglobal(L, c"arg".as_ptr());
-        for a in &args {
+        command_line::set_arg(L, &cl);
+        for a in &cl.args {
             push_bytes(L, a.as_bytes());
         }
     }
-    Ok(args.len() as c_int)
+    Ok(cl.args.len() as c_int)
+}
+
+/// Sets `arg`, pushes `require(driver).main` and the description of `cl`.
+unsafe fn prepare_driven(L: *mut ffi::lua_State, driver: &str, cl: CommandLine) -> Result<c_int, String> {
+    // SAFETY: as in `prepare_module`; then as in `prepare_script`.
+    unsafe {
+        prepare_module(L, driver, 0)?;
+        ffi::lua_settop(L, -2);
+        command_line::set_arg(L, &cl);
+        command_line::push_description(L, &cl);
+    }
+    Ok(1)
 }
 
 #[cfg(test)]
