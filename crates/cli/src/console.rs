@@ -37,6 +37,9 @@ enum Event {
 }
 
 pub fn run(args: ConsoleArgs) -> Result<i32> {
+    if let Some(file) = args.cookie_file.as_ref().filter(|f| !f.exists()) {
+        bail!("no cookie file {} (--cookie-file takes an existing file)", file.display());
+    }
     let cookie_file = args.cookie_file.or_else(synodic_net::cookie::default_file).context("no cookie file: set HOME or pass --cookie-file")?;
     let (cookie, warnings) = synodic_net::cookie::load_or_create(&cookie_file)?;
     for w in warnings {

@@ -254,6 +254,12 @@ impl ClusterArgs {
             anyhow::ensure!(!line.is_empty(), "no cookie on standard input (--cookie-file -)");
             line
         } else {
+            // Only the default file is made when missing: a given one that
+            // is not there is most likely a typo, and a fresh cookie in it
+            // would only be refused later as the wrong one.
+            if self.cookie_file.is_some() && !file.exists() {
+                anyhow::bail!("no cookie file {} (--cookie-file takes an existing file; only the default ~/.synodic/cookie is created when missing)", file.display());
+            }
             let (cookie, warnings) = synodic_net::cookie::load_or_create(&file)?;
             for w in warnings {
                 eprintln!("synodic: warning: {w}");

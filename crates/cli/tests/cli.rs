@@ -67,15 +67,22 @@ fn a_syntax_error_names_file_and_line() {
 
 #[test]
 fn bad_flags_are_one_line_without_a_panic() {
-    for args in [&["run", "--workers", "many", "x.lua"][..], &["run", "--workers", "100000", "x.lua"], &["run", "--bogus", "x.lua"], &["walk"], &["run"]] {
+    for args in [&["run", "--workers", "many", "x.lua"][..], &["run", "--workers", "100000", "x.lua"], &["run", "--bogus", "x.lua"], &["run"]] {
         let out = synodic(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = text(&out.stderr);
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(stderr.starts_with("synodic: ") && !stderr.contains("panicked"), "{args:?}: {stderr}");
     }
+    // Not a command: a script, as `lua walk` would take it.
+    let out = synodic(&["walk"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("cannot open walk"), "{}", text(&out.stderr));
+    // Nothing at all, standard input not a terminal: it is the script (empty here).
     let out = synodic(&[]);
-    assert!(!out.status.success() && text(&out.stderr).contains("Usage"), "no command shows the usage");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = synodic(&["--help"]);
+    assert!(text(&out.stdout).contains("Usage"), "--help shows the usage");
 }
 
 #[test]

@@ -24,7 +24,7 @@ impl WithConsole {
         let dir = common::scratch_dir(&format!("console-{name}"));
         let prog = dir.join("prog.lua");
         std::fs::write(&prog, source).unwrap();
-        let cookie = dir.join("cookie");
+        let cookie = common::cookie_in(&dir, "cookie", "a cookie for the console tests");
         let mut child = common::synodic_command()
             .args(["run", "--console", "127.0.0.1:0", "--cookie-file"])
             .arg(&cookie)

@@ -316,6 +316,9 @@ impl Decoder {
         }
         let len = u32::from_le_bytes(pending[..4].try_into().expect("four bytes")) as usize;
         if len == 0 || len > self.max {
+            if let Some(what) = text_protocol(pending) {
+                return Err(Error::Protocol(format!("this is not a Synodic node (it speaks like {what})")));
+            }
             return Err(Error::Protocol(format!("frame of {len} bytes (at most {} here)", self.max)));
         }
         Ok(Some(len))
@@ -372,6 +375,16 @@ mod tests {
     }
 
     #[test]
+    fn a_server_of_another_kind_is_named() {
+        for (answer, said) in [(&b"HTTP/1.1 400 Bad Request\r\n"[..], "an HTTP server"), (b"SSH-2.0-OpenSSH_9.2\r\n", "an SSH server"), (b"-ERR unknown command\r\n", "a Redis or POP server")] {
+            let mut d = Decoder::new();
+            d.space(64).extend_from_slice(answer);
+            let e = d.next().unwrap_err().to_string();
+            assert!(e.contains(&format!("this is not a Synodic node (it speaks like {said})")), "{e}");
+        }
+    }
+
+    #[test]
     fn a_part_is_given_as_soon_as_its_header_has_come() {
         let mut out = Vec::new();
         Frame::encode_part_header(&mut out, 300, 9, 9);
@@ -415,6 +428,10 @@ mod tests {
         let mut d = Decoder::new();
         d.space(8).extend_from_slice(b"GET / HTTP/1.1\r\n");
         let e = d.next_frame().unwrap_err().to_string();
+        assert!(e.contains("this is not a Synodic node (it speaks like an HTTP client)"), "{e}");
+        let mut d = Decoder::new();
+        d.space(8).extend_from_slice(&[0xff, 0xff, 0xff, 0x7f, 1, 2, 3, 4]);
+        let e = d.next_frame().unwrap_err().to_string();
         assert!(e.contains("frame of") && e.contains("at most 1024"), "{e}");
         // Every truncation and every one-byte change of every sample
         // decodes or fails cleanly.
@@ -436,4 +453,26 @@ mod tests {
         assert_eq!(Frame::decode(99, &[1, 2]).unwrap(), Frame::Service { kind: 99, head: Vec::new(), message: vec![1, 2] });
         assert!(Frame::decode(1, &[]).unwrap_err().to_string().contains("a handshake message (kind 1) after the handshake"));
     }
+}
+
+/// What the peer is, when its first bytes are those of a text protocol
+/// rather than a frame (someone gave the address of another server).
+fn text_protocol(bytes: &[u8]) -> Option<&'static str> {
+    let starts = |p: &[u8]| bytes.len() >= p.len() && bytes[..p.len()].eq_ignore_ascii_case(p);
+    if starts(b"HTTP/") || starts(b"<!DOCTYPE") || starts(b"<html") {
+        return Some("an HTTP server");
+    }
+    if [&b"GET "[..], b"POST ", b"PUT ", b"HEAD ", b"DELETE ", b"OPTIONS ", b"CONNECT "].iter().any(|m| starts(m)) {
+        return Some("an HTTP client");
+    }
+    if starts(b"SSH-") {
+        return Some("an SSH server");
+    }
+    if starts(b"-ERR") || starts(b"+OK") {
+        return Some("a Redis or POP server");
+    }
+    if bytes.iter().take(8).all(|b| b.is_ascii_graphic() || *b == b' ') {
+        return Some("a text protocol");
+    }
+    None
 }

@@ -56,7 +56,10 @@ impl Cluster {
         let (peer, session) = match role {
             Role::Dialer => {
                 let hs = Handshake::dialer(config)?;
-                tokio::time::timeout(handshake::DRIVE_LIMIT, handshake::over_tokio(&mut stream, hs, None, &mut vet)).await.map_err(|_| Error::Protocol(format!("no handshake within {} s", handshake::DRIVE_LIMIT.as_secs())))??
+                // A dialer speaks first: a server of another kind often says
+                // nothing back (an HTTP server waits for a whole request).
+                let silent = || Error::Protocol(format!("no handshake within {} s (is this the port of a Synodic node? it answered nothing a node would)", handshake::DRIVE_LIMIT.as_secs()));
+                tokio::time::timeout(handshake::DRIVE_LIMIT, handshake::over_tokio(&mut stream, hs, None, &mut vet)).await.map_err(|_| silent())??
             }
             Role::Acceptor => {
                 let (hs, challenge) = Handshake::acceptor(config)?;
