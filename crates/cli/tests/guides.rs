@@ -44,3 +44,52 @@ guides! {
     skeletons: "skeletons.md",
     supervision: "supervision.md",
 }
+
+/// The editor annotations (`types/`, LuaLS `---@meta` files, one per
+/// module) describe every function and field each `synodic` module
+/// exports: a module that grows one they lack fails here.
+#[test]
+fn the_editor_annotations_describe_every_export() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut stubs = Vec::new();
+    for entry in std::fs::read_dir(root.join("types")).unwrap() {
+        let path = entry.unwrap().path();
+        let module = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with(&format!("---@meta {module}\n")), "{}: starts with ---@meta {module}", path.display());
+        stubs.push((module, text));
+    }
+    let list: Vec<String> = stubs.iter().map(|(m, _)| format!("{m:?}")).collect();
+    let dir = scratch_dir("stubs");
+    let script = dir.join("exports.lua");
+    std::fs::write(
+        &script,
+        format!(
+            "for _, m in ipairs{{{}}} do\n\
+               for k, v in pairs(require(m)) do\n\
+                 if type(k) == 'string' and k:sub(1, 1) ~= '_' then print(m, k, type(v)) end\n\
+               end\n\
+             end\n",
+            list.join(", ")
+        ),
+    )
+    .unwrap();
+    let out = synodic(&["run", script.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut missing = Vec::new();
+    let exports = text(&out.stdout);
+    for line in exports.lines() {
+        let mut f = line.split('\t');
+        let (module, name, kind) = (f.next().unwrap(), f.next().unwrap(), f.next().unwrap());
+        let stub = &stubs.iter().find(|(m, _)| m == module).unwrap().1;
+        let described = match kind {
+            "function" => stub.lines().any(|l| l.starts_with("function ") && l.contains(&format!(".{name}("))),
+            _ => stub.contains(&format!("---@field {name} ")),
+        };
+        if !described {
+            missing.push(format!("{module}.{name} ({kind})"));
+        }
+    }
+    assert!(exports.lines().count() > 100, "the modules' exports are listed: {exports}");
+    assert!(missing.is_empty(), "not described in types/: {missing:?}");
+}
