@@ -13,9 +13,11 @@
 -- agent, even in the middle of a line.
 --
 -- Tools for the user, as globals:
---   processes([max])   lists the live processes of every node (pid, node,
---                      state, queued messages, names), most messages first,
---                      at most max (default 50)
+--   processes([max] [, by])
+--                      lists the live processes of every node (pid, node,
+--                      state, processor time, memory, queued messages,
+--                      names), sorted by "cpu" (default), "memory" or
+--                      "mailbox", at most max (default 50)
 --   pid(text)          the pid printed as text ("<0.4.0>")
 --   kill(pid [, why])  ends a process, on any node
 --   inspect(who)       shows what a process (pid or name) is doing, and where
@@ -143,8 +145,10 @@ function console.main(port)
   s.register(alua.id, s.self())
   _G.print = function(...) output(port, "o", ...) end
 
-  _G.processes = function(max)
+  _G.processes = function(max, by)
+    if type(max) == "string" then max, by = nil, max end
     max = max or 50
+    if by and by ~= "cpu" and by ~= "memory" and by ~= "mailbox" then error("processes: sort by cpu, memory or mailbox", 2) end
     local all = {}
     for _, at in ipairs(on_nodes(s.nodes(), function() return require("synodic.control").processes() end)) do
       if not at.ok then print(string.format("%s: %s", at.node, tostring(at.value))) end
@@ -153,14 +157,16 @@ function console.main(port)
         all[#all + 1] = p
       end
     end
+    local key = by or "cpu"
     table.sort(all, function(a, b)
+      if a[key] ~= b[key] then return a[key] > b[key] end
       if a.mailbox ~= b.mailbox then return a.mailbox > b.mailbox end
       return a.node < b.node
     end)
-    print(string.format("%-12s %-20s %-9s %7s  %s", "pid", "node", "state", "queued", "names"))
+    print(string.format("%-12s %-20s %-9s %9s %9s %7s  %s", "pid", "node", "state", "cpu ms", "KiB", "queued", "names"))
     for i = 1, math.min(#all, max) do
       local p = all[i]
-      print(string.format("%-12s %-20s %-9s %7d  %s", tostring(p.pid), p.node, p.state, p.mailbox, table.concat(p.names, " ")))
+      print(string.format("%-12s %-20s %-9s %9d %9d %7d  %s", tostring(p.pid), p.node, p.state, p.cpu * 1000, p.memory // 1024, p.mailbox, table.concat(p.names, " ")))
     end
     if #all > max then print(string.format("... and %d more (processes(%d) shows them)", #all - max, #all)) end
   end

@@ -59,9 +59,50 @@ fn main() {
     ours.compile("synodic_csrc");
     println!("cargo:rerun-if-changed=../../vendor/lua-5.4.8");
     println!("cargo:rerun-if-changed=csrc");
+    precompile_lualib(&manifest, &lua, &out);
 }
 
-/// The compile-time options of Lua, which code reading its internals must share.
+/// Compiles every `lualib/*.lua` to bytecode, `OUT_DIR/lualib/NAME.luac`,
+/// with a tool built here from Lua's own sources (`tools/luadump.c`), so
+/// that a node loads its bundled modules without parsing them (parsing
+/// them was a third of `synodic -e ''`). Where the tool cannot be built
+/// (no host compiler), the sources go there as they are: a state loads
+/// either.
+fn precompile_lualib(manifest: &Path, lua: &Path, out: &Path) {
+    let lualib = manifest.join("../../lualib");
+    println!("cargo:rerun-if-changed=../../lualib");
+    println!("cargo:rerun-if-changed=tools/luadump.c");
+    let dest = out.join("lualib");
+    std::fs::create_dir_all(&dest).expect("OUT_DIR is writable");
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(&lualib).expect("lualib is part of the tree").map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "lua")).collect();
+    sources.sort();
+    let tool = out.join("luadump");
+    // The bytecode format depends on no option of ours but the number
+    // types, which are Lua's defaults here and in the runtime.
+    let mut cmd = cc::Build::new().opt_level(1).get_compiler().to_command();
+    cmd.arg("-w").arg("-I").arg(lua).arg("-DLUA_USE_LINUX").arg("-DLUA_COMPAT_5_3");
+    for entry in std::fs::read_dir(lua).expect("vendor/lua-5.4.8 is part of the tree") {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "c") {
+            cmd.arg(path);
+        }
+    }
+    cmd.arg(manifest.join("tools/luadump.c")).arg("-o").arg(&tool).arg("-lm");
+    let mut dump = std::process::Command::new(&tool);
+    for source in &sources {
+        let name = source.file_name().unwrap().to_string_lossy().into_owned();
+        dump.arg(dest.join(format!("{name}c"))).arg(format!("@lualib/{name}")).arg(source);
+    }
+    let compiled = cmd.status().is_ok_and(|s| s.success()) && dump.status().is_ok_and(|s| s.success());
+    if !compiled {
+        println!("cargo:warning=lualib is bundled as source (the bytecode compiler could not be built or run)");
+        for source in &sources {
+            let name = source.file_name().unwrap().to_string_lossy().into_owned();
+            std::fs::copy(source, dest.join(format!("{name}c"))).expect("OUT_DIR is writable");
+        }
+    }
+}
+
 const PATH_DEFAULT: &str = "\"/usr/local/share/lua/5.4/?.lua;/usr/local/share/lua/5.4/?/init.lua;/usr/local/lib/lua/5.4/?.lua;/usr/local/lib/lua/5.4/?/init.lua;/usr/share/lua/5.4/?.lua;/usr/share/lua/5.4/?/init.lua;./?.lua;./?/init.lua\"";
 
 fn cpath_default() -> String {
@@ -69,6 +110,7 @@ fn cpath_default() -> String {
     format!("\"/usr/local/lib/lua/5.4/?.so;/usr/lib/{arch}-linux-gnu/lua/5.4/?.so;/usr/lib/lua/5.4/?.so;/usr/local/lib/lua/5.4/loadall.so;./?.so\"")
 }
 
+/// The compile-time options of Lua, which code reading its internals must share.
 fn lua_options(build: &mut cc::Build) {
     build
         .define("LUA_USE_LINUX", None)

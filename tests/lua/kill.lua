@@ -18,6 +18,17 @@ local busy = s.spawn(function(me)
   s.send(me, "escaped")
 end, s.self())
 s.receive_match("computing", 5)
+-- A listing shows it computing: processor time (in whole slices) and memory.
+local control = require "synodic.control"
+local seen
+local t0 = s.clock()
+repeat
+  s.sleep(0.01)
+  for _, p in ipairs(control.processes()) do
+    if p.pid == busy and p.cpu > 0 and p.memory > 0 then seen = p end
+  end
+until seen or s.clock() - t0 > 5
+assert(seen, "the computing process shows processor time and memory")
 s.monitor(busy)
 local t = s.clock()
 assert(s.kill(busy) == true)

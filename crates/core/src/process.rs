@@ -124,6 +124,9 @@ pub struct Process {
     body: UnsafeCell<Option<Box<dyn Body>>>,
     mailbox: Mailbox,
     index: u32,
+    /// What a listing shows: the KiB its body held after its last run (in
+    /// the padding before `timer_seq`). Written only by the thread running it.
+    memory_kib: AtomicU32,
     /// Bumped whenever the process arms a new timer, so stale timers are ignored.
     pub(crate) timer_seq: AtomicU64,
     pub(crate) links: Mutex<Links>,
@@ -134,6 +137,9 @@ pub struct Process {
     /// The slot index + 1 of the process this one last sent to (0: none);
     /// see [`Process::note_peer`].
     peer: AtomicU32,
+    /// What a listing shows: the time slices it ran to their end (in the
+    /// padding before `allowance`). Written only by the thread running it.
+    slices: AtomicU32,
     /// When [`LIMITED`]: the bytes its mailbox may hold (its memory limit
     /// less what its body takes; see [`Process::set_mailbox_allowance`]).
     allowance: AtomicU64,
@@ -189,6 +195,8 @@ impl Process {
             peer: AtomicU32::new(0),
             flags: AtomicU8::new(0),
             allowance: AtomicU64::new(0),
+            slices: AtomicU32::new(0),
+            memory_kib: AtomicU32::new(0),
         }
     }
 
@@ -218,6 +226,8 @@ impl Process {
         // SAFETY: a vacant slot is reachable by no worker; stale wakers see DEAD and back off.
         unsafe { *self.body.get() = Some(body) };
         self.allowance.store(max_memory.unwrap_or(0), Relaxed);
+        self.slices.store(0, Relaxed);
+        self.memory_kib.store(0, Relaxed);
         self.flags.store(if max_memory.is_some() { LIMITED } else { 0 }, Relaxed);
         *self.links.lock() = Links::default();
         self.hot_base.store(0, Relaxed);
@@ -392,6 +402,26 @@ impl Process {
         }
         let mut links = self.links.lock();
         links.more.as_mut().and_then(|m| m.killed.take())
+    }
+
+    /// For the body, after a run: the memory it holds now.
+    pub fn note_memory(&self, bytes: u64) {
+        self.memory_kib.store((bytes >> 10).min(u32::MAX as u64) as u32, Relaxed);
+    }
+
+    /// The bytes its body held after its last run.
+    pub(crate) fn body_bytes(&self) -> u64 {
+        (self.memory_kib.load(Relaxed) as u64) << 10
+    }
+
+    /// It ran a whole time slice (it was preempted).
+    pub(crate) fn note_slice(&self) {
+        self.slices.store(self.slices.load(Relaxed).wrapping_add(1), Relaxed);
+    }
+
+    /// The time slices it ran to their end.
+    pub(crate) fn slices(&self) -> u32 {
+        self.slices.load(Relaxed)
     }
 
     /// Asks the process to stop what it computes, if `pid` is its tenant.

@@ -336,6 +336,28 @@ impl Default for Decoder {
     }
 }
 
+/// What the peer is, when its first bytes are those of a text protocol
+/// rather than a frame (someone gave the address of another server).
+fn text_protocol(bytes: &[u8]) -> Option<&'static str> {
+    let starts = |p: &[u8]| bytes.len() >= p.len() && bytes[..p.len()].eq_ignore_ascii_case(p);
+    if starts(b"HTTP/") || starts(b"<!DOCTYPE") || starts(b"<html") {
+        return Some("an HTTP server");
+    }
+    if [&b"GET "[..], b"POST ", b"PUT ", b"HEAD ", b"DELETE ", b"OPTIONS ", b"CONNECT "].iter().any(|m| starts(m)) {
+        return Some("an HTTP client");
+    }
+    if starts(b"SSH-") {
+        return Some("an SSH server");
+    }
+    if starts(b"-ERR") || starts(b"+OK") {
+        return Some("a Redis or POP server");
+    }
+    if bytes.iter().take(8).all(|b| b.is_ascii_graphic() || *b == b' ') {
+        return Some("a text protocol");
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -455,24 +477,3 @@ mod tests {
     }
 }
 
-/// What the peer is, when its first bytes are those of a text protocol
-/// rather than a frame (someone gave the address of another server).
-fn text_protocol(bytes: &[u8]) -> Option<&'static str> {
-    let starts = |p: &[u8]| bytes.len() >= p.len() && bytes[..p.len()].eq_ignore_ascii_case(p);
-    if starts(b"HTTP/") || starts(b"<!DOCTYPE") || starts(b"<html") {
-        return Some("an HTTP server");
-    }
-    if [&b"GET "[..], b"POST ", b"PUT ", b"HEAD ", b"DELETE ", b"OPTIONS ", b"CONNECT "].iter().any(|m| starts(m)) {
-        return Some("an HTTP client");
-    }
-    if starts(b"SSH-") {
-        return Some("an SSH server");
-    }
-    if starts(b"-ERR") || starts(b"+OK") {
-        return Some("a Redis or POP server");
-    }
-    if bytes.iter().take(8).all(|b| b.is_ascii_graphic() || *b == b' ') {
-        return Some("a text protocol");
-    }
-    None
-}

@@ -62,6 +62,15 @@ s.kill(target, "cut here")
 assert(down(linker) == "cut here", "the kill's reason travels over the link")
 s.kill(watcher)
 
+-- send_after to a process of another node, and a cancelled one that never goes.
+local echo = s.spawn_on(there, function(me) local s = require "synodic"; while true do s.send(me, "echoed", s.receive()) end end, me)
+s.send_after(0.02, echo, "later")
+local never = s.send_after(0.05, echo, "never")
+assert(s.cancel_timer(never))
+assert(select(2, s.receive_match("echoed", 10)) == "later")
+assert(select("#", s.receive_match("echoed", 0.2)) == 0, "the cancelled one never went")
+s.kill(echo)
+
 -- A lost node: every local end of a link to it gets "noconnection".
 local on_doomed = s.spawn_link_on(doomed, function() local s = require "synodic"; s.receive(); os.exit(3) end)
 local plain = s.spawn(function(r, me) local s = require "synodic"; s.link(r); s.send(me, "plain linked"); s.receive() end, on_doomed, me)

@@ -6,7 +6,6 @@
 local s = require "synodic"
 local supervisor = require "synodic.supervisor"
 local testkit = require "testkit"
-require("synodic.log").set_level("none")
 
 local me = s.self()
 local doomed, kept = table.unpack(testkit.other_nodes())

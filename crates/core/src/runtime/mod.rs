@@ -103,6 +103,8 @@ pub struct Runtime {
 
 pub(crate) struct Shared {
     pub(crate) scheduler: Scheduler,
+    /// A process's time slice (listings count processor time in them).
+    time_slice: Duration,
     table: Table,
     nodes: Nodes,
     names: Names,
@@ -161,6 +163,7 @@ impl Runtime {
             futures: crate::future::Futures::new(NodeId::fresh("futures").incarnation),
             pool: Mutex::new(crate::pool::Pool::default()),
             pool_worker: config.pool_worker,
+            time_slice: config.time_slice,
         });
         let rt = Runtime { shared };
         for _ in 0..rt.scheduler().target {

@@ -44,6 +44,7 @@ impl Runtime {
         }
         match step {
             Step::Preempted => {
+                proc.note_slice();
                 // SAFETY: this worker took the body above and is still the process's only runner.
                 unsafe { proc.put_body(body) };
                 proc.state.store(QUEUED, Release);
@@ -104,7 +105,10 @@ impl Runtime {
             .table
             .slots()
             .filter(|p| p.run_state() != "ended")
-            .map(|p| ProcessInfo { pid: p.pid(), state: p.run_state(), mailbox: p.mailbox_len(), names: p.names() })
+            .map(|p| {
+                let (memory, slices) = (p.body_bytes() + p.queued_bytes(), p.slices());
+                ProcessInfo { pid: p.pid(), state: p.run_state(), mailbox: p.mailbox_len(), names: p.names(), memory, cpu: self.shared.time_slice * slices }
+            })
             .collect()
     }
 
@@ -153,6 +157,11 @@ pub struct ProcessInfo {
     pub mailbox: usize,
     /// The names it holds.
     pub names: Vec<String>,
+    /// Bytes it holds: its body's after its last run, and its queued messages'.
+    pub memory: u64,
+    /// Processor time, counted in the time slices it ran to their end (a
+    /// process that only ever blocks shows none).
+    pub cpu: std::time::Duration,
 }
 
 /// The reason a process over its memory limit ends with.

@@ -6,7 +6,7 @@
 //! | function | does |
 //! |---|---|
 //! | `write(port, kind, text)` | `kind text` to a console, as one protocol line (see `synodic_net::console`); false when it is gone |
-//! | `processes()` | the live processes: a list of `{pid =, state =, mailbox =, names = {...}}` |
+//! | `processes()` | the live processes: a list of `{pid =, state =, mailbox =, memory =, cpu =, names = {...}}` (memory in bytes, cpu in seconds counted in whole time slices) |
 //! | `probe(pid)` | asks `pid` to describe itself: the caller receives `"probe", pid, text`; false when there is no such process |
 //! | `spaces()` | the tuple spaces that live on this node: a list of `{id =, name =, tuples =, waiting =, classes = {{arity =, first =, count =}, ...}}` (`first` nil for a class of first fields that are not plain values) |
 //! | `pid(text)` | the pid printed as `text` (`"<0.4.0>"`), or nil |
@@ -67,6 +67,10 @@ unsafe extern "C-unwind" fn processes(L: *mut ffi::lua_State) -> c_int {
             ffi::lua_setfield(L, -2, c"state".as_ptr());
             ffi::lua_pushinteger(L, p.mailbox as ffi::lua_Integer);
             ffi::lua_setfield(L, -2, c"mailbox".as_ptr());
+            ffi::lua_pushinteger(L, p.memory as ffi::lua_Integer);
+            ffi::lua_setfield(L, -2, c"memory".as_ptr());
+            ffi::lua_pushnumber(L, p.cpu.as_secs_f64());
+            ffi::lua_setfield(L, -2, c"cpu".as_ptr());
             ffi::lua_createtable(L, p.names.len() as c_int, 0);
             for (k, name) in p.names.iter().enumerate() {
                 push_bytes(L, name.as_bytes());

@@ -5,6 +5,14 @@
 use crate::api::{buffer, chan, control, coroutine, future, http, kernel, linda, log, socket};
 use crate::vm::module::{Code, Module, Registry};
 
+/// The bytecode of `lualib/NAME.lua`, compiled by build.rs (or its
+/// source, where no compiler could be built there).
+macro_rules! lualib {
+    ($name:literal) => {
+        include_bytes!(concat!(env!("OUT_DIR"), "/lualib/", $name, ".luac"))
+    };
+}
+
 /// The registry, as the VM layer reads it (installed by `start.rs`).
 pub(crate) static REGISTRY: Registry = Registry { modules: MODULES, frozen_sees: &[c"synodic", c"synodic.socket.raw", c"synodic.http.raw"] };
 
@@ -20,34 +28,34 @@ pub(crate) static MODULES: &[Module] = &[
     Module { sendable: Some(&socket::SENDABLE), ..native(c"synodic.socket.raw", socket::open, Some(socket::FUNCTIONS)) },
     native(c"synodic.http.raw", http::open, Some(http::FUNCTIONS)),
     native(c"synodic.log.raw", log::open, Some(log::FUNCTIONS)),
-    lua(c"synodic.alua", c"@lualib/alua.lua", include_str!("../../../../lualib/alua.lua")),
-    lua(c"synodic.cli", c"@lualib/cli.lua", include_str!("../../../../lualib/cli.lua")),
-    lua(c"synodic.repl", c"@lualib/repl.lua", include_str!("../../../../lualib/repl.lua")),
-    lua(c"synodic.console", c"@lualib/console.lua", include_str!("../../../../lualib/console.lua")),
-    lua(c"synodic.entity", c"@lualib/entity.lua", include_str!("../../../../lualib/entity.lua")),
+    lua(c"synodic.alua", c"@lualib/alua.lua", lualib!("alua")),
+    lua(c"synodic.cli", c"@lualib/cli.lua", lualib!("cli")),
+    lua(c"synodic.repl", c"@lualib/repl.lua", lualib!("repl")),
+    lua(c"synodic.console", c"@lualib/console.lua", lualib!("console")),
+    lua(c"synodic.entity", c"@lualib/entity.lua", lualib!("entity")),
     Module {
         name: c"synodic.entity.loop",
-        code: Code::Lua { chunk: c"@lualib/entity_loop.lua", source: include_str!("../../../../lualib/entity_loop.lua"), frozen: true },
+        code: Code::Lua { chunk: c"@lualib/entity_loop.lua", source: lualib!("entity_loop"), frozen: true },
         sendable: None,
     },
-    Module { sendable: Some(&future::SENDABLE), ..lua(c"synodic.future", c"@lualib/future.lua", include_str!("../../../../lualib/future.lua")) },
-    lua(c"synodic.future.wait", c"@lualib/future_wait.lua", include_str!("../../../../lualib/future_wait.lua")),
-    lua(c"synodic.skel", c"@lualib/skel.lua", include_str!("../../../../lualib/skel.lua")),
+    Module { sendable: Some(&future::SENDABLE), ..lua(c"synodic.future", c"@lualib/future.lua", lualib!("future")) },
+    lua(c"synodic.future.wait", c"@lualib/future_wait.lua", lualib!("future_wait")),
+    lua(c"synodic.skel", c"@lualib/skel.lua", lualib!("skel")),
     Module {
         name: c"synodic.socket.core",
-        code: Code::Lua { chunk: c"@lualib/socket_core.lua", source: include_str!("../../../../lualib/socket_core.lua"), frozen: true },
+        code: Code::Lua { chunk: c"@lualib/socket_core.lua", source: lualib!("socket_core"), frozen: true },
         sendable: None,
     },
-    lua(c"synodic.socket", c"@lualib/socket.lua", include_str!("../../../../lualib/socket.lua")),
+    lua(c"synodic.socket", c"@lualib/socket.lua", lualib!("socket")),
     Module {
         name: c"synodic.http.core",
-        code: Code::Lua { chunk: c"@lualib/http_core.lua", source: include_str!("../../../../lualib/http_core.lua"), frozen: true },
+        code: Code::Lua { chunk: c"@lualib/http_core.lua", source: lualib!("http_core"), frozen: true },
         sendable: None,
     },
-    lua(c"synodic.http", c"@lualib/http.lua", include_str!("../../../../lualib/http.lua")),
-    lua(c"synodic.log", c"@lualib/log.lua", include_str!("../../../../lualib/log.lua")),
-    lua(c"synodic.supervisor", c"@lualib/supervisor.lua", include_str!("../../../../lualib/supervisor.lua")),
-    lua(c"synodic.skel.balance", c"@lualib/skel_balance.lua", include_str!("../../../../lualib/skel_balance.lua")),
+    lua(c"synodic.http", c"@lualib/http.lua", lualib!("http")),
+    lua(c"synodic.log", c"@lualib/log.lua", lualib!("log")),
+    lua(c"synodic.supervisor", c"@lualib/supervisor.lua", lualib!("supervisor")),
+    lua(c"synodic.skel.balance", c"@lualib/skel_balance.lua", lualib!("skel_balance")),
     Module { name: c"coroutine", code: Code::Replaces(coroutine::REPLACED), sendable: None },
     Module { name: c"os", code: Code::Replaces(&[(c"clock", crate::vm::cputime::os_clock)]), sendable: None },
 ];
@@ -56,6 +64,6 @@ const fn native(name: &'static std::ffi::CStr, open: mlua_sys::lua_CFunction, la
     Module { name, code: Code::Native { open, lazy }, sendable: None }
 }
 
-const fn lua(name: &'static std::ffi::CStr, chunk: &'static std::ffi::CStr, source: &'static str) -> Module {
+const fn lua(name: &'static std::ffi::CStr, chunk: &'static std::ffi::CStr, source: &'static [u8]) -> Module {
     Module { name, code: Code::Lua { chunk, source, frozen: false }, sendable: None }
 }

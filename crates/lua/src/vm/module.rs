@@ -30,10 +30,11 @@ pub(crate) enum Code {
     /// whole table some other way.
     Native { open: ffi::lua_CFunction, lazy: Option<&'static Functions> },
     /// Written in Lua, bundled into the binary: compiled once per node into
-    /// the code every process shares (`vm::shared`). `chunk` names its
+    /// the code every process shares (`vm::shared`). `source` is its
+    /// bytecode, compiled at build time (or its text); `chunk` names its
     /// source for tracebacks. A `frozen` module's main chunk runs once, in
     /// the node's shared state, and every process shares its functions.
-    Lua { chunk: &'static CStr, source: &'static str, frozen: bool },
+    Lua { chunk: &'static CStr, source: &'static [u8], frozen: bool },
     /// Scheduler-aware replacements of some functions of the standard
     /// library `name` (the rest stay Lua's own).
     Replaces(&'static Functions),
@@ -88,7 +89,7 @@ pub(crate) fn lazy_functions(name: &CStr) -> Option<&'static Functions> {
 pub(crate) struct Bundled {
     pub name: &'static CStr,
     pub chunk: &'static CStr,
-    pub source: &'static str,
+    pub source: &'static [u8],
     pub frozen: bool,
 }
 

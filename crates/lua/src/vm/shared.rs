@@ -117,7 +117,8 @@ unsafe fn build() -> Shared {
         // slot a module, reserved above), its error message read before
         // anything else is pushed.
         .map(|&crate::vm::module::Bundled { chunk, source, .. }| unsafe {
-            if ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), chunk.as_ptr(), c"t".as_ptr()) != ffi::LUA_OK {
+            // Bytecode that build.rs compiled (or the source, if it could not).
+            if ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), chunk.as_ptr(), c"bt".as_ptr()) != ffi::LUA_OK {
                 return Module(Err(String::from_utf8_lossy(to_bytes(L, -1).unwrap_or_default()).into_owned()));
             }
             Module(Ok(synodic_proto_of(L, -1)))
