@@ -64,9 +64,11 @@ function cli.prompt(port)
   while true do
     io.stdout:flush()
     control.write(port, "prompt", more and ">> " or "> ")
-    local tag, line = s.receive_match(function(t) return t == "$cli.line" or t == "$cli.eof" end)
+    -- (A Ctrl-C that comes once its line is done interrupts this wait: no harm.)
+    local ok, tag, line = pcall(s.receive_match, function(t) return t == "$cli.line" or t == "$cli.eof" end)
+    if not ok then tag = nil end
     if tag == "$cli.eof" then return end
-    more = prompt.feed(line) == "more"
+    if tag then more = prompt.feed(line) == "more" end
   end
 end
 

@@ -204,7 +204,9 @@ function console.main(port)
 
   local prompt = repl.new(function(text) output(port, "o", text) end, function(text) output(port, "e", text) end, "=(console)")
   while true do
-    local tag, code = s.receive()
+    -- (A Ctrl-C that comes once its line is done interrupts this wait: no harm.)
+    local ok, tag, code = pcall(s.receive)
+    if not ok then tag = nil end
     if tag == LINE then
       if prompt.feed(code) == "more" then
         control.write(port, "m", "")

@@ -254,6 +254,13 @@ fn a_runaway_line_is_interrupted_and_a_console_that_leaves_ends_its_agent() {
     assert!(got.iter().any(|l| l.starts_with("e ") && l.contains("interrupted!")), "{got:?}");
     send(b"1 + 1");
     assert_eq!(read_console_line(&mut stream, &mut lines).as_deref(), Some("o 2"));
+    assert_eq!(read_console_line(&mut stream, &mut lines).map(|l| l.trim_end().to_string()).as_deref(), Some("d"));
+    // A line that waits is interrupted too.
+    send(b"require('synodic').receive()");
+    send(b"\x03");
+    let e = read_console_line(&mut stream, &mut lines).unwrap_or_default();
+    assert!(e.starts_with("e ") && e.contains("interrupted!"), "{e}");
+    assert_eq!(read_console_line(&mut stream, &mut lines).map(|l| l.trim_end().to_string()).as_deref(), Some("d"));
     // Leave in the middle of a runaway line: the agent ends.
     send(b"while true do end");
     let _ = writer.shutdown(std::net::Shutdown::Both);

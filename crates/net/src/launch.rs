@@ -103,9 +103,11 @@ impl Job {
     }
 
     /// The seed's port when none is given: from the job's id, so two jobs
-    /// on one host rarely meet (in 20000..40000).
+    /// on one host rarely meet (in 20000..32000: below the range the
+    /// kernel hands out to outgoing connections, 32768 and up, which a
+    /// client socket of anything else on the host may hold).
     pub fn port(&self) -> u16 {
-        20000 + (self.id % 20000) as u16
+        20000 + (self.id % 12000) as u16
     }
 }
 
@@ -185,7 +187,7 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!((mpi.launcher, mpi.rank, mpi.size, mpi.seed_host.as_deref()), ("mpirun", 2, 3, Some("127.0.0.1")));
-        assert_eq!((mpi.port(), mpi.id), (20000 + 19009, 1656619009));
+        assert_eq!((mpi.port(), mpi.id), (20000 + 7009, 1656619009));
         let spread = Job::from_env(env(&[("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "4"), ("OMPI_COMM_WORLD_LOCAL_SIZE", "2")])).unwrap().unwrap();
         assert_eq!(spread.seed_host, None, "mpirun over several hosts does not say where rank 0 is");
         let slurm = Job::from_env(env(&[

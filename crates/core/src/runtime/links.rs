@@ -111,11 +111,14 @@ impl Runtime {
         }
     }
 
-    /// Asks `target`, a process here, to stop what it computes: it raises
-    /// "interrupted!" at its next preemption (a process that waits is not
-    /// disturbed). False when there is no such process here.
+    /// Asks `target`, a process here, to stop what it does: it raises
+    /// "interrupted!" at its next preemption, or, if it waits for a
+    /// message or the clock, when it wakes (it is woken). False when there
+    /// is no such process here.
     pub fn interrupt(&self, target: Pid) -> bool {
-        self.live(target).is_some_and(|slot| slot.interrupt(target))
+        let Some(slot) = self.live(target).filter(|slot| slot.interrupt(target)) else { return false };
+        self.wake(slot);
+        true
     }
 
     /// `from`, linked to `to`, ended with `reason`: `to` gets the exit

@@ -166,6 +166,10 @@ pub(crate) unsafe fn block_on_mailbox(L: *mut ffi::lua_State, k: unsafe extern "
         if ffi::lua_isyieldable(L) == 0 {
             return cannot_block(L, what);
         }
+        if ctx(L).proc().take_interrupt() {
+            // Ctrl-C at a prompt while the line waits, as while it computes.
+            return raise(L, "interrupted!".into());
+        }
         crate::vm::util::collect_dropped(L);
         ctx(L).pending = Pending::Block;
         ffi::lua_yieldk(L, 0, cursor, Some(k))
