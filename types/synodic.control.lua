@@ -23,6 +23,10 @@ function control.spaces() end
 ---Tuples of one class of a space of this node.
 ---@return any[][]
 function control.tuples(id, arity, first, max) end
+---The node's processor time (every thread), in seconds.
+---@return number
+function control.node_cpu() end
+
 ---The pid printed as `text` ("<0.4.0>"), or nil.
 ---@param text string
 ---@return synodic.pid?

@@ -3,17 +3,18 @@
 -- into its run (docs/processes.md). Busy processes share one worker; two of
 -- them watch the clock, and a jump in it is a time they were not running (a
 -- third spins for ever, so that a watcher never runs alone). A jump while
--- the node used the processor (os.clock, the node's processor time, moved
+-- the node used the processor (its processor time, control.node_cpu, moved
 -- too) is another process's turn; one while it did not is the machine
 -- running something else, and is not counted. The median run between turns
 -- is the slice.
 local s = require "synodic"
+local node_cpu = require("synodic.control").node_cpu
 local me = s.self()
 
 local function busy()
-  local runs, start, last, last_cpu = {}, s.clock(), s.clock(), os.clock()
+  local runs, start, last, last_cpu = {}, s.clock(), s.clock(), node_cpu()
   while #runs < 60 do
-    local now, cpu = s.clock(), os.clock()
+    local now, cpu = s.clock(), node_cpu()
     local gap = now - last
     if gap > 0.0005 and cpu - last_cpu > 0.3 * gap then -- another process's turn
       runs[#runs + 1] = last - start

@@ -10,6 +10,7 @@
 //! | `probe(pid)` | asks `pid` to describe itself: the caller receives `"probe", pid, text`; false when there is no such process |
 //! | `spaces()` | the tuple spaces that live on this node: a list of `{id =, name =, tuples =, waiting =, classes = {{arity =, first =, count =}, ...}}` (`first` nil for a class of first fields that are not plain values) |
 //! | `pid(text)` | the pid printed as `text` (`"<0.4.0>"`), or nil |
+//! | `node_cpu()` | the processor time of the whole node (every thread), in seconds (`os.clock` is the caller's own) |
 //! | `tuples(id, arity, first [, max])` | up to `max` (default 100) tuples of that class of the space `id` of this node, oldest first, each a list of its fields |
 
 use std::ffi::{c_int, CStr};
@@ -22,7 +23,7 @@ use synodic_core::Pid;
 use crate::vm::ctx::ctx;
 use crate::vm::util::{pid_arg, push_bytes, push_pid, raise, to_bytes};
 
-pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"write", write), (c"processes", processes), (c"probe", probe), (c"spaces", spaces), (c"tuples", tuples), (c"pid", pid)];
+pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"write", write), (c"processes", processes), (c"probe", probe), (c"spaces", spaces), (c"tuples", tuples), (c"pid", pid), (c"node_cpu", node_cpu)];
 
 crate::vm::lazy::lazy_module!(b"synodic.control");
 
@@ -220,6 +221,18 @@ unsafe extern "C-unwind" fn pid(L: *mut ffi::lua_State) -> c_int {
             Some(p) => push_pid(L, p),
             None => ffi::lua_pushnil(L),
         }
+    }
+    1
+}
+
+/// `node_cpu()`: the node's processor time, every thread's, in seconds.
+unsafe extern "C-unwind" fn node_cpu(L: *mut ffi::lua_State) -> c_int {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: writes the clock into `ts`; then Lua calls this native
+    // function with its running state `L` (lib.rs invariant 1).
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts);
+        ffi::lua_pushnumber(L, ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9);
     }
     1
 }
