@@ -1,5 +1,6 @@
 -- kill: ends a process whatever it does (computing, waiting, trapping
--- exits, inside pcall) with "killed" or the reason given; its monitors
+-- exits, inside pcall, inside a C call once it returns) with "killed" or
+-- the reason given; its monitors
 -- and links see that reason; it ends quickly even when it computes.
 local s = require "synodic"
 
@@ -44,6 +45,23 @@ s.monitor(waiting)
 s.kill(waiting, {why = "enough"})
 local r = down(waiting)
 assert(type(r) == "table" and r.why == "enough")
+
+-- Inside a C call (here one that blocks its thread): it ends when the call
+-- returns, before any more of its Lua code runs.
+local sleeper = s.spawn(function(me)
+  local s = require "synodic"
+  s.send(me, "sleeping")
+  os.execute("sleep 0.3")
+  s.send(me, "after the call")
+end, s.self())
+s.receive_match("sleeping", 5)
+s.sleep(0.05)
+s.monitor(sleeper)
+t = s.clock()
+s.kill(sleeper)
+assert(down(sleeper) == "killed")
+assert(s.clock() - t > 0.1, "not before the call returned")
+assert(select("#", s.receive_match("after the call", 0.2)) == 0, "no Lua code ran after the call")
 
 -- A pid that has ended: false.
 assert(s.kill(waiting) == false)
