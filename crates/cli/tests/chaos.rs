@@ -61,6 +61,8 @@ fn nodes(count: usize, cookie: &Path, dir: &Path) -> Vec<Node> {
         // The next one joins through this one: it must be listening.
         let deadline = Instant::now() + LIMIT;
         while std::net::TcpStream::connect(format!("127.0.0.1:{port}")).is_err() {
+            let ended = nodes.last_mut().unwrap().process.0.try_wait().ok().flatten();
+            assert!(ended.is_none(), "node n{i} ended ({ended:?}): {}", std::fs::read_to_string(dir.join(format!("n{i}.stderr"))).unwrap_or_default());
             assert!(Instant::now() < deadline, "node n{i} does not listen");
             std::thread::sleep(Duration::from_millis(10));
         }

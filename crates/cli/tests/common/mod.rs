@@ -178,7 +178,24 @@ pub fn run_lua_script_with(dir: &std::path::Path, name: &str, extra: &[&std::ffi
 /// A port nothing listens on now (for a node that must be told its
 /// address before it starts: a proxy forwards there).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    // Below 32768, where the kernel never hands out a port to an outgoing
+    // connection: a port that port 0 gave could be taken by a client socket
+    // of another test before the node binds it (CI met that). Free for TCP
+    // and UDP (a node listens on both), chosen at random among 12,000.
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    static DRAWS: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+        let mut x = nanos ^ (std::process::id() as u64) << 20 ^ DRAWS.fetch_add(1, Relaxed).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        let port = 20000 + (x % 12000) as u16;
+        let free = std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok();
+        if free {
+            return port;
+        }
+    }
 }
 
 /// A directory with a cookie file of `secret`.
