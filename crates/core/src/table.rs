@@ -12,7 +12,7 @@ use parking_lot::Mutex;
 use crate::process::Process;
 use crate::Pid;
 
-const CHUNK_BITS: u32 = 12;
+const CHUNK_BITS: u32 = 10;
 const CHUNK: usize = 1 << CHUNK_BITS;
 const MAX_CHUNKS: usize = (Pid::MAX_INDEX as usize + 1) / CHUNK;
 
@@ -35,7 +35,9 @@ impl Table {
         let node = 0;
         Table {
             node,
-            chunks: (0..MAX_CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect(),
+            // Zeroed by the allocator (null pointers are zeroes): pages the
+            // table never reaches are never touched.
+            chunks: zeroed_chunks(),
             // Index 0 is never handed out, so no pid is all zeroes but the tag.
             alloc: Mutex::new(Alloc { free: Vec::new(), next: 1 }),
             occupied: AtomicUsize::new(0),
@@ -107,6 +109,13 @@ impl Table {
         self.occupied.load(Relaxed)
     }
 
+}
+
+/// `MAX_CHUNKS` null chunk pointers.
+fn zeroed_chunks() -> Box<[AtomicPtr<Process>]> {
+    let zeroed = Box::<[AtomicPtr<Process>]>::new_zeroed_slice(MAX_CHUNKS);
+    // SAFETY: an AtomicPtr of all zero bits is a null pointer, a valid value.
+    unsafe { zeroed.assume_init() }
 }
 
 #[cfg(test)]
