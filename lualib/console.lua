@@ -172,7 +172,7 @@ function console.main(port)
   end
   _G.pid = repl.pid
   _G.kill = function(who, why)
-    local p = pid_of(type(who) == "string" and who:match("^%s*<[%d.]+>%s*$") and repl.pid(who) or who)
+    local p = pid_of(who)
     if p == nil then error("kill: no process " .. tostring(who), 2) end
     return s.kill(p, why)
   end

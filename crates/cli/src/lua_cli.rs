@@ -45,9 +45,9 @@ fn usage(problem: &str) -> i32 {
     1
 }
 
-/// Reads the command line; `Ok(None)` when there is nothing to run, `Err`
-/// with the exit status after a usage error (said on stderr).
-pub fn parse(args: Vec<String>) -> Result<Option<CommandLine>, i32> {
+/// Reads the command line; `Err` with the exit status after a usage error
+/// (said on stderr).
+pub fn parse(args: Vec<String>) -> Result<CommandLine, i32> {
     let banner = format!("Synodic {} (Lua 5.4.8  Copyright (C) 1994-2025 Lua.org, PUC-Rio)", env!("CARGO_PKG_VERSION"));
     let mut cl = CommandLine { before: vec![interpreter()], init: true, banner, ..Default::default() };
     let mut i = 0;
@@ -141,7 +141,7 @@ pub fn parse(args: Vec<String>) -> Result<Option<CommandLine>, i32> {
         },
         None => {}
     }
-    Ok(Some(cl))
+    Ok(cl)
 }
 
 /// All of standard input (a script given as `-`).

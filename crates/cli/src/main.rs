@@ -287,11 +287,7 @@ fn main() {
     more_open_files();
     if let Some(args) = lua_cli::lua_command(std::env::args_os().skip(1)) {
         exit(match lua_cli::parse(args) {
-            Ok(Some(cl)) => {
-                let nodes = 1;
-                run_with(RunArgs { nodes, lua: Some(cl), ..RunArgs::default() }, |_, _, _| Ok(0))
-            }
-            Ok(None) => 0,
+            Ok(cl) => run_with(RunArgs { nodes: 1, lua: Some(cl), ..RunArgs::default() }, |_, _, _| Ok(0)),
             Err(code) => code,
         });
     }

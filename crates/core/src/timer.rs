@@ -117,12 +117,6 @@ impl Timers {
         self.state.lock().pending.remove(&id).is_some()
     }
 
-    /// Messages due later, and heap entries in all.
-    pub(crate) fn counts(&self) -> (usize, usize) {
-        let state = self.state.lock();
-        (state.pending.len(), state.heap.len())
-    }
-
     fn push(&self, state: &mut State, entry: Entry) {
         let earliest = state.heap.peek().is_none_or(|top| entry.at < top.at);
         state.heap.push(entry);

@@ -107,12 +107,6 @@ impl Process {
         self.flags.load(Relaxed) & INTERRUPTED != 0 && self.flags.fetch_and(!INTERRUPTED, Relaxed) & INTERRUPTED != 0
     }
 
-    /// For the running process's body: whether it was killed (it should
-    /// stop what it does; it ends when it next yields).
-    pub fn is_killed(&self) -> bool {
-        self.flags.load(Relaxed) & KILLED != 0
-    }
-
     /// Asks for a description for `asker` (it is made when the process next
     /// runs); false when `pid` no longer names this slot's tenant.
     pub(crate) fn add_probe(&self, pid: Pid, asker: Pid) -> bool {

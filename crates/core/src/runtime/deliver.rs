@@ -199,12 +199,6 @@ impl Runtime {
         self.shared.timers.cancel(id)
     }
 
-    /// Messages due later, and timer entries kept in all (for tests and
-    /// measurements of their cost).
-    pub fn timer_counts(&self) -> (usize, usize) {
-        self.shared.timers.counts()
-    }
-
     /// A due timer: a process woken, or a message sent.
     pub(super) fn fired(&self, fired: crate::timer::Fired) {
         use crate::timer::{Dest, Fired};

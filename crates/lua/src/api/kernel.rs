@@ -461,14 +461,15 @@ pub(crate) unsafe fn end_with(L: *mut ffi::lua_State, reason: ExitReason) -> c_i
 /// `wait(futures [, n [, timeout]])`: policy in Lua (`lualib/future_wait.lua`),
 /// called from here so that it sits in the `synodic` table.
 unsafe extern "C-unwind" fn wait_futures(L: *mut ffi::lua_State) -> c_int {
-    // SAFETY: the contract; `require` of a bundled module does not yield,
-    // the function it returns goes under the arguments and is called with
-    // a continuation, since it may block.
+    // SAFETY: the contract; the bundled module is required as the VM
+    // requires modules (protected, whatever the program did to its global
+    // `require`), and the function it is goes under the arguments, called
+    // with a continuation, since it may block. `raise` drops its message first.
     unsafe {
         let nargs = ffi::lua_gettop(L);
-        ffi::lua_getglobal(L, c"require".as_ptr());
-        ffi::lua_pushstring(L, c"synodic.future.wait".as_ptr());
-        ffi::lua_call(L, 1, 1);
+        if let Err(e) = crate::vm::state::push_module(L, b"synodic.future.wait") {
+            return raise(L, format!("wait: {e}"));
+        }
         ffi::lua_rotate(L, 1, 1);
         ffi::lua_callk(L, nargs, ffi::LUA_MULTRET, 0, Some(wait_k));
         wait_k(L, ffi::LUA_OK, 0)

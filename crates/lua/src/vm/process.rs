@@ -159,7 +159,7 @@ impl Body for LuaProcess {
         };
         // What a listing shows of it (`lua_gc` only reads two counters).
         // SAFETY: the state is at rest after the resume, on this worker.
-        me.note_memory(unsafe { ffi::lua_gc(L, ffi::LUA_GCCOUNT, 0) as u64 * 1024 + ffi::lua_gc(L, ffi::LUA_GCCOUNTB, 0) as u64 });
+        me.note_memory(unsafe { ffi::lua_gc(L, ffi::LUA_GCCOUNT, 0) } as u64 * 1024);
         match status {
             ffi::LUA_YIELD => {
                 if nres > 0 {
