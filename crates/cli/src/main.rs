@@ -1,6 +1,7 @@
 //! The `synodic` command: a thin front over the runtime crates. It parses the
 //! command line, starts a node's runtime, runs the main process, and turns
 //! its end into an exit status.
+#![deny(unsafe_op_in_unsafe_fn)]
 
 mod console;
 mod launch;

@@ -31,6 +31,7 @@
 //! | `table`, `mailbox`, `timer`, `names` | internal: process slots, message queues, deadlines, name map |
 //! | `sync` | internal: the atomics and lock of the run-state protocol, loom's in a loom test build |
 //! | [`cache`] | the last-level cache's size (for warming), `largest_block` (the bound on what a program may allocate at once) |
+#![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod cache;
 pub mod channel;

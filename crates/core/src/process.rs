@@ -379,7 +379,9 @@ impl Process {
     #[inline]
     pub(crate) unsafe fn take_body(&self) -> Option<Box<dyn Body>> {
         self.state.store(RUNNING, Release);
-        (*self.body.get()).take()
+        // SAFETY: the caller is the one worker that dequeued the process
+        // (this function's contract): no one else touches the body now.
+        unsafe { (*self.body.get()).take() }
     }
 
     /// Records, while the process runs, which 64-byte lines of the
@@ -466,7 +468,9 @@ impl Process {
     /// SAFETY: see `take_body`.
     #[inline]
     pub(crate) unsafe fn put_body(&self, body: Box<dyn Body>) {
-        *self.body.get() = Some(body);
+        // SAFETY: the caller took the body with `take_body` and is still the
+        // only one running the process (this function's contract).
+        unsafe { *self.body.get() = Some(body) };
     }
 }
 

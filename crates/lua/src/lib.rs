@@ -10,7 +10,7 @@
 //! - **`vm/`, the VM layer**: Lua states made, copied, run and kept
 //!   small; Lua values carried as the core's messages; blocking as
 //!   yielding. It names no API module: what it needs of them it reads from
-//!   the registry through `vm::module` (a test, `tests/layers.rs`, holds
+//!   the registry through `vm::module` (a test, `crates/cli/tests/layers.rs`, holds
 //!   that).
 //! - **`api/`, the API layer**: the `synodic.*` modules, one file each,
 //!   declared once in `api/registry.rs` (name, opener, lazy functions,

@@ -51,14 +51,9 @@ pub enum Arrival<'a> {
     Service { kind: u8, body: &'a [u8] },
 }
 
-mod kind {
-    // 1, 2, 19 and 20 are the handshake's (`handshake::Message`); the
-    // services' kinds are in `synodic_core::dist::kind`.
-    pub const NODE: u8 = 3;
-    pub const PART: u8 = 5;
-    pub const BUSY: u8 = 21;
-    pub const READY: u8 = 22;
-}
+/// The transport's own frame kinds, numbered with every other kind in
+/// `synodic_core::dist::kind`.
+use synodic_core::dist::kind::transport as kind;
 
 impl Frame {
     /// Appends the frame, header included, to `out`.

@@ -23,6 +23,7 @@
 //! | [`record`] | every byte after the handshake in sealed records (AES-128-GCM, or authenticated only): `Sealer`, `Opener` |
 //! | `gate` | the few places for connections that have not proved themselves yet |
 //! | [`Error`] | what can go wrong |
+#![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod cluster;
 pub mod console;

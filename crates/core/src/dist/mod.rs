@@ -218,10 +218,26 @@ impl Services {
     }
 }
 
-/// The frame kinds on the wire (`docs/cluster-protocol.md`). 1, 2, 19 and
-/// 20 are the handshake's; 3 (Node), 5 (Part), 21 (Busy) and 22 (Ready)
-/// the transport's own.
+/// The frame kinds on the wire (`docs/cluster-protocol.md`), every one of
+/// them: the services' here, the transport's and the handshake's in
+/// [`kind::transport`], which `synodic-net` uses. One list, so that no
+/// number is given twice (a test checks it).
 pub mod kind {
+    /// The kinds the transport and its handshake read themselves; no
+    /// service may own them.
+    pub mod transport {
+        pub const HELLO: u8 = 1;
+        pub const WELCOME: u8 = 2;
+        pub const NODE: u8 = 3;
+        pub const PART: u8 = 5;
+        pub const CHALLENGE: u8 = 19;
+        pub const REFUSED: u8 = 20;
+        pub const BUSY: u8 = 21;
+        pub const READY: u8 = 22;
+        pub const ALL: [u8; 8] = [HELLO, WELCOME, NODE, PART, CHALLENGE, REFUSED, BUSY, READY];
+    }
+    /// The services' kinds, each owned by one service of `Services::standard`.
+    pub const SERVICES: [u8; 18] = [SEND, MONITOR, SPAWN, LOAD, CLAIM, NAMED, UNNAMED, TASK, FETCH, FETCHED, RELEASE, LINDA, COMPLETE, DEMONITOR, LINK, UNLINK, EXIT, KILL];
     pub const SEND: u8 = 4;
     pub const MONITOR: u8 = 6;
     pub const SPAWN: u8 = 7;

@@ -25,10 +25,10 @@ fn pids(head: &[u8]) -> (Pid, Pid) {
 #[test]
 fn every_frame_kind_has_one_owner_and_the_others_are_one_error() {
     let services = Services::standard();
-    for k in [kind::SEND, kind::MONITOR, kind::DEMONITOR, kind::SPAWN, kind::LOAD, kind::CLAIM, kind::NAMED, kind::UNNAMED, kind::TASK, kind::FETCH, kind::FETCHED, kind::RELEASE, kind::LINDA, kind::COMPLETE] {
+    for k in kind::SERVICES {
         assert!(services.owns(k), "kind {k}");
     }
-    for k in [1, 2, 3, 5, 19, 20, 21, 22, 99] {
+    for k in kind::transport::ALL.into_iter().chain([99]) {
         assert!(!services.owns(k), "kind {k} is the transport's or nobody's");
     }
     let (rt, _) = node(&["b"]);
@@ -40,6 +40,15 @@ fn every_frame_kind_has_one_owner_and_the_others_are_one_error() {
     let e = rt.services().receive(&rt, &Link::new(1), kind::FETCH, &[0; 17], Vec::new()).unwrap_err();
     assert!(e.contains("1 bytes after a frame of kind 13"), "{e}");
     rt.shutdown();
+}
+
+#[test]
+fn no_frame_kind_is_given_twice() {
+    let mut all: Vec<u8> = kind::SERVICES.into_iter().chain(kind::transport::ALL).collect();
+    let count = all.len();
+    all.sort_unstable();
+    all.dedup();
+    assert_eq!(all.len(), count, "a frame kind given twice: {all:?}");
 }
 
 #[test]
@@ -369,5 +378,53 @@ fn a_tuple_space_request_goes_to_the_home_and_junk_answers_are_errors() {
     assert_eq!((what, count), (spaces::completion::COUNT, 5));
     assert_eq!(Reader::message(sent[0].message.as_ref().unwrap()).unwrap().1, 0, "no values");
     let _ = Tag::Nil;
+    rt.shutdown();
+}
+
+#[test]
+fn a_link_across_nodes_carries_exit_signals_both_ways_and_a_lost_node_gives_noconnection() {
+    let (rt, wire) = node(&["b", "c"]);
+    let (me, got) = inbox(&rt);
+    assert!(!rt.trap_exit(me, true));
+    let (far, farther) = (Pid::new(1, 4, 1), Pid::new(2, 5, 1));
+    // Linking out: a LINK frame names our process, then theirs.
+    assert_eq!(rt.link(me, far), crate::runtime::Linked::Yes);
+    assert_eq!(rt.link(me, farther), crate::runtime::Linked::Yes);
+    let sent = wire.take();
+    assert_eq!((sent[0].node, sent[0].kind, pids(&sent[0].head)), (1, kind::LINK, (me, far)));
+    assert_eq!((sent[1].node, sent[1].kind), (2, kind::LINK));
+    // b's process ends: its EXIT names it (b's view: node 0), then ours.
+    let from_b = Pid::new(0, 4, 1);
+    let reason = crate::runtime::reason_message(&ExitReason::Value(text(b"boom").into_vec()));
+    let head = fields(|w| {
+        w.u64(from_b.raw());
+        w.u64(me.raw());
+    });
+    rt.services().receive(&rt, &Link::new(1), kind::EXIT, &[head.clone(), reason.clone()].concat(), Vec::new()).unwrap();
+    let exit = got.wait_for(1);
+    assert_eq!(exit[0].as_ref(), &*crate::runtime::exit_message(far, &ExitReason::Value(text(b"boom").into_vec())));
+    // The same signal again: the link is gone, so nothing more comes.
+    rt.services().receive(&rt, &Link::new(1), kind::EXIT, &[head, reason].concat(), Vec::new()).unwrap();
+    // c is lost: the link to its process ends with "noconnection".
+    rt.services().lost(&rt, 2, "c");
+    let all = got.wait_for(2);
+    assert_eq!(all[1].as_ref(), &*crate::runtime::exit_message(farther, &ExitReason::Value(crate::runtime::noconnection())));
+    assert_eq!(got.now().len(), 2, "one signal per link");
+    // A LINK from b to a process here that is gone is answered by its EXIT.
+    let gone = Pid::new(0, 900, 1);
+    let head = fields(|w| {
+        w.u64(from_b.raw());
+        w.u64(gone.raw());
+    });
+    rt.services().receive(&rt, &Link::new(1), kind::LINK, &head, Vec::new()).unwrap();
+    let sent = wire.take();
+    assert_eq!((sent.len(), sent[0].node, sent[0].kind), (1, 1, kind::EXIT));
+    // A KILL from b ends our process, trapping or not.
+    let (watcher, downs) = inbox(&rt);
+    rt.monitor(watcher, me);
+    let head = fields(|w| w.u64(me.raw()));
+    rt.services().receive(&rt, &Link::new(1), kind::KILL, &[head, crate::runtime::reason_message(&ExitReason::Value(text(b"stop").into_vec()))].concat(), Vec::new()).unwrap();
+    let down = downs.wait_for(1);
+    assert_eq!(down[0].as_ref(), &*crate::runtime::down_message(me, &ExitReason::Value(text(b"stop").into_vec())));
     rt.shutdown();
 }

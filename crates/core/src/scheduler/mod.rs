@@ -291,7 +291,10 @@ impl Scheduler {
     /// it is only used within one call).
     unsafe fn local(&self) -> Option<&Local> {
         let local = LOCAL.with(|l| l.get());
-        local.as_ref().filter(|l| std::ptr::eq(l.scheduler, self))
+        // SAFETY: `LOCAL` points at the worker loop's own state while the
+        // loop runs on this thread, and is null otherwise; the caller keeps
+        // the reference within one call (this function's contract).
+        unsafe { local.as_ref() }.filter(|l| std::ptr::eq(l.scheduler, self))
     }
 
     pub(crate) fn wake_one(&self) {

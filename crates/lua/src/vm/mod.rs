@@ -3,7 +3,7 @@
 //! the API layer (`crate::api`): what the VM needs to know of them (their
 //! names, openers, functions, the userdata kinds they let cross, the hooks
 //! they run) it reads from the one registry, `crate::api::registry`. A
-//! test (`vm_names_no_api_module`) holds that boundary.
+//! test (`the_lua_vm_layer_names_no_api_module` in `crates/cli/tests/layers.rs`) holds that boundary.
 
 pub(crate) mod bundled;
 pub mod codec;

@@ -20,12 +20,9 @@ use crate::Error;
 
 const MAGIC: &[u8; 8] = b"SYNODIC2";
 
-pub(crate) mod kind {
-    pub const HELLO: u8 = 1;
-    pub const WELCOME: u8 = 2;
-    pub const CHALLENGE: u8 = 19;
-    pub const REFUSED: u8 = 20;
-}
+/// The handshake's frame kinds, numbered with every other kind in
+/// `synodic_core::dist::kind`.
+pub(crate) use synodic_core::dist::kind::transport as kind;
 
 /// What the connecting side wants: a link between nodes, or a console.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
