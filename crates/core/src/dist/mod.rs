@@ -168,6 +168,7 @@ impl Services {
         for (i, s) in list.iter().enumerate() {
             for &k in s.kinds() {
                 assert!(by_kind[k as usize].is_none(), "frame kind {k} owned twice");
+                assert!(!kind::transport::ALL.contains(&k), "frame kind {k} is the transport's");
                 by_kind[k as usize] = Some(i as u8);
             }
         }
@@ -221,7 +222,8 @@ impl Services {
 /// The frame kinds on the wire (`docs/cluster-protocol.md`), every one of
 /// them: the services' here, the transport's and the handshake's in
 /// [`kind::transport`], which `synodic-net` uses. One list, so that no
-/// number is given twice (a test checks it).
+/// number is given twice (`Services::new` refuses a service that owns a
+/// kind already owned, or the transport's).
 pub mod kind {
     /// The kinds the transport and its handshake read themselves; no
     /// service may own them.
@@ -236,8 +238,6 @@ pub mod kind {
         pub const READY: u8 = 22;
         pub const ALL: [u8; 8] = [HELLO, WELCOME, NODE, PART, CHALLENGE, REFUSED, BUSY, READY];
     }
-    /// The services' kinds, each owned by one service of `Services::standard`.
-    pub const SERVICES: [u8; 18] = [SEND, MONITOR, SPAWN, LOAD, CLAIM, NAMED, UNNAMED, TASK, FETCH, FETCHED, RELEASE, LINDA, COMPLETE, DEMONITOR, LINK, UNLINK, EXIT, KILL];
     pub const SEND: u8 = 4;
     pub const MONITOR: u8 = 6;
     pub const SPAWN: u8 = 7;
