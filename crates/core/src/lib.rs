@@ -23,6 +23,8 @@
 //! | [`channel`] | `ChannelStore` (a state machine) and `Channels` (the node's, behind a lock): named rendezvous |
 //! | [`linda`] | `Store` (a state machine): a tuple store indexed by arity and first field, with waiters |
 //! | [`spaces`] | `Space`, `Spaces` (the node's), `SpaceRef`: what a handle names, here or on another node |
+//! | [`scope`] | `Gate`: the tuple scope's stop, step and break on this node's tuple operations |
+//! | [`stats`] | counters of the node's traffic (messages delivered), cheap enough for the hot path |
 //! | [`linda_remote`] | tuple-space requests between nodes: their format, `serve` (the home's side), the name `keeper` |
 //! | [`wire`] | `Writer` / `Reader`: the value wire format |
 //! | [`hash`] | `FastHasher`: hashing for the runtime's own keys |
@@ -57,6 +59,8 @@ pub mod pool;
 pub mod process;
 pub mod runtime;
 mod scheduler;
+pub mod scope;
+pub mod stats;
 pub mod spaces;
 mod sync;
 mod table;

@@ -124,9 +124,11 @@ pub struct Process {
     body: UnsafeCell<Option<Box<dyn Body>>>,
     mailbox: Mailbox,
     index: u32,
-    /// What a listing shows: the KiB its body held after its last run (in
-    /// the padding before `timer_seq`). Written only by the thread running it.
-    memory_kib: AtomicU32,
+    /// What a listing shows: the KiB its body held after its last run (the
+    /// low 28 bits, up to 256 GiB) and what it waits on (a [`WaitsOn`], the
+    /// high 4), in the padding before `timer_seq`. Written only by the
+    /// thread running it.
+    memory_and_wait: AtomicU32,
     /// Bumped whenever the process arms a new timer, so stale timers are ignored.
     pub(crate) timer_seq: AtomicU64,
     pub(crate) links: Mutex<Links>,
@@ -143,6 +145,30 @@ pub struct Process {
     /// When [`LIMITED`]: the bytes its mailbox may hold (its memory limit
     /// less what its body takes; see [`Process::set_mailbox_allowance`]).
     allowance: AtomicU64,
+}
+
+/// What a process blocked on, as a listing (and the dashboard) shows it.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitsOn {
+    Receive = 0,
+    Tuple = 1,
+    Socket = 2,
+    Future = 3,
+    Sleep = 4,
+    Channel = 5,
+    Other = 6,
+}
+
+impl WaitsOn {
+    /// The name a listing gives it.
+    pub fn name(self) -> &'static str {
+        ["receive", "tuple", "socket", "future", "sleep", "channel", "other"][self as usize]
+    }
+
+    fn from_bits(n: u32) -> WaitsOn {
+        [WaitsOn::Receive, WaitsOn::Tuple, WaitsOn::Socket, WaitsOn::Future, WaitsOn::Sleep, WaitsOn::Channel, WaitsOn::Other][(n as usize).min(6)]
+    }
 }
 
 /// Bit of a process's flags: it has a memory limit, which its queued
@@ -196,7 +222,7 @@ impl Process {
             flags: AtomicU8::new(0),
             allowance: AtomicU64::new(0),
             slices: AtomicU32::new(0),
-            memory_kib: AtomicU32::new(0),
+            memory_and_wait: AtomicU32::new(0),
         }
     }
 
@@ -227,7 +253,7 @@ impl Process {
         unsafe { *self.body.get() = Some(body) };
         self.allowance.store(max_memory.unwrap_or(0), Relaxed);
         self.slices.store(0, Relaxed);
-        self.memory_kib.store(0, Relaxed);
+        self.memory_and_wait.store(0, Relaxed);
         self.flags.store(if max_memory.is_some() { LIMITED } else { 0 }, Relaxed);
         *self.links.lock() = Links::default();
         self.hot_base.store(0, Relaxed);

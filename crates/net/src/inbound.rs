@@ -45,6 +45,8 @@ pub(crate) struct Inbound {
     pub(crate) direct: Option<Direct>,
     /// The link has failed or closed: nothing more is read from it.
     pub(crate) over: bool,
+    /// Bytes read from the socket so far (records, as they came).
+    pub(crate) received: u64,
 }
 
 impl Inbound {
@@ -53,8 +55,14 @@ impl Inbound {
     /// piece and opened there (header first, then body and tag): each
     /// byte is copied by the kernel and by the cipher, and not once more.
     pub(crate) fn read(&mut self, fd: RawFd, deliver: &mut Deliver) -> Result<Drained, Error> {
-        let Inbound { opener, decoder, parcels, more, direct, .. } = self;
         let mut read = 0;
+        let drained = self.read_counting(fd, deliver, &mut read);
+        self.received += read as u64;
+        drained
+    }
+
+    fn read_counting(&mut self, fd: RawFd, deliver: &mut Deliver, read: &mut usize) -> Result<Drained, Error> {
+        let Inbound { opener, decoder, parcels, more, direct, .. } = self;
         // A read that got less than it asked for emptied the socket: the
         // poller reports it again when more comes, so no read to learn that.
         let mut emptied = false;
@@ -65,7 +73,7 @@ impl Inbound {
             if emptied {
                 return Ok(Drained::Open);
             }
-            if read >= READ_BUDGET {
+            if *read >= READ_BUDGET {
                 return Ok(Drained::Budget);
             }
             // Only into a piece of an open parcel: while its envelope is
@@ -89,7 +97,7 @@ impl Inbound {
                     Ok(0) => return Err(Error::Protocol("the peer closed the connection in the middle of a frame".into())),
                     Ok(n) => {
                         d.got += n;
-                        (read, emptied) = (read + n, n < want);
+                        (*read, emptied) = (*read + n, n < want);
                         if d.got == d.len + TAG {
                             let d = direct.take().expect("a direct record");
                             // SAFETY: recv initialised these `len + TAG` bytes of the spare capacity.
@@ -121,7 +129,7 @@ impl Inbound {
                     return Err(Error::Protocol("the peer closed the connection in the middle of a frame".into()));
                 }
                 Ok(0) => return Ok(Drained::Closed),
-                Ok(n) => (read, emptied) = (read + n, n < want),
+                Ok(n) => (*read, emptied) = (*read + n, n < want),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Drained::Open),
                 Err(e) => return Err(Error::Protocol(e.to_string())),
             }

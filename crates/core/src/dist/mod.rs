@@ -78,6 +78,11 @@ pub trait Transport: Send + Sync {
     /// `pid`, of this node, which some node was told is busy, has taken
     /// its messages down to [`BUSY_LOW`] bytes (or ended).
     fn drained(&self, pid: Pid);
+    /// Each linked node's name with the bytes written to it and read from
+    /// it so far (for the dashboard).
+    fn traffic(&self) -> Vec<(Arc<str>, u64, u64)> {
+        Vec::new()
+    }
 }
 
 /// A frame on its way to another node: its kind, the fields before its

@@ -9,6 +9,9 @@ use std::sync::atomic::Ordering::*;
 
 use super::*;
 
+/// The bits of `memory_and_wait` that hold the memory in KiB.
+const MEMORY_MASK: u32 = (1 << 28) - 1;
+
 impl Process {
     /// Marks the process as over its memory limit: it ends when it is next
     /// scheduled, whatever it is doing (the caller wakes it).
@@ -73,12 +76,13 @@ impl Process {
 
     /// For the body, after a run: the memory it holds now.
     pub fn note_memory(&self, bytes: u64) {
-        self.memory_kib.store((bytes >> 10).min(u32::MAX as u64) as u32, Relaxed);
+        let kib = (bytes >> 10).min(u64::from(MEMORY_MASK)) as u32;
+        self.memory_and_wait.store((self.memory_and_wait.load(Relaxed) & !MEMORY_MASK) | kib, Relaxed);
     }
 
     /// The bytes its body held after its last run.
     pub(crate) fn body_bytes(&self) -> u64 {
-        (self.memory_kib.load(Relaxed) as u64) << 10
+        ((self.memory_and_wait.load(Relaxed) & MEMORY_MASK) as u64) << 10
     }
 
     /// It ran a whole time slice (it was preempted).
@@ -134,6 +138,18 @@ impl Process {
             IDLE => "waiting",
             _ => "ended",
         }
+    }
+
+    /// For the running process's body: what it is about to block on (what a
+    /// listing shows while it waits).
+    pub fn set_waits_on(&self, on: WaitsOn) {
+        let kib = self.memory_and_wait.load(Relaxed) & MEMORY_MASK;
+        self.memory_and_wait.store(((on as u32) << 28) | kib, Relaxed);
+    }
+
+    /// What the process waits on, as last set.
+    pub(crate) fn waits_on(&self) -> WaitsOn {
+        WaitsOn::from_bits(self.memory_and_wait.load(Relaxed) >> 28)
     }
 
     /// The names the process holds.

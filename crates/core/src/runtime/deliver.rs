@@ -106,6 +106,7 @@ impl Runtime {
         }
         match slot.deliver(to, msg) {
             Ok(()) => {
+                crate::stats::message();
                 self.wake(slot);
                 true
             }

@@ -130,6 +130,8 @@ pub(crate) struct Shared {
     futures: crate::future::Futures,
     pool: Mutex<crate::pool::Pool>,
     pool_worker: Option<fn() -> Box<dyn Body>>,
+    /// The tuple scope's hold on this node's tuple operations.
+    scope: crate::scope::Gate,
 }
 
 impl Runtime {
@@ -164,6 +166,7 @@ impl Runtime {
             pool: Mutex::new(crate::pool::Pool::default()),
             pool_worker: config.pool_worker,
             time_slice: config.time_slice,
+            scope: crate::scope::Gate::default(),
         });
         let rt = Runtime { shared };
         for _ in 0..rt.scheduler().target {
@@ -285,6 +288,11 @@ impl Runtime {
 
     pub fn channels(&self) -> &Channels {
         &self.shared.channels
+    }
+
+    /// The tuple scope's hold on this node's tuple operations.
+    pub fn scope(&self) -> &crate::scope::Gate {
+        &self.shared.scope
     }
 
     pub fn spaces(&self) -> &Spaces {

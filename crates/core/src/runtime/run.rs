@@ -99,6 +99,16 @@ impl Runtime {
         true
     }
 
+    /// How many processes live on this node (a snapshot).
+    pub fn process_count(&self) -> usize {
+        self.shared.table.occupied()
+    }
+
+    /// The node's task pool: tasks queued, and pool workers idle.
+    pub fn pool_counts(&self) -> (usize, usize) {
+        self.shared.pool.lock().queued_and_idle()
+    }
+
     /// The live processes of this node, in slot order.
     pub fn processes(&self) -> Vec<ProcessInfo> {
         self.shared
@@ -107,7 +117,9 @@ impl Runtime {
             .filter(|p| p.run_state() != "ended")
             .map(|p| {
                 let (memory, slices) = (p.body_bytes() + p.queued_bytes(), p.slices());
-                ProcessInfo { pid: p.pid(), state: p.run_state(), mailbox: p.mailbox_len(), names: p.names(), memory, cpu: self.shared.time_slice * slices }
+                let state = p.run_state();
+                let waits_on = if state == "waiting" { p.waits_on().name() } else { "" };
+                ProcessInfo { pid: p.pid(), state, waits_on, mailbox: p.mailbox_len(), names: p.names(), memory, cpu: self.shared.time_slice * slices }
             })
             .collect()
     }
@@ -153,6 +165,9 @@ pub struct ProcessInfo {
     pub pid: Pid,
     /// "running", "runnable" (queued) or "waiting" (blocked).
     pub state: &'static str,
+    /// While "waiting": what on ("receive", "tuple", "socket", "future",
+    /// "sleep", "channel", "other"); empty otherwise.
+    pub waits_on: &'static str,
     /// Messages in its mailbox.
     pub mailbox: usize,
     /// The names it holds.

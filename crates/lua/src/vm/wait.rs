@@ -21,6 +21,7 @@ use std::any::Any;
 use std::ffi::c_int;
 
 use mlua_sys as ffi;
+use synodic_core::process::WaitsOn;
 use synodic_core::waiting::{Completion, Waiter};
 
 use crate::vm::ctx::{ctx, Pending};
@@ -146,7 +147,23 @@ pub(crate) unsafe fn block(L: *mut ffi::lua_State, k: unsafe extern "C-unwind" f
         }
     }
     // SAFETY: as above; the yield unwinds this frame, which owns nothing.
-    unsafe { yield_to_scheduler(L, Pending::Block, k, what) }
+    unsafe {
+        ctx(L).proc().set_waits_on(waits_on(what));
+        yield_to_scheduler(L, Pending::Block, k, what)
+    }
+}
+
+/// What a listing shows a process blocked in the operation `what` waiting on.
+fn waits_on(what: &str) -> WaitsOn {
+    match what {
+        "receive" | "receive_match" | "send" => WaitsOn::Receive,
+        "sleep" => WaitsOn::Sleep,
+        "socket wait" | "select" | "resolve" => WaitsOn::Socket,
+        "get" | "_pool_take" => WaitsOn::Future,
+        "chan.send" | "chan.receive" => WaitsOn::Channel,
+        "linda" | "out" | "take" | "rd" | "in" | "inp" | "rdp" | "take_within" | "rd_within" | "count" | "take_all" | "clear" => WaitsOn::Tuple,
+        _ => WaitsOn::Other,
+    }
 }
 
 /// The error of an operation withdrawn with nothing handed.
@@ -171,6 +188,7 @@ pub(crate) unsafe fn block_on_mailbox(L: *mut ffi::lua_State, k: unsafe extern "
             return raise(L, "interrupted!".into());
         }
         crate::vm::util::collect_dropped(L);
+        ctx(L).proc().set_waits_on(waits_on(what));
         ctx(L).pending = Pending::Block;
         ffi::lua_yieldk(L, 0, cursor, Some(k))
     }

@@ -61,6 +61,14 @@ impl Transport for Cluster {
         self.inner.live.lock().iter().cloned().collect()
     }
 
+    fn traffic(&self) -> Vec<(Arc<str>, u64, u64)> {
+        let links: Vec<_> = self.inner.links.lock().values().cloned().collect();
+        links.iter().map(|l| {
+            let (sent, received) = l.traffic();
+            (l.peer.name.clone(), sent, received)
+        }).collect()
+    }
+
     fn room_for(&self, to: Pid, sender: Pid) -> bool {
         let Some(link) = self.inner.links.lock().get(&to.node()).cloned() else { return true };
         link.room_for(to, sender)

@@ -75,6 +75,8 @@ pub(crate) struct Link {
     theirs: Mutex<HashMap<u16, u16>>,
     /// Set once the link has ended and its waiters have been told.
     pub(crate) ended: AtomicBool,
+    /// Bytes written to the socket so far (sealed records).
+    pub(crate) sent: std::sync::atomic::AtomicU64,
 }
 
 
@@ -112,9 +114,10 @@ impl Link {
             any_busy: AtomicBool::new(false),
             told_busy: Mutex::new(HashSet::new()),
             wake: Notify::new(),
-            inbound: Mutex::new(Inbound { opener: session.opener, decoder: Decoder::authenticated(), parcels: Assembler::default(), more: 0, direct: None, over: false }),
+            inbound: Mutex::new(Inbound { opener: session.opener, decoder: Decoder::authenticated(), parcels: Assembler::default(), more: 0, direct: None, over: false, received: 0 }),
             theirs: Mutex::new(HashMap::new()),
             ended: AtomicBool::new(false),
+            sent: std::sync::atomic::AtomicU64::new(0),
         });
         tokio::spawn(link.clone().write_task(writer));
         Ok(link)
@@ -309,6 +312,11 @@ impl Link {
             out.slowed.push(sender);
         }
         false
+    }
+
+    /// Bytes written to and read from the peer so far.
+    pub(crate) fn traffic(&self) -> (u64, u64) {
+        (self.sent.load(std::sync::atomic::Ordering::Relaxed), self.inbound.lock().received)
     }
 
     /// Reads what has arrived, up to a budget, and hands each whole frame

@@ -117,6 +117,7 @@ impl Link {
             let sent = send_bytes(self.fd(), &wire[at..]);
             out = self.outbox.lock();
             let written = *sent.as_ref().unwrap_or(&0);
+            self.sent.fetch_add(written as u64, std::sync::atomic::Ordering::Relaxed);
             (out.wire, out.wire_at, out.wire_out) = (wire, at + written, 0);
             budget = budget.saturating_sub(written);
             match sent {

@@ -30,6 +30,7 @@ mod local;
 mod pattern;
 mod place;
 pub(crate) mod remote;
+mod scope;
 #[cfg(test)]
 mod tests;
 
@@ -143,7 +144,7 @@ pub(crate) unsafe fn run_again(L: *mut ffi::lua_State, fname: &str, args: c_int)
             h.space.home = Home::Unresolved;
         }
         ffi::lua_settop(L, args);
-        call(L, METHODS.iter().position(|m| m.name == fname).unwrap_or(0))
+        dispatch(L, METHODS.iter().position(|m| m.name == fname).unwrap_or(0))
     }
 }
 
@@ -162,8 +163,19 @@ pub(crate) unsafe fn lost(L: *mut ffi::lua_State, why: String) -> c_int {
     }
 }
 
-/// Runs method `m` where its space lives.
+/// Runs method `m`, once the tuple scope lets it (`scope.rs`).
 unsafe fn call(L: *mut ffi::lua_State, m: usize) -> c_int {
+    // SAFETY: `L` is the running state of a method call (lib.rs invariant 1).
+    unsafe {
+        if let Some(held) = scope::gate(L, m) {
+            return held;
+        }
+        dispatch(L, m)
+    }
+}
+
+/// Runs method `m` where its space lives.
+unsafe fn dispatch(L: *mut ffi::lua_State, m: usize) -> c_int {
     // SAFETY: `L` is the running state of a method call (lib.rs invariant 1).
     ARGS.with(|a| a.set(unsafe { ffi::lua_gettop(L) }));
     let method = &METHODS[m];

@@ -159,7 +159,7 @@ pub(super) unsafe extern "C-unwind" fn claimed_k(L: *mut ffi::lua_State, _status
         match failed {
             Some(why) if why.contains(": space lost: ") => lost(L, why),
             Some(why) => raise(L, why),
-            None => call(L, m),
+            None => dispatch(L, m),
         }
     }
 }

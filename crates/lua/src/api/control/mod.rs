@@ -6,9 +6,14 @@
 //! | function | does |
 //! |---|---|
 //! | `write(port, kind, text)` | `kind text` to a console, as one protocol line (see `synodic_net::console`); false when it is gone |
-//! | `processes()` | the live processes: a list of `{pid =, state =, mailbox =, memory =, cpu =, names = {...}}` (memory in bytes, cpu in seconds counted in whole time slices) |
+//! | `processes([max [, by]])` | the live processes (with `max`, the top `max` by `"cpu"`, `"memory"` or `"mailbox"`), and how many live: a list of `{pid =, state =, on =, mailbox =, memory =, cpu =, names = {...}}` (`on`: what a waiting process waits on; memory in bytes, cpu in seconds counted in whole time slices) |
 //! | `probe(pid)` | asks `pid` to describe itself: the caller receives `"probe", pid, text`; false when there is no such process |
-//! | `spaces()` | the tuple spaces that live on this node: a list of `{id =, name =, tuples =, waiting =, classes = {{arity =, first =, count =}, ...}}` (`first` nil for a class of first fields that are not plain values) |
+//! | `spaces()` | the tuple spaces that live on this node: a list of `{id =, name =, tuples =, waiting =, outs =, takes =, reads =, classes = {{arity =, first =, count =}, ...}, waiters = {{pid =, mode =, template =}, ...}}` (`first` nil for a class of first fields that are not plain values; operations counted since the space was made; at most 100 waiters, oldest first) |
+//! | `scope(what [, arg])` | the tuple scope's hold on this node's tuple operations: `"view"` gives `{stopped =, condition =, steps =, held = {{pid =, op =, space =, args =}, ...}, hit =}`; `"stop"`, `"continue"`, `"step"` (the oldest held, or `arg`'s; gives what it let through), `"break"` (sets the condition `arg`, or clears it) |
+//! | `node_stats()` | `{messages =, rss =, cpu =, processes =, links = {{node =, sent =, received =}, ...}}`: messages delivered here, resident bytes, processor seconds, live processes, bytes to and from each linked node |
+//! | `proof_ok(key, nonce, proof)` | whether `proof` (hex) is HMAC-SHA256 of `nonce` under `key` (hex), compared in constant time |
+//! | `token()` | 32 random hex digits from the system's generator |
+//! | `asset(path)` | the dashboard page's file at `path` (`"/"`, `"/app.js"`...) and its content type, or nil |
 //! | `pid(text)` | the pid printed as `text` (`"<0.4.0>"`), or nil |
 //! | `node_cpu()` | the processor time of the whole node (every thread), in seconds (`os.clock` is the caller's own) |
 //! | `tuples(id, arity, first [, max])` | up to `max` (default 100) tuples of that class of the space `id` of this node, oldest first, each a list of its fields |
@@ -23,7 +28,22 @@ use synodic_core::Pid;
 use crate::vm::ctx::ctx;
 use crate::vm::util::{pid_arg, push_bytes, push_pid, raise, to_bytes};
 
-pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"write", write), (c"processes", processes), (c"probe", probe), (c"spaces", spaces), (c"tuples", tuples), (c"pid", pid), (c"node_cpu", node_cpu)];
+mod dashboard;
+
+pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
+    (c"write", write),
+    (c"processes", processes),
+    (c"probe", probe),
+    (c"spaces", spaces),
+    (c"tuples", tuples),
+    (c"pid", pid),
+    (c"node_cpu", node_cpu),
+    (c"scope", dashboard::scope),
+    (c"node_stats", dashboard::node_stats),
+    (c"proof_ok", dashboard::proof_ok),
+    (c"token", dashboard::token),
+    (c"asset", dashboard::asset),
+];
 
 crate::vm::lazy::lazy_module!(b"synodic.control");
 
@@ -53,7 +73,20 @@ unsafe extern "C-unwind" fn write(L: *mut ffi::lua_State) -> c_int {
 unsafe extern "C-unwind" fn processes(L: *mut ffi::lua_State) -> c_int {
     // SAFETY: Lua calls this native function with its running state `L`
     // (lib.rs invariant 1), whose context is entered.
-    let list = unsafe { ctx(L) }.rt().processes();
+    let mut list = unsafe { ctx(L) }.rt().processes();
+    let total = list.len();
+    // SAFETY: as above; the arguments are read, nothing converted on the stack.
+    let (max, by) = unsafe { (ffi::lua_tointegerx(L, 1, std::ptr::null_mut()), to_bytes(L, 2).unwrap_or(b"cpu")) };
+    if max > 0 {
+        // The top `max` by processor time, memory or mailbox (recon's way:
+        // the node ranks its own and sends only those).
+        match by {
+            b"memory" => list.sort_by(|a, b| b.memory.cmp(&a.memory)),
+            b"mailbox" => list.sort_by(|a, b| b.mailbox.cmp(&a.mailbox)),
+            _ => list.sort_by(|a, b| b.cpu.cmp(&a.cpu).then(b.mailbox.cmp(&a.mailbox))),
+        }
+        list.truncate(max as usize);
+    }
     // SAFETY: as above; the list is built at -1 (each process's table at
     // -1 above it while filled). NOT KEPT: lib.rs invariant 2, `list` is
     // alive through these allocating calls, and a memory error unwinds
@@ -66,6 +99,8 @@ unsafe extern "C-unwind" fn processes(L: *mut ffi::lua_State) -> c_int {
             ffi::lua_setfield(L, -2, c"pid".as_ptr());
             push_bytes(L, p.state.as_bytes());
             ffi::lua_setfield(L, -2, c"state".as_ptr());
+            push_bytes(L, p.waits_on.as_bytes());
+            ffi::lua_setfield(L, -2, c"on".as_ptr());
             ffi::lua_pushinteger(L, p.mailbox as ffi::lua_Integer);
             ffi::lua_setfield(L, -2, c"mailbox".as_ptr());
             ffi::lua_pushinteger(L, p.memory as ffi::lua_Integer);
@@ -82,7 +117,9 @@ unsafe extern "C-unwind" fn processes(L: *mut ffi::lua_State) -> c_int {
         }
     }
     drop(list);
-    1
+    // SAFETY: as above.
+    unsafe { ffi::lua_pushinteger(L, total as ffi::lua_Integer) };
+    2
 }
 
 /// `probe(pid)`: asks the process to describe itself to the caller.
@@ -115,7 +152,7 @@ unsafe extern "C-unwind" fn spaces(L: *mut ffi::lua_State) -> c_int {
     unsafe {
         ffi::lua_createtable(L, all.len() as c_int, 0);
         for (i, (id, name, space)) in all.iter().enumerate() {
-            let (tuples, waiting, classes) = space.with(|st| (st.len(), st.waiting(), st.classes()));
+            let (tuples, waiting, classes, waiters, ops) = space.with(|st| (st.len(), st.waiting(), st.classes(), st.waiters(100), st.ops()));
             ffi::lua_createtable(L, 0, 5);
             set_int(L, c"id", *id as i64);
             if let Some(name) = name {
@@ -124,6 +161,21 @@ unsafe extern "C-unwind" fn spaces(L: *mut ffi::lua_State) -> c_int {
             }
             set_int(L, c"tuples", tuples as i64);
             set_int(L, c"waiting", waiting as i64);
+            set_int(L, c"outs", ops.outs as i64);
+            set_int(L, c"takes", ops.takes as i64);
+            set_int(L, c"reads", ops.reads as i64);
+            ffi::lua_createtable(L, waiters.len() as c_int, 0);
+            for (k, w) in waiters.iter().enumerate() {
+                ffi::lua_createtable(L, 0, 3);
+                push_pid(L, w.waiter.pid);
+                ffi::lua_setfield(L, -2, c"pid".as_ptr());
+                push_bytes(L, w.mode.as_bytes());
+                ffi::lua_setfield(L, -2, c"mode".as_ptr());
+                push_bytes(L, w.template.as_bytes());
+                ffi::lua_setfield(L, -2, c"template".as_ptr());
+                ffi::lua_rawseti(L, -2, k as ffi::lua_Integer + 1);
+            }
+            ffi::lua_setfield(L, -2, c"waiters".as_ptr());
             ffi::lua_createtable(L, classes.len() as c_int, 0);
             for (k, (arity, first, count)) in classes.iter().enumerate() {
                 ffi::lua_createtable(L, 0, 3);

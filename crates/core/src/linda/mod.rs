@@ -25,6 +25,10 @@
 //! functions): the store matches the other fields, hands out candidates, and
 //! takes a candidate by sequence number only if it is still there.
 
+mod view;
+
+pub use view::{shown, Ops, WaiterView};
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -266,6 +270,8 @@ pub struct Store {
     /// The space now lives on another node (a partition healed, and the
     /// other side's space of the same name won): it holds nothing more.
     moved: bool,
+    /// Operations done, for tools (the tuple scope's rates).
+    ops: Ops,
 }
 
 impl Tuple {
@@ -279,6 +285,7 @@ impl Tuple {
 impl Store {
     /// Adds a tuple: returns the deliveries to waiters it satisfied (steps 1 and 2).
     pub fn out(&mut self, tuple: Tuple) -> Vec<Delivery> {
+        self.ops.outs += 1;
         let mut delivered = Vec::new();
         let mut i = 0;
         while i < self.waiters.len() {
@@ -289,8 +296,12 @@ impl Store {
             let w = self.waiters.remove(i).expect("index in range");
             match w.mode {
                 Mode::Notify => delivered.push((w.waiter, Completion::Notified)),
-                Mode::Read => delivered.push((w.waiter, Completion::Value(tuple.values.clone()))),
+                Mode::Read => {
+                    self.ops.reads += 1;
+                    delivered.push((w.waiter, Completion::Value(tuple.values.clone())));
+                }
                 Mode::Take => {
+                    self.ops.takes += 1;
                     delivered.push((w.waiter, Completion::Value(tuple.values)));
                     return delivered;
                 }
@@ -342,6 +353,7 @@ impl Store {
             class.remove(i).map(|e| e.tuple)
         });
         a.prune();
+        self.ops.takes += taken.is_some() as u64;
         self.len -= taken.is_some() as usize;
         self.bytes -= taken.as_ref().map_or(0, Tuple::weight);
         taken
@@ -374,6 +386,7 @@ impl Store {
         }
         a.prune();
         self.len -= taken.len();
+        self.ops.takes += taken.len() as u64;
         self.bytes -= taken.iter().map(|e| e.tuple.weight()).sum::<u64>();
         taken.sort_by_key(|e| e.seq);
         taken.into_iter().map(|e| e.tuple).collect()
@@ -383,37 +396,6 @@ impl Store {
     /// nothing is handed to a process that is gone.
     pub fn forget_node(&mut self, alias: u16) {
         self.waiters.retain(|w| w.waiter.pid.node() != alias);
-    }
-
-    /// Callers blocked on the space.
-    pub fn waiting(&self) -> usize {
-        self.waiters.len()
-    }
-
-    /// The classes of tuples held, for tools (the tuple scope): each one's
-    /// arity, first field (`None` for the class of first fields that are
-    /// not plain values) and size; by arity, then oldest tuple first.
-    pub fn classes(&self) -> Vec<(usize, Option<Field>, usize)> {
-        let mut found: Vec<(usize, u64, Option<Field>, usize)> = Vec::new();
-        for (&arity, a) in &self.arities {
-            for (key, class) in a.keyed.iter().map(|(k, c)| (Some(k), c)).chain(std::iter::once((None, &a.unkeyed))) {
-                if let Some(oldest) = class.front() {
-                    found.push((arity, oldest.seq, key.map(Key::field), class.len()));
-                }
-            }
-        }
-        found.sort_by_key(|&(arity, seq, ..)| (arity, seq));
-        found.into_iter().map(|(arity, _, key, n)| (arity, key, n)).collect()
-    }
-
-    /// Up to `max` tuples of one class (see [`Store::classes`]), oldest first.
-    pub fn class(&self, arity: usize, first: Option<&Field>, max: usize) -> Vec<Tuple> {
-        let Some(a) = self.arities.get(&arity) else { return Vec::new() };
-        let class = match first.and_then(Field::key) {
-            Some(k) => a.keyed.get(&k),
-            None => Some(&a.unkeyed),
-        };
-        class.map_or_else(Vec::new, |c| c.iter().take(max).map(|e| e.tuple.clone()).collect())
     }
 
     /// Empties the space (waiters stay).
@@ -470,10 +452,12 @@ impl Store {
         let (_, key, i) = best?;
         let class = arity.class_mut(key.as_ref())?;
         if !take {
+            self.ops.reads += 1;
             return Some(class[i].tuple.clone());
         }
         let tuple = class.remove(i).map(|e| e.tuple);
         arity.prune();
+        self.ops.takes += 1;
         self.len -= 1;
         self.bytes -= tuple.as_ref().map_or(0, Tuple::weight);
         tuple
