@@ -61,27 +61,7 @@ local function pid_of(who)
   return who
 end
 
--- Runs `f(...)` on each of `nodes`; returns their results (a list of
--- {node, ok, value}); a node that does not answer in time is reported, not
--- waited for.
-local function on_nodes(nodes, f, ...)
-  local me, asked = s.self(), {}
-  for _, node in ipairs(nodes) do
-    local ok, pid = pcall(s.spawn_on, node, function(boss, f, ...)
-      local s = require "synodic"
-      s.send(boss, "console.node", s.node(), pcall(f, ...))
-    end, me, f, ...)
-    if ok then asked[#asked + 1] = node end
-  end
-  local got, by = {}, {}
-  for _ = 1, #asked do
-    local tag, node, ok, value = s.receive_match("console.node", 5)
-    if not tag then break end
-    by[node] = {node = node, ok = ok, value = value}
-  end
-  for _, node in ipairs(asked) do got[#got + 1] = by[node] or {node = node, ok = false, value = "no answer"} end
-  return got
-end
+local on_nodes = require("synodic.gather").on_nodes
 
 -- What a class's first field looks like in a pane.
 local function shown(v)

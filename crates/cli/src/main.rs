@@ -188,6 +188,12 @@ struct ClusterArgs {
     /// printed on stderr. No endpoint without it.
     #[arg(long, value_name = "ADDR")]
     console: Option<String>,
+    /// Serve the live dashboard (SPEC §12) on this address (host:port; port
+    /// 0 picks a free one; a host other than 127.0.0.1 opens it to others):
+    /// its URL is printed on stderr. Reading needs nothing; kill, stop and
+    /// step need the cookie, typed in the page.
+    #[arg(long, value_name = "ADDR")]
+    dashboard: Option<String>,
     /// Listen for other nodes on this address (host:port; port 0 picks a
     /// free one); the address is printed on stderr.
     #[arg(long, value_name = "ADDR")]
@@ -376,7 +382,7 @@ fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &Ru
         }
         Ok(())
     });
-    if let Err(e) = opened.and_then(|_| open_console(&rt, &args.cluster)) {
+    if let Err(e) = opened.and_then(|_| open_console(&rt, &args.cluster)).and_then(|_| open_dashboard(&rt, &args.cluster)) {
         eprintln!("synodic: {e:#}");
         return 1;
     }
@@ -428,7 +434,7 @@ fn node(mut args: NodeArgs) -> i32 {
     cluster.listen.get_or_insert_with(|| "127.0.0.1:0".into());
     // Daemons start in any order: one whose seed is not up yet waits for it.
     cluster.join_patience = cluster.join_patience.max(std::time::Duration::from_secs(10));
-    let opened = open_cluster(&rt, &cluster, !args.quiet).and_then(|c| open_console(&rt, &cluster).map(|_| c));
+    let opened = open_cluster(&rt, &cluster, !args.quiet).and_then(|c| open_console(&rt, &cluster).and_then(|_| open_dashboard(&rt, &cluster)).map(|_| c));
     // Rank 0 of a job says when all of it has joined, and where to join it.
     let opened = opened.and_then(|c| {
         if let (Some(c), Some(job)) = (&c, job.as_ref().filter(|job| job.rank == 0)) {
@@ -548,6 +554,15 @@ fn open_console(rt: &Runtime, args: &ClusterArgs) -> anyhow::Result<()> {
     let attach: synodic_net::console::Attach = std::sync::Arc::new(move |port| agents.spawn(LuaProcess::module("synodic.console", port as i64)).map_err(|e| e.to_string()));
     let bound = synodic_net::console::listen(&io, rt.clone(), addr, cookie, attach)?;
     eprintln!("synodic: console on {bound} (attach with: synodic console {bound})");
+    Ok(())
+}
+
+/// Starts the dashboard when `--dashboard` asks for it; it says where.
+fn open_dashboard(rt: &Runtime, args: &ClusterArgs) -> anyhow::Result<()> {
+    let Some(addr) = args.dashboard.as_deref() else { return Ok(()) };
+    anyhow::ensure!(!addr.contains(char::is_whitespace) && addr.contains(':'), "--dashboard {addr}: expected HOST:PORT");
+    let key = synodic_net::cookie::dashboard_key(&args.cookie()?);
+    rt.spawn(LuaProcess::module_text("synodic.dashboard", format!("{addr} {key}"))).map_err(|e| anyhow::anyhow!("the dashboard: {e}"))?;
     Ok(())
 }
 

@@ -36,12 +36,18 @@ impl LuaProcess {
     /// A process running `require(module).main(arg)`.
     pub fn module(module: &'static str, arg: i64) -> Box<dyn Body> {
         ready();
-        LuaProcess::module_body(module, arg)
+        LuaProcess::module_body(module, crate::vm::ctx::ModuleArg::Int(arg))
+    }
+
+    /// A process running `require(module).main(text)`.
+    pub fn module_text(module: &'static str, text: String) -> Box<dyn Body> {
+        ready();
+        LuaProcess::module_body(module, crate::vm::ctx::ModuleArg::Text(text))
     }
 }
 
 /// The body of the node's pool workers (`Config::pool_worker`).
 pub fn pool_worker() -> Box<dyn Body> {
     ready();
-    LuaProcess::module_body("synodic.future", 0)
+    LuaProcess::module_body("synodic.future", crate::vm::ctx::ModuleArg::Int(0))
 }

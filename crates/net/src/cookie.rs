@@ -12,6 +12,15 @@ use crate::Error;
 /// Shorter cookies are easy to guess: a warning says so.
 pub const MIN_LEN: usize = 16;
 
+/// The dashboard's key (hex): HMAC-SHA256 of "synodic dashboard" under the
+/// cookie. A page proves the cookie by an HMAC of a fresh nonce under this
+/// key, which the browser derives from the cookie the user types; the node
+/// keeps only the key.
+pub fn dashboard_key(cookie: &str) -> String {
+    let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, cookie.as_bytes());
+    ring::hmac::sign(&key, b"synodic dashboard").as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The default cookie file: `~/.synodic/cookie`.
 pub fn default_file() -> Option<PathBuf> {
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".synodic").join("cookie"))

@@ -31,7 +31,10 @@ pub(crate) static MODULES: &[Module] = &[
     lua(c"synodic.alua", c"@lualib/alua.lua", lualib!("alua")),
     lua(c"synodic.cli", c"@lualib/cli.lua", lualib!("cli")),
     lua(c"synodic.repl", c"@lualib/repl.lua", lualib!("repl")),
+    lua(c"synodic.gather", c"@lualib/gather.lua", lualib!("gather")),
     lua(c"synodic.console", c"@lualib/console.lua", lualib!("console")),
+    lua(c"synodic.dashboard", c"@lualib/dashboard.lua", lualib!("dashboard")),
+    lua(c"synodic.dashboard.data", c"@lualib/dashboard_data.lua", lualib!("dashboard_data")),
     lua(c"synodic.entity", c"@lualib/entity.lua", lualib!("entity")),
     Module {
         name: c"synodic.entity.loop",

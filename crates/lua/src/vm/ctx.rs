@@ -29,6 +29,12 @@ pub(crate) enum Pending {
     Exit,
 }
 
+/// The argument of a module's `main` (see [`Boot::Module`]).
+pub(crate) enum ModuleArg {
+    Int(i64),
+    Text(String),
+}
+
 pub(crate) enum Boot {
     /// A spawned process: its function and arguments are the first message
     /// in its mailbox (the spawn message); its state is a copy of the
@@ -42,7 +48,7 @@ pub(crate) enum Boot {
     /// line (`synodic [options] [script [args]]`, see `command_line`).
     Driven(Box<(&'static str, crate::vm::command_line::CommandLine)>),
     /// `require(module).main(arg)`, for processes the runtime starts itself.
-    Module(Box<(&'static str, i64)>),
+    Module(Box<(&'static str, ModuleArg)>),
     /// A spawned process that started as a copy of this template, until it
     /// first blocks (its hot lines may be the template's: see `hot`).
     Started(&'static crate::vm::template::Template),

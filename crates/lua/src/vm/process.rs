@@ -71,7 +71,7 @@ impl LuaProcess {
     }
 
     /// A process running `require(module).main(arg)`.
-    pub(crate) fn module_body(module: &'static str, arg: i64) -> Box<dyn Body> {
+    pub(crate) fn module_body(module: &'static str, arg: crate::vm::ctx::ModuleArg) -> Box<dyn Body> {
         LuaProcess::booting(Boot::Module(Box::new((module, arg))), Heap::new())
     }
 
@@ -305,7 +305,10 @@ unsafe extern "C-unwind" fn boot(L: *mut ffi::lua_State) -> c_int {
                 let (driver, cl) = *driven;
                 (prepare_driven(L, driver, cl), MAIN_CHUNK)
             }
-            Some(Boot::Module(m)) => (prepare_module(L, m.0, m.1), SPAWNED),
+            Some(Boot::Module(m)) => {
+                let (module, arg) = *m;
+                (prepare_module(L, module, arg), SPAWNED)
+            }
             Some(Boot::Started(_)) | None => (Err("process started twice".into()), SPAWNED),
         }
     };
@@ -368,7 +371,7 @@ unsafe fn prepare_spawned(L: *mut ffi::lua_State) -> Result<c_int, String> {
 }
 
 /// Pushes `require(module).main` and `arg`.
-unsafe fn prepare_module(L: *mut ffi::lua_State, module: &str, arg: i64) -> Result<c_int, String> {
+unsafe fn prepare_module(L: *mut ffi::lua_State, module: &str, arg: crate::vm::ctx::ModuleArg) -> Result<c_int, String> {
     // SAFETY: `L` is the running process's state (lib.rs invariant 1), in
     // `boot`; `push_module` runs `require` protected.
     unsafe {
@@ -381,7 +384,12 @@ unsafe fn prepare_module(L: *mut ffi::lua_State, module: &str, arg: i64) -> Resu
         return Err(format!("module {module} has no main function"));
     }
     // SAFETY: as above.
-    unsafe { ffi::lua_pushinteger(L, arg) };
+    unsafe {
+        match arg {
+            crate::vm::ctx::ModuleArg::Int(n) => ffi::lua_pushinteger(L, n),
+            crate::vm::ctx::ModuleArg::Text(text) => push_bytes(L, text.as_bytes()),
+        }
+    }
     Ok(1)
 }
 
@@ -417,7 +425,7 @@ unsafe fn prepare_script(L: *mut ffi::lua_State, cl: CommandLine) -> Result<c_in
 unsafe fn prepare_driven(L: *mut ffi::lua_State, driver: &str, cl: CommandLine) -> Result<c_int, String> {
     // SAFETY: as in `prepare_module`; then as in `prepare_script`.
     unsafe {
-        prepare_module(L, driver, 0)?;
+        prepare_module(L, driver, crate::vm::ctx::ModuleArg::Int(0))?;
         ffi::lua_settop(L, -2);
         command_line::set_arg(L, &cl);
         command_line::push_description(L, &cl);

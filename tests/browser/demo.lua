@@ -1,0 +1,29 @@
+-- The program the dashboard's browser test watches (crates/cli/tests/dashboard.rs,
+-- tests/browser/dashboard.mjs), run with --nodes 3: a registered process on
+-- another node waiting in a `take` on the space "jobs", a ticker putting
+-- ("tick", i) there every 20 ms (the tuple scope stops and steps it), and a
+-- monitor on the registered one: once the page kills it, the program ends.
+local s = require "synodic"
+local linda = require "synodic.linda"
+
+local nodes = s.nodes()
+local far = nodes[#nodes] == s.node() and nodes[1] or nodes[#nodes]
+local worker = s.spawn_on(far, function(boss)
+  local s, l = require "synodic", require "synodic.linda"
+  s.register("worker", s.self())
+  s.send(boss, "registered")
+  l.open("jobs"):take("answer", l.int)
+end, s.self())
+s.monitor(worker)
+s.receive_match("registered")
+linda.open("jobs"):out("job", 1)
+s.spawn(function()
+  local s, l = require "synodic", require "synodic.linda"
+  local jobs = l.open("jobs")
+  for i = 1, math.huge do
+    jobs:out("tick", i)
+    s.sleep(0.02)
+  end
+end)
+local _, pid, reason = s.receive_match("DOWN")
+print(string.format("the monitor saw %s end: %s", tostring(pid), tostring(reason)))
