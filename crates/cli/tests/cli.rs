@@ -221,6 +221,8 @@ fn the_linda_programs() {
     assert_eq!(ids.lines().filter(|l| l.ends_with(" of 7.")).count(), 7, "{ids}");
     let bag = run_example("linda/task_bag.lua", &["40", "3"]);
     assert!(bag.starts_with("40 tasks, 3 workers"), "{bag}");
+    let deadlock = run_example("linda/deadlock.lua", &["0.2"]);
+    assert!(deadlock.ends_with("both waited for each other: a deadlock (see it in the dashboard's tuple scope)\n"), "{deadlock}");
     let dining = run_example("linda/philosophers.lua", &["6", "10"]);
     assert_eq!(dining, "6 philosophers ate 10 meals each; all 6 chopsticks are back\n");
     // Linpack: the unblocked default (order 1000) runs in every_example_runs.

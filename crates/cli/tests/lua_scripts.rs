@@ -69,4 +69,5 @@ script_tests!(
     timers,
     supervisor,
     futures_wait,
+    dashboard,
 );

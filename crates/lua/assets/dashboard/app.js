@@ -95,7 +95,8 @@ function renderNodes(sample) {
   const pools = $("#pools tbody");
   pools.replaceChildren(...sample.nodes.filter((n) => n.up).map((n) =>
     el("tr", {}, el("td", {}, n.node), el("td", {}, n.workers), el("td", {}, n.pool_queued), el("td", {}, n.pool_idle))));
-  $("#summary").textContent = `${sample.nodes.filter((n) => n.up).length} nodes`;
+  const up = sample.nodes.filter((n) => n.up).length;
+  $("#summary").textContent = `${up} node${up === 1 ? "" : "s"}`;
 }
 
 function renderScopeState(scope) {

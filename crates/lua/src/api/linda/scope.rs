@@ -7,8 +7,8 @@
 //!    it asks again) and runs the method once let through;
 //! 3. a break condition is set: it is evaluated here, in the calling
 //!    process, as a Lua expression over `op` (the method's name), `space`
-//!    (its name, or "private space"), `t` (the method's arguments: a
-//!    tuple's fields, a template's with formals as tables) and `pid`; one
+//!    (its name, or "private space"), `t` (the tuple's fields, or the
+//!    template's with formals as tables; no timeout) and `pid`; one
 //!    that holds (true, no error) stops the node's gate on this method.
 
 use std::ffi::c_int;
@@ -53,7 +53,7 @@ pub(super) unsafe fn gate(L: *mut ffi::lua_State, m: usize) -> Option<c_int> {
 /// The held method as the dashboard shows it.
 unsafe fn held(L: *mut ffi::lua_State, m: usize, pid: Pid) -> Held {
     // SAFETY: as in `gate`; the template reader pushes and pops only.
-    let args = match unsafe { super::template(L, 2, METHODS[m].name) } {
+    let args = match unsafe { super::template(L, first_field(m), METHODS[m].name) } {
         Ok((patterns, _)) => synodic_core::linda::shown(&patterns),
         Err(_) => "(...)".into(),
     };
@@ -67,6 +67,12 @@ unsafe fn space_label(L: *mut ffi::lua_State) -> String {
         Some(name) => String::from_utf8_lossy(&name).into_owned(),
         None => "private space".into(),
     }
+}
+
+/// The stack index of the method's first tuple or template field (the
+/// `_within` methods take a timeout first).
+fn first_field(m: usize) -> c_int {
+    if METHODS[m].name.ends_with("_within") { 3 } else { 2 }
 }
 
 /// Step 2: waits until the gate lets the method through.
@@ -109,7 +115,7 @@ unsafe fn meets(L: *mut ffi::lua_State, m: usize, pid: Pid, condition: &str) -> 
         push_pid(L, pid);
         ffi::lua_setfield(L, -2, c"pid".as_ptr());
         ffi::lua_createtable(L, (top - 1).max(0), 0);
-        for (i, idx) in (2..=top).enumerate() {
+        for (i, idx) in (first_field(m)..=top).enumerate() {
             ffi::lua_pushvalue(L, idx);
             ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
         }
