@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# bench/dashboard: what the dashboard costs a running program, and how fast
+# it answers over many processes. Prints markdown tables of medians:
+#   overhead   the ring (examples/ring.lua, ns per send) and the skeleton
+#              image pipeline (examples/skel/images.lua on 2 nodes, s) with
+#              no dashboard, with --dashboard and no page open, and with a
+#              page open (watch.py: the live stream, and the processes and
+#              spaces views fetched every second); goals ≤ 1% and ≤ 5%
+#              slower than without. Runs interleaved (none, unwatched,
+#              watched, none, ...) so that a drift of the machine touches
+#              all three alike.
+#   refresh    one refresh of the heaviest view (the top 50 processes, the
+#              nodes, the spaces) with 100,000 processes over 3 nodes; goal
+#              ≤ 1 s.
+# --quick: few runs, small sizes (the CI smoke).
+# usage: bench/dashboard/run.sh [--quick] [--repeat R]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../common.sh"
+repeat=7
+ring_n=10000
+ring_m=300
+images=(12 256 256)
+many=100000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) repeat=1; ring_n=1000; ring_m=50; images=(4 64 64); many=3000 ;;
+    --repeat) repeat="$2"; shift ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+need "apt-get install python3 gcc" python3 cc
+prepare
+cc -O2 -shared -fPIC -I "$root/vendor/lua-5.4.8" -I "$root/include" "$root/examples/skel/filters.c" -o "$work/filters.so"
+export LUA_CPATH_5_4="$work/?.so;;"
+head -c 24 /dev/urandom | base64 > "$work/cookie"
+chmod 600 "$work/cookie"
+port=$((20000 + RANDOM % 20000))
+watcher=""
+bench_cleanup() { [ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true; }
+
+field() { echo "$1" | grep -o "$2=[0-9.]*" | head -1 | cut -d= -f2; }
+median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }'; }
+
+# once WHAT MODE: one run of the ring or the pipeline with no dashboard
+# (none), a dashboard nobody watches (unwatched) or a page open (watched);
+# prints its figure.
+once() {
+  local what=$1 mode=$2 flags=() p=$((port++))
+  [ "$mode" = none ] || flags=(--dashboard "127.0.0.1:$p")
+  if [ "$mode" = watched ]; then python3 "$here/watch.py" watch "http://127.0.0.1:$p/" & watcher=$!; fi
+  if [ "$what" = ring ]; then
+    field "$("$synodic" run "${flags[@]}" "$root/examples/ring.lua" "$ring_n" "$ring_m" 2>/dev/null)" ns_per_send
+  else
+    "$synodic" run --nodes 2 --cookie-file "$work/cookie" "${flags[@]}" "$root/examples/skel/images.lua" "${images[@]}" optimised 2>/dev/null \
+      | grep -o '[0-9.]* s' | head -1 | cut -d' ' -f1
+  fi
+  if [ -n "$watcher" ]; then kill "$watcher" 2>/dev/null || true; wait "$watcher" 2>/dev/null || true; watcher=""; fi
+}
+
+declare -A got
+for _ in $(seq "$repeat"); do
+  for what in ring pipeline; do
+    for mode in none unwatched watched; do got[$what.$mode]+="$(once $what $mode) "; done
+  done
+done
+med() { echo "${got[$1]}" | tr ' ' '\n' | grep . | median; }
+
+echo "### What the dashboard costs (medians of $repeat, interleaved)"
+echo
+echo "| program | no dashboard | --dashboard, no page | ratio | page open | ratio | goal |"
+echo "|---|---|---|---|---|---|---|"
+for what in ring pipeline; do
+  unit="ns/send"; [ $what = ring ] || unit="s"
+  label="ring N=$ring_n M=$ring_m, $unit"; [ $what = ring ] || label="image pipeline ${images[*]} on 2 nodes, $unit"
+  n=$(med $what.none); u=$(med $what.unwatched); w=$(med $what.watched)
+  echo "| $label | $n | $u | $(ratio "$u" "$n") | $w | $(ratio "$w" "$n") | ≤ 1.01, ≤ 1.05 |"
+done
+
+# The refresh over many processes.
+p=$((port++))
+"$synodic" run --nodes 3 --cookie-file "$work/cookie" --dashboard "127.0.0.1:$p" "$here/many.lua" "$many" 600 > "$work/many.out" 2>"$work/many.err" &
+run=$!
+until grep -q ready "$work/many.out" 2>/dev/null; do
+  kill -0 "$run" 2>/dev/null || { echo "run.sh: many.lua ended: $(cat "$work/many.err")" >&2; exit 1; }
+  sleep 0.1
+done
+line=$(python3 "$here/watch.py" refresh "http://127.0.0.1:$p/" 5)
+kill "$run" 2>/dev/null || true
+wait "$run" 2>/dev/null || true
+echo
+echo "| refresh of the processes view, $many processes over 3 nodes | median s | max s | goal |"
+echo "|---|---|---|---|"
+echo "| top 50 by processor time, the nodes, the spaces | $(field "$line" refresh_s) | $(field "$line" refresh_max_s) | ≤ 1 s |"
