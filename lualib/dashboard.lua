@@ -110,6 +110,7 @@ local READ = {
     return data.tuples(q.node, tonumber(q.id), tonumber(q.arity), q.first, tonumber(q.max))
   end,
   ["/api/scope"] = function() return data.scope("view") end,
+  ["/api/runs"] = function(q) return data.runs(tonumber(q.max)) end,
 }
 
 -- POST routes (a session needed): path -> function(fields).
@@ -136,7 +137,7 @@ local ACT = {
 -- The index of /api/ (the contract is docs/dashboard.md).
 local INDEX = {
   "GET /api/nodes", "GET /api/processes?by=cpu|memory|mailbox&limit=N&offset=N", "GET /api/process?node=NODE&pid=PID",
-  "GET /api/spaces", "GET /api/tuples?node=NODE&id=ID&arity=N&first=FIRST&max=N", "GET /api/scope", "GET /api/events",
+  "GET /api/spaces", "GET /api/tuples?node=NODE&id=ID&arity=N&first=FIRST&max=N", "GET /api/scope", "GET /api/runs?max=N", "GET /api/events",
   "GET /api/challenge", "POST /api/login", "POST /api/kill", "POST /api/scope/stop", "POST /api/scope/step",
   "POST /api/scope/continue", "POST /api/scope/break", "GET /metrics",
 }

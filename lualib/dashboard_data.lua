@@ -165,6 +165,40 @@ function M.tuples(node, id, arity, first, max)
   return list
 end
 
+-- The processes of every node that said what they are (skeleton runs,
+-- entities), each with what it says of itself: {skeletons = {...},
+-- entities = {...}}, each {pid =, node =, stats =}. At most `max` (default
+-- 200) per node are asked, each given a second to answer.
+function M.runs(max)
+  local out = { skeletons = M.array(), entities = M.array() }
+  for _, at in ipairs(on_nodes(function(max)
+    local s, control = require "synodic", require "synodic.control"
+    local asked, found = {}, {}
+    for _, r in ipairs(control.roles()) do
+      if #asked >= max then break end
+      if control.probe(r.pid) then asked[#asked + 1] = r end
+    end
+    local deadline = s.clock() + 1
+    for _ = 1, #asked do
+      local left = deadline - s.clock()
+      if left <= 0 then break end
+      local tag, pid, text = s.receive_match("probe", left)
+      if not tag then break end
+      found[tostring(pid)] = text:match("\nstats: (.*)$") or ""
+    end
+    local list = {}
+    for _, r in ipairs(asked) do list[#list + 1] = { pid = tostring(r.pid), role = r.role, stats = found[tostring(r.pid)] or "(no answer)" } end
+    return list
+  end, max or 200)) do
+    for _, r in ipairs(at.ok and at.value or {}) do
+      r.node = at.node
+      local list = r.role == "skeleton" and out.skeletons or out.entities
+      list[#list + 1] = r
+    end
+  end
+  return out
+end
+
 -- The tuple scope's hold on every node: `what` ("view", "stop",
 -- "continue", "break") on each; "step" on the node holding the oldest
 -- operation (or `pid`'s, on `node`).

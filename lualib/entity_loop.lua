@@ -43,7 +43,7 @@
 -- Native primitives used: synodic.send, receive, register, self, clock, exit.
 
 local s = require "synodic"
-local send, receive, clock, self_pid, register, exit = s.send, s.receive, s.clock, s.self, s.register, s.exit
+local send, receive, clock, self_pid, register, exit, set_role = s.send, s.receive, s.clock, s.self, s.register, s.exit, s._role
 local pairs, ipairs, pcall, xpcall, tostring, error = pairs, ipairs, pcall, xpcall, tostring, error
 local format, remove, sort, unpack, max = string.format, table.remove, table.sort, table.unpack, math.max
 local registry = debug.getregistry
@@ -76,6 +76,8 @@ local ID <const>, NAME <const>, ERRORS <const>, SELF <const> = 5, 6, 7, 8
 -- procedure, and their names in the order they run), the seconds between
 -- frames (false: no frame rate) and its `init` (false: none).
 local METHODS <const>, PROCS <const>, ORDER <const>, PERIOD <const>, INIT <const> = 9, 10, 11, 12, 13
+-- when it started (its clock), for the dashboard's frame rate.
+local STARTED <const> = 14
 
 -- The tags and `st`'s slots by name, for callers (`synodic.entity`). A
 -- function, not a table: this module's values are shared by the node's
@@ -250,6 +252,16 @@ end
 
 local function by_name(a, b) return tostring(a) < tostring(b) end
 
+-- What the entity's description (a probe: the dashboard) says of it:
+-- `registry["synodic.stats"]` (see `synodic._role`).
+local function stats()
+  local st = registry()[RUNNING]
+  local frames, period = st[SELF].frame, st[PERIOD]
+  local took = clock() - st[STARTED]
+  return format("entity %s: %d frames, %.1f frames/s%s", tostring(st[NAME] or st[ID]), frames, took > 0 and frames / took or 0,
+    period and format(" (rate %.1f/s)", 1 / period) or "")
+end
+
 -- The state table of an entity that `code` (init, methods, persist,
 -- frame_rate) describes, all but what is its own (id, name and errors),
 -- made the running entity's. Entities spawned alike start from a copy of
@@ -260,6 +272,7 @@ local function prepare(code)
     false, false, false, false, -- DOING...
     false, false, false, {id = false, frame = 0}, -- ID, NAME, ERRORS, SELF
     code.methods or {}, false, false, code.frame_rate and 1 / code.frame_rate or false, code.init or false,
+    false, -- STARTED
   }
   if code.persist ~= nil then
     for proc, f in pairs(code.persist) do persist(st, proc, f) end
@@ -279,7 +292,9 @@ function loop.main(st, own, parent, r)
   if st[DOING] == nil then st = prepare(st) end
   local id = self_pid()
   local self = st[SELF]
-  st[ID], self.id = id, id
+  st[ID], self.id, st[STARTED] = id, id, clock()
+  set_role("entity")
+  registry()["synodic.stats"] = stats
   local name, args
   if own ~= nil then
     name, args = own.name, own.args

@@ -24,6 +24,7 @@
 -- is delivered once.
 local s = require "synodic"
 local balance = require "synodic.skel.balance"
+local watch = require "synodic.skel.watch"
 
 local M = {}
 
@@ -177,6 +178,7 @@ function M.evaluator(program, opts)
   ev.filter = function(tag, note)
     return (tag == "$done" and type(note) == "table" and note[1] == ev.id) or tag == "nodedown"
   end
+  watch.started(ev)
   return ev
 end
 
@@ -375,6 +377,7 @@ function Evaluator:note(id, ok, load, fetched, efficiency, ...)
   self:count_farm(ins, -1)
   if self.balance then balance.noted(self, node, efficiency) end
   self:record(node)
+  watch.noted(self, node, ins)
   if not ok then
     local err = ...
     local lost = type(err) == "string" and err:match("node lost: (%S+)")
@@ -548,6 +551,7 @@ function Evaluator:results()
       end
       if not self:busy() then
         self:clear_progress()
+        watch.ended(self)
         return nil
       end
       self:run_fetches()

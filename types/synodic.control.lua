@@ -51,6 +51,9 @@ function control.proof_ok(key, nonce, proof) end
 ---128 random bits as 32 hex digits.
 ---@return string
 function control.token() end
+---This node's processes that said what they are (skeleton runs, entities).
+---@return {pid: synodic.pid, role: string}[]
+function control.roles() end
 ---The dashboard page's file at `path` and its content type, or nil.
 ---@param path string
 ---@return string?, string?

@@ -17,10 +17,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../common.sh"
-repeat=7
+repeat=9
 ring_n=10000
-ring_m=300
-images=(12 256 256)
+ring_m=1000
+images=(24 512 512)
 many=100000
 while [ $# -gt 0 ]; do
   case "$1" in

@@ -32,10 +32,13 @@ def wait_up(url):
             time.sleep(0.1)
 
 def stream(url):
-    conn = connect(url)
-    conn.request("GET", "/api/events")
-    r = conn.getresponse()
-    while r.readline():
+    try:
+        conn = connect(url)
+        conn.request("GET", "/api/events")
+        r = conn.getresponse()
+        while r.readline():
+            pass
+    except (OSError, http.client.HTTPException):
         pass
 
 def refresh(conn):
@@ -49,9 +52,12 @@ def main():
     if mode == "watch":
         threading.Thread(target=stream, args=(url,), daemon=True).start()
         conn = connect(url)
-        while True:
-            refresh(conn)
-            time.sleep(1)
+        try:
+            while True:
+                refresh(conn)
+                time.sleep(1)
+        except (OSError, http.client.HTTPException, SystemExit):
+            return  # the run ended, and its dashboard with it
     times = []
     conn = connect(url)
     for _ in range(int(sys.argv[3])):

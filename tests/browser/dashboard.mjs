@@ -107,6 +107,26 @@ try {
   await page.waitForFunction(() => document.querySelector("#scope-state").textContent === "running", null, { timeout: LIMIT });
   ok();
 
+  check("the skeleton run shows its progress and each node's tasks in flight and limit");
+  await page.click('button[data-view="pools"]');
+  await page.waitForFunction(() => /run \d+: \d+\/2000 tasks done/.test(document.querySelector("#skeletons tbody").textContent), null, { timeout: LIMIT });
+  const runText = await page.textContent("#skeletons tbody");
+  if ((runText.match(/in flight \(limit \d+\)/g) || []).length !== 3) throw new Error("not three nodes in the run: " + runText);
+  if (!/latest: apply of task \d+ on/.test(runText)) throw new Error("no task stream: " + runText);
+  await page.waitForFunction(() => document.querySelectorAll("#pools tbody tr").length === 3, null, { timeout: LIMIT });
+  await shot("skeletons");
+  ok();
+
+  check("the entities view shows the entity and its frame rate");
+  await page.click('button[data-view="entities"]');
+  await page.waitForFunction(() => {
+    const row = [...document.querySelectorAll("#entities tbody tr")].find((r) => r.cells[0].textContent === "clock");
+    const rate = row && Number(row.querySelector(".rate").textContent);
+    return rate > 5 && rate < 40;
+  }, null, { timeout: LIMIT });
+  await shot("entities");
+  ok();
+
   check("the page loaded nothing from elsewhere");
   if (external.length) throw new Error("requests elsewhere: " + external.join(", "));
   ok();

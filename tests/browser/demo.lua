@@ -3,6 +3,8 @@
 -- another node waiting in a `take` on the space "jobs", a ticker putting
 -- ("tick", i) there every 20 ms (the tuple scope stops and steps it), and a
 -- monitor on the registered one: once the page kills it, the program ends.
+-- Also an entity ("clock", 20 frames a second) and a skeleton run (a farm
+-- of slow tasks over every node), for the pages that show them.
 local s = require "synodic"
 local linda = require "synodic.linda"
 
@@ -24,6 +26,14 @@ s.spawn(function()
     jobs:out("tick", i)
     s.sleep(0.02)
   end
+end)
+local entity = require "synodic.entity"
+entity.spawn { name = "clock", frame_rate = 20, persist = { tick = function() end } }
+s.spawn(function()
+  local skel = require "synodic.skel"
+  local tasks = {}
+  for i = 1, 2000 do tasks[i] = i end
+  skel.run(skel.farm(function(x) require("synodic").sleep(0.05) return x end), tasks)
 end)
 local _, pid, reason = s.receive_match("DOWN")
 print(string.format("the monitor saw %s end: %s", tostring(pid), tostring(reason)))

@@ -88,6 +88,23 @@ assert(sp.waiters[1].template == '("answer", ?int)' and sp.waiters[1].mode == "t
 local tuples = get_json("/api/tuples?node=" .. s.node() .. "&id=" .. sp.id .. "&arity=2&first=%22job%22")
 assert(#tuples == 2 and tuples[1] == '("job", 1)' and tuples[2] == '("job", 2)', cjson.encode(tuples))
 
+-- Skeleton runs and entities, each with what it says of itself.
+local entity = require "synodic.entity"
+entity.spawn { name = "ticker", frame_rate = 100, persist = { tick = function() end } }
+s.spawn(function(boss)
+  local s, skel = require "synodic", require "synodic.skel"
+  local tasks = {}
+  for i = 1, 6 do tasks[i] = i end
+  skel.run(skel.farm(function(x) require("synodic").sleep(0.2) return x end), tasks)
+  s.send(boss, "run over")
+end, s.self())
+local runs
+repeat
+  runs = get_json("/api/runs")
+until #runs.skeletons == 1 and runs.skeletons[1].stats:match("in flight") and #runs.entities == 1 and runs.entities[1].stats:match("frames")
+assert(runs.skeletons[1].stats:match("^run %d+: %d/6 tasks done"), runs.skeletons[1].stats)
+assert(runs.entities[1].stats:match("^entity ticker: %d+ frames, [%d.]+ frames/s %(rate 100%.0/s%)"), runs.entities[1].stats)
+
 -- The scope, read.
 local scope = get_json("/api/scope")
 assert(scope.stopped == false and #scope.held == 0 and scope.steps == 0)
@@ -109,6 +126,18 @@ for line in metrics:gmatch("[^\n]+") do
 end
 assert(types.synodic_messages_delivered_total == "counter" and types.synodic_resident_memory_bytes == "gauge")
 assert(metrics:match('synodic_space_tuples{node="[^"]+",space="jobs"} 3'), metrics)
+-- The example Grafana dashboard charts only metrics that are served.
+local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$")
+local grafana = assert(io.open(here .. "/../../docs/grafana-dashboard.json")):read("a")
+local charted = 0
+for _, panel in ipairs(cjson.decode(grafana).panels) do
+  for _, target in ipairs(panel.targets) do
+    local metric = target.expr:match("synodic_[%w_]+")
+    assert(types[metric], "docs/grafana-dashboard.json charts " .. tostring(metric) .. ", which /metrics does not serve")
+    charted = charted + 1
+  end
+end
+assert(charted >= 10)
 assert(metrics:match('synodic_space_operations_total{node="[^"]+",space="jobs",op="out"} 3'), metrics)
 
 -- The live stream sends its first event at once.
@@ -139,6 +168,8 @@ assert(st == 403, "a nonce is used once")
 assert(get("/api/nothing") == 404)
 assert(http.request { url = dash.url .. "api/nodes", method = "PUT", body = "", timeout = 10 } == 405)
 assert(s.whereis("the-waiter") == waiter, "nothing was killed")
+assert(s.receive_match("run over", 10), "the skeleton run ended")
+assert(#get_json("/api/runs").skeletons == 0, "a run over is no longer listed")
 assert(not get_json("/api/scope").stopped, "nothing was stopped")
 
 -- It answers while every worker is busy (preemption gives its handler a turn).

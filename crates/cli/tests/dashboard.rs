@@ -73,7 +73,7 @@ fn every_view_and_action_works_in_chromium() {
     let report = common::text(&out.stdout);
     let logged: Vec<String> = stderr.try_iter().collect();
     assert!(out.status.success(), "{report}{}\nthe run's stderr:\n{}", common::text(&out.stderr), logged.join("\n"));
-    assert_eq!(report.lines().filter(|l| l.starts_with("ok: ")).count(), 11, "{report}");
+    assert_eq!(report.lines().filter(|l| l.starts_with("ok: ")).count(), 13, "{report}");
 
     // The kill ended the registered process: the program's monitor saw it,
     // and the program (and its nodes) ended.

@@ -43,6 +43,7 @@ guides! {
     processes: "processes.md",
     skeletons: "skeletons.md",
     supervision: "supervision.md",
+    dashboard: "dashboard.md",
 }
 
 /// The editor annotations (`types/`, LuaLS `---@meta` files, one per

@@ -186,6 +186,29 @@ const KILLED: u8 = 16;
 /// Bit of a process's flags: it is asked to stop what it computes (an
 /// error "interrupted!" at its next preemption; Ctrl-C at a prompt).
 const INTERRUPTED: u8 = 32;
+/// The two bits of a process's flags that say its role for tools (see
+/// [`Role`]).
+const ROLE_BITS: u8 = 64 | 128;
+const ROLE_SHIFT: u8 = 6;
+
+/// What a process is, for tools that look for such processes (the
+/// dashboard's skeleton runs and entities): set by the process itself,
+/// cleared when its slot is reused.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    None = 0,
+    /// It runs a skeleton evaluator (`skel.run`).
+    Skeleton = 1,
+    /// It is an entity.
+    Entity = 2,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        ["", "skeleton", "entity"][self as usize]
+    }
+}
 
 /// Why a message was not delivered.
 #[derive(Debug, PartialEq, Eq)]

@@ -152,6 +152,24 @@ impl Process {
         WaitsOn::from_bits(self.memory_and_wait.load(Relaxed) >> 28)
     }
 
+    /// For the running process's body: its role for tools.
+    pub fn set_role(&self, role: Role) {
+        let old = self.flags.load(Relaxed);
+        if (old & ROLE_BITS) >> ROLE_SHIFT != role as u8 {
+            self.flags.fetch_and(!ROLE_BITS, Relaxed);
+            self.flags.fetch_or((role as u8) << ROLE_SHIFT, Relaxed);
+        }
+    }
+
+    /// Its role for tools.
+    pub(crate) fn role(&self) -> Role {
+        match (self.flags.load(Relaxed) & ROLE_BITS) >> ROLE_SHIFT {
+            1 => Role::Skeleton,
+            2 => Role::Entity,
+            _ => Role::None,
+        }
+    }
+
     /// The names the process holds.
     pub(crate) fn names(&self) -> Vec<String> {
         let links = self.links.lock();

@@ -99,6 +99,19 @@ impl Runtime {
         true
     }
 
+    /// The live processes of this node that have a role for tools, with it.
+    pub fn roles(&self) -> Vec<(Pid, crate::process::Role)> {
+        self.shared
+            .table
+            .slots()
+            .filter(|p| p.run_state() != "ended")
+            .filter_map(|p| match p.role() {
+                crate::process::Role::None => None,
+                role => Some((p.pid(), role)),
+            })
+            .collect()
+    }
+
     /// How many processes live on this node (a snapshot).
     pub fn process_count(&self) -> usize {
         self.shared.table.occupied()

@@ -174,8 +174,28 @@ async function dump(sp, c) {
   $("#dump").textContent = `${sp.name}, class (${c.first}, …) arity ${c.arity}:\n` + tuples.join("\n");
 }
 
+let lastFrames = new Map(); // entity pid -> [frames, time]
+
+async function loadRuns() {
+  const runs = await getJSON("/api/runs");
+  $("#skeletons tbody").replaceChildren(...runs.skeletons.map((r) =>
+    el("tr", { "data-pid": r.pid }, el("td", {}, r.pid), el("td", {}, r.node), el("td", { class: "stats" }, el("pre", {}, r.stats)))));
+  const now = Date.now() / 1000;
+  const frames = new Map();
+  $("#entities tbody").replaceChildren(...runs.entities.map((r) => {
+    const m = r.stats.match(/^entity (\S+): (\d+) frames, ([\d.]+) frames\/s(.*)$/) || [];
+    const count = Number(m[2] || 0);
+    frames.set(r.pid, [count, now]);
+    const before = lastFrames.get(r.pid);
+    const rate = before && now > before[1] ? ((count - before[0]) / (now - before[1])).toFixed(1) : "…";
+    return el("tr", { "data-pid": r.pid }, el("td", {}, m[1] || r.pid), el("td", {}, r.node), el("td", {}, count), el("td", { class: "rate" }, rate),
+      el("td", {}, (m[3] || "") + " frames/s" + (m[4] || "")));
+  }));
+  lastFrames = frames;
+}
+
 function refresh() {
-  const load = view === "processes" ? loadProcesses() : view === "scope" ? loadSpaces() : Promise.resolve();
+  const load = view === "processes" ? loadProcesses() : view === "scope" ? loadSpaces() : view === "pools" || view === "entities" ? loadRuns() : Promise.resolve();
   return load.then(() => showError("")).catch((e) => showError(e.message));
 }
 

@@ -68,6 +68,7 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"_store", crate::api::future::store),
     (c"_cpu_clock", crate::vm::cputime::cpu_clock),
     (c"_isatty", crate::api::future::isatty),
+    (c"_role", crate::api::control::role),
 ];
 
 crate::vm::lazy::lazy_module!(b"synodic");

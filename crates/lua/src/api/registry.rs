@@ -59,6 +59,7 @@ pub(crate) static MODULES: &[Module] = &[
     lua(c"synodic.log", c"@lualib/log.lua", lualib!("log")),
     lua(c"synodic.supervisor", c"@lualib/supervisor.lua", lualib!("supervisor")),
     lua(c"synodic.skel.balance", c"@lualib/skel_balance.lua", lualib!("skel_balance")),
+    lua(c"synodic.skel.watch", c"@lualib/skel_watch.lua", lualib!("skel_watch")),
     Module { name: c"coroutine", code: Code::Replaces(coroutine::REPLACED), sendable: None },
     Module { name: c"os", code: Code::Replaces(&[(c"clock", crate::vm::cputime::os_clock)]), sendable: None },
 ];

@@ -103,7 +103,11 @@ impl Body for LuaProcess {
             _ => "ready to run",
         };
         // SAFETY: between resumes the state is suspended and only this worker holds it.
-        format!("{doing}\n{}", unsafe { self.traceback() })
+        let (trace, stats) = unsafe { (self.traceback(), self.stats()) };
+        match stats {
+            Some(stats) => format!("{doing}\n{trace}\nstats: {stats}"),
+            None => format!("{doing}\n{trace}"),
+        }
     }
 
     fn resume(&mut self, rt: &Runtime, me: &'static Process) -> Step {
@@ -203,6 +207,30 @@ impl LuaProcess {
         unsafe {
             let Some(T) = helper_thread(L) else { return String::new() };
             let text = traceback_of(T, L);
+            ffi::lua_settop(L, -2);
+            text
+        }
+    }
+
+    /// What the process's `registry["synodic.stats"]` function (set by a
+    /// skeleton evaluator or an entity, see `synodic._role`) says of it, if
+    /// it has one; run protected, on a helper thread.
+    ///
+    /// # Safety
+    /// As [`LuaProcess::traceback`]'s.
+    unsafe fn stats(&mut self) -> Option<String> {
+        let L = self.L;
+        // SAFETY: `L` is live and not running (the contract); the function
+        // runs in protected mode on the helper thread (an error, or a yield
+        // it cannot make, gives nothing); what is pushed is popped.
+        unsafe {
+            let T = helper_thread(L)?;
+            let text = if ffi::lua_getfield(T, ffi::LUA_REGISTRYINDEX, c"synodic.stats".as_ptr()) == ffi::LUA_TFUNCTION && ffi::lua_pcall(T, 0, 1, 0) == ffi::LUA_OK {
+                to_bytes(T, -1).map(|b| String::from_utf8_lossy(b).into_owned())
+            } else {
+                None
+            };
+            ffi::lua_settop(T, 0);
             ffi::lua_settop(L, -2);
             text
         }

@@ -87,6 +87,49 @@ pub(super) unsafe extern "C-unwind" fn scope(L: *mut ffi::lua_State) -> c_int {
     1
 }
 
+/// `synodic._role(name)`: says what the calling process is, for the
+/// dashboard ("skeleton", "entity"; nil: nothing). It also sets
+/// `registry["synodic.stats"]`, a function whose string the process's
+/// description (a probe, the dashboard's inspect) shows.
+pub(crate) unsafe extern "C-unwind" fn role(L: *mut ffi::lua_State) -> c_int {
+    use synodic_core::process::Role;
+    // SAFETY: Lua calls this native function with its running state `L`
+    // (lib.rs invariant 1), whose context is entered; the argument's bytes
+    // stay on the stack while read.
+    unsafe {
+        let role = match to_bytes(L, 1) {
+            Some(b"skeleton") => Role::Skeleton,
+            Some(b"entity") => Role::Entity,
+            _ => Role::None,
+        };
+        ctx(L).proc().set_role(role);
+    }
+    0
+}
+
+/// `roles()`: this node's processes that have a role: `{{pid =, role =}, ...}`.
+pub(super) unsafe extern "C-unwind" fn roles(L: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls this native function with its running state `L`
+    // (lib.rs invariant 1), whose context is entered.
+    let list = unsafe { ctx(L) }.rt().roles();
+    // NOT KEPT: lib.rs invariant 2, `list` is alive through these
+    // allocating calls (a memory error would leak it).
+    // SAFETY: as above; the list is built at -1, each entry above it.
+    unsafe {
+        ffi::lua_createtable(L, list.len() as c_int, 0);
+        for (i, (pid, role)) in list.iter().enumerate() {
+            ffi::lua_createtable(L, 0, 2);
+            push_pid(L, *pid);
+            ffi::lua_setfield(L, -2, c"pid".as_ptr());
+            push_bytes(L, role.name().as_bytes());
+            ffi::lua_setfield(L, -2, c"role".as_ptr());
+            ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
+        }
+    }
+    drop(list);
+    1
+}
+
 /// Pushes `{pid =, op =, space =, args =}`.
 unsafe fn push_held(L: *mut ffi::lua_State, h: &Held) {
     // SAFETY: `L` is the running state with room for a table (the caller's).

@@ -13,6 +13,7 @@
 //! | `node_stats()` | `{messages =, rss =, cpu =, processes =, links = {{node =, sent =, received =}, ...}}`: messages delivered here, resident bytes, processor seconds, live processes, bytes to and from each linked node |
 //! | `proof_ok(key, nonce, proof)` | whether `proof` (hex) is HMAC-SHA256 of `nonce` under `key` (hex), compared in constant time |
 //! | `token()` | 32 random hex digits from the system's generator |
+//! | `roles()` | this node's processes that said what they are (`synodic._role`: skeleton evaluators, entities): `{{pid =, role =}, ...}` |
 //! | `asset(path)` | the dashboard page's file at `path` (`"/"`, `"/app.js"`...) and its content type, or nil |
 //! | `pid(text)` | the pid printed as `text` (`"<0.4.0>"`), or nil |
 //! | `node_cpu()` | the processor time of the whole node (every thread), in seconds (`os.clock` is the caller's own) |
@@ -30,6 +31,8 @@ use crate::vm::util::{pid_arg, push_bytes, push_pid, raise, to_bytes};
 
 mod dashboard;
 
+pub(crate) use dashboard::role;
+
 pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"write", write),
     (c"processes", processes),
@@ -43,6 +46,7 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"proof_ok", dashboard::proof_ok),
     (c"token", dashboard::token),
     (c"asset", dashboard::asset),
+    (c"roles", dashboard::roles),
 ];
 
 crate::vm::lazy::lazy_module!(b"synodic.control");
