@@ -32,8 +32,8 @@ fn need(path: &str, how: &str) {
 fn start_run(cookie: &Path, args: &[&std::ffi::OsStr]) -> (KillOnDrop, String, std::sync::mpsc::Receiver<String>) {
     let mut cmd = common::synodic_command();
     cmd.args(["run", "--dashboard", "127.0.0.1:0", "--cookie-file"]).arg(cookie).args(args);
-    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start synodic");
-    let stderr = child.stderr.take().unwrap();
+    let mut child = KillOnDrop(cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start synodic"));
+    let stderr = child.0.stderr.take().unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -48,7 +48,7 @@ fn start_run(cookie: &Path, args: &[&std::ffi::OsStr]) -> (KillOnDrop, String, s
             Ok(line) => {
                 if let Some(at) = line.find("dashboard on http://") {
                     let url = line[at + "dashboard on ".len()..].trim().to_string();
-                    return (KillOnDrop(child), url, rx);
+                    return (child, url, rx);
                 }
                 seen.push_str(&line);
                 seen.push('\n');

@@ -85,8 +85,8 @@ unsafe extern "C-unwind" fn processes(L: *mut ffi::lua_State) -> c_int {
         // The top `max` by processor time, memory or mailbox (recon's way:
         // the node ranks its own and sends only those).
         match by {
-            b"memory" => list.sort_by(|a, b| b.memory.cmp(&a.memory)),
-            b"mailbox" => list.sort_by(|a, b| b.mailbox.cmp(&a.mailbox)),
+            b"memory" => list.sort_by_key(|p| std::cmp::Reverse(p.memory)),
+            b"mailbox" => list.sort_by_key(|p| std::cmp::Reverse(p.mailbox)),
             _ => list.sort_by(|a, b| b.cpu.cmp(&a.cpu).then(b.mailbox.cmp(&a.mailbox))),
         }
         list.truncate(max as usize);
