@@ -76,7 +76,7 @@ end
 local function form(text)
   local out = {}
   for k, v in (text or ""):gmatch("([^&=]+)=([^&]*)") do
-    local function dec(x) return (x:gsub("+", " "):gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end)) end
+    local function dec(x) return (x:gsub("%+", " "):gsub("%%(%x%x)", function(h) return string.char(tonumber(h, 16)) end)) end
     out[dec(k)] = dec(v)
   end
   return out
@@ -169,7 +169,8 @@ function M.handle(req, keeper_pid)
       return reply({ authenticated = ok, actions = can })
     end
     if path == "/api/events" then
-      return 200, events(tonumber(q.every) or 1), { ["Content-Type"] = "text/event-stream", ["Cache-Control"] = "no-store" }
+      -- At most a sample every half second, whatever the page asks.
+      return 200, events(math.max(0.5, tonumber(q.every) or 1)), { ["Content-Type"] = "text/event-stream", ["Cache-Control"] = "no-store" }
     end
     local route = READ[path]
     if not route then return failed(404, "no such page: " .. path) end

@@ -229,6 +229,15 @@ function M.scope(what, arg, node)
       out.nodes[#out.nodes + 1] = { node = at.node, stopped = v.stopped }
     end
   end
+  -- A break met on one node stops the others too (as the page looks, so
+  -- within a refresh).
+  if what == "view" and out.hit then
+    local running = {}
+    for _, n in ipairs(out.nodes) do
+      if not n.stopped then running[#running + 1] = n.node; n.stopped = true end
+    end
+    if #running > 0 then gather.on_nodes(running, 5, function() return require("synodic.control").scope("stop") end) end
+  end
   return out
 end
 

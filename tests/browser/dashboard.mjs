@@ -100,6 +100,8 @@ try {
   const hit = await page.textContent("#hit");
   const n = Number((hit.match(/\("tick", (\d+)\)/) || [])[1]);
   if (!(n > 0 && n % 10 === 0)) throw new Error(`break on ${hit}`);
+  // The other nodes stop too, within a refresh.
+  await page.waitForFunction(async () => (await (await fetch("/api/scope")).json()).nodes.every((n) => n.stopped), null, { timeout: LIMIT });
   await shot("break");
   await page.fill("#break-input", "");
   await page.click("#btn-break");

@@ -64,7 +64,12 @@ pub(super) unsafe extern "C-unwind" fn scope(L: *mut ffi::lua_State) -> c_int {
             },
             other => return raise(L, format!("scope: {} is not view, stop, continue, step, break or forget", String::from_utf8_lossy(other))),
         }
-        let v = gate.view();
+        let mut v = gate.view();
+        // A process killed while held is held no more.
+        for gone in v.held.iter().filter(|h| !rt.is_alive(h.pid)) {
+            gate.forget(gone.pid);
+        }
+        v.held.retain(|h| rt.is_alive(h.pid));
         ffi::lua_createtable(L, 0, 5);
         ffi::lua_pushboolean(L, v.stopped as c_int);
         ffi::lua_setfield(L, -2, c"stopped".as_ptr());

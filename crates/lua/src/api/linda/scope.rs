@@ -57,7 +57,9 @@ unsafe fn held(L: *mut ffi::lua_State, m: usize, pid: Pid) -> Held {
         Ok((patterns, _)) => synodic_core::linda::shown(&patterns),
         Err(_) => "(...)".into(),
     };
-    Held { pid, op: METHODS[m].name.into(), space: unsafe { space_label(L) }, args }
+    // SAFETY: as in `gate` (the handle at 1 is borrowed for the call).
+    let space = unsafe { space_label(L) };
+    Held { pid, op: METHODS[m].name.into(), space, args }
 }
 
 /// The space's name, or "private space".
@@ -97,6 +99,8 @@ unsafe extern "C-unwind" fn held_k(L: *mut ffi::lua_State, _status: c_int, k: ff
 /// Step 3: whether the break condition holds for this method call.
 unsafe fn meets(L: *mut ffi::lua_State, m: usize, pid: Pid, condition: &str) -> bool {
     let code = format!("return ({condition})");
+    // NOT KEPT: lib.rs invariant 2, `code` is alive through the allocating
+    // calls before the protected call (a memory error there would leak it).
     // SAFETY: as in `gate`. Everything pushed here is above `top` and
     // popped before returning; the chunk runs in protected mode (an error,
     // or a yield it cannot make, is a false condition).
