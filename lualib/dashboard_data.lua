@@ -101,7 +101,7 @@ function M.processes(by, limit, offset)
     if at.ok then
       total = total + at.value.count
       for _, p in ipairs(at.value.list) do
-        p.node, p.pid, p.names = at.node, tostring(p.pid), M.array(p.names)
+        p.node, p.raw, p.pid, p.names = at.node, p.pid, tostring(p.pid), M.array(p.names)
         all[#all + 1] = p
       end
     end
@@ -113,7 +113,46 @@ function M.processes(by, limit, offset)
   end)
   local page = M.array()
   for i = offset + 1, math.min(#all, offset + limit) do page[#page + 1] = all[i] end
+  M.current_functions(page)
   return { total = total, by = by, offset = offset, processes = page }
+end
+
+-- Sets `fn` of each listed process: where it is now (the first Lua line of
+-- its stack), asked of the processes of the page only, each node its own,
+-- half a second at most.
+function M.current_functions(list)
+  local by_node, nodes = {}, {}
+  for _, p in ipairs(list) do
+    if not by_node[p.node] then by_node[p.node] = {}; nodes[#nodes + 1] = p.node end
+    table.insert(by_node[p.node], p.raw)
+  end
+  local found = {}
+  for _, node in ipairs(nodes) do
+    local at = gather.on_nodes({ node }, 2, function(pids)
+      local s, control = require "synodic", require "synodic.control"
+      local asked, out = 0, {}
+      for _, p in ipairs(pids) do
+        if p ~= s.self() and control.probe(p) then asked = asked + 1 end
+      end
+      local deadline = s.clock() + 0.5
+      for _ = 1, asked do
+        local left = deadline - s.clock()
+        if left <= 0 then break end
+        local tag, pid, text = s.receive_match("probe", left)
+        if not tag then break end
+        local trace = text:match("stack traceback:\n(.*)$") or ""
+        for line in trace:gmatch("[^\n]+") do
+          line = line:match("^%s*(.-)%s*$")
+          if not line:match("^%[C%]") then out[#out + 1] = { pid, line }; break end
+        end
+      end
+      return out
+    end, by_node[node])[1]
+    if at.ok then
+      for _, pf in ipairs(at.value) do found[node .. " " .. tostring(pf[1])] = pf[2] end
+    end
+  end
+  for _, p in ipairs(list) do p.fn, p.raw = found[p.node .. " " .. p.pid] or "", nil end
 end
 
 -- The stack of `pid` (text) on `node`, or nil and why.

@@ -39,6 +39,7 @@ try {
   check("the processes view shows the registered process");
   await page.click('button[data-view="processes"]');
   await page.waitForSelector('#processes tbody tr:has(td.names:text-is("worker"))', { timeout: LIMIT });
+  await page.waitForSelector('#processes tbody tr:has(td.names:text-is("worker")) td.fn:has-text("demo.lua:")', { timeout: LIMIT });
   await page.click('#processes tbody tr:has(td.names:text-is("worker")) button.inspect');
   await page.waitForFunction(() => /take|linda|waiting/.test(document.querySelector("#stack").textContent), null, { timeout: LIMIT });
   await shot("processes");

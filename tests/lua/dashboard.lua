@@ -70,6 +70,7 @@ for _, p in ipairs(all.processes) do
   if p.names[1] == "the-waiter" then found = p end
 end
 assert(found and found.state == "waiting" and found.on == "tuple" and found.node == s.node(), cjson.encode(all))
+assert(found.fn:match("dashboard%.lua:%d+: in function"), "its current function: " .. tostring(found.fn))
 
 -- Inspect: the stack of that process.
 local inspected = get_json("/api/process?node=" .. s.node() .. "&pid=" .. found.pid)

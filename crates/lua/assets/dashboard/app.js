@@ -133,7 +133,7 @@ async function loadProcesses() {
   $("#processes tbody").replaceChildren(...page.processes.map((p) =>
     el("tr", { "data-pid": p.pid },
       el("td", {}, p.pid), el("td", {}, p.node), el("td", { class: "names" }, p.names.join(" ")),
-      el("td", {}, p.state + (p.on ? ` (${p.on})` : "")), el("td", {}, Math.round(p.cpu * 1000)),
+      el("td", {}, p.state + (p.on ? ` (${p.on})` : "")), el("td", { class: "fn" }, p.fn || ""), el("td", {}, Math.round(p.cpu * 1000)),
       el("td", {}, Math.round(p.memory / 1024)), el("td", {}, p.mailbox),
       el("td", {},
         el("button", { class: "inspect", onclick: () => inspect(p.node, p.pid) }, "inspect"), " ",
