@@ -20,7 +20,8 @@
 //!
 //! Writes go the other way: what a process queues for another node while it
 //! runs is written when its run ends ([`Netpoll::flush`]), one system call
-//! for everything it sent, by the worker itself.
+//! for everything it sent, by the worker itself; or when the process next
+//! turns to its mailbox, if it gets there first ([`Netpoll::flush_stale`]).
 
 use std::cell::Cell;
 
@@ -36,6 +37,17 @@ pub trait Netpoll: Send + Sync {
     /// Writes what this thread has queued for other nodes (called after
     /// every run and every poll, on threads where [`flushes_here`] holds).
     fn flush(&self);
+
+    /// Writes what this thread queued for other nodes, now. Called as a
+    /// running process turns to its mailbox: writes otherwise wait for the
+    /// run's end (one system call for all of a run's sends), which a
+    /// process that finds its messages waiting and goes on computing (a
+    /// long native call) would put off by as long as it computes, while
+    /// the peers it sent to wait for it (the N-body's all-gather). A
+    /// process that blocks there would have flushed anyway; one that
+    /// relays a stream it finds waiting writes once per message received,
+    /// not once per run.
+    fn flush_stale(&self) {}
 
     /// A descriptor that is readable while `poll(false)` has something to
     /// deliver (an epoll instance's), so the node's netpoller can watch it

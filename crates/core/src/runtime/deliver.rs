@@ -121,6 +121,14 @@ impl Runtime {
         }
     }
 
+    /// For the running process, as it turns to its mailbox: what this
+    /// thread queued for other nodes goes out now (see
+    /// [`crate::netpoll::Netpoll::flush_stale`]).
+    #[inline]
+    pub fn flush_stale(&self) {
+        self.scheduler().flush_stale()
+    }
+
     /// Wakes the process `pid` of this node, if it lives, to look again at
     /// what it waits for.
     pub fn nudge(&self, pid: Pid) {

@@ -297,6 +297,14 @@ impl Scheduler {
         unsafe { local.as_ref() }.filter(|l| std::ptr::eq(l.scheduler, self))
     }
 
+    /// For the running process, as it turns to its mailbox: see
+    /// [`Netpoll::flush_stale`].
+    pub(crate) fn flush_stale(&self) {
+        if let Some(net) = self.netpoll.get() {
+            net.flush_stale();
+        }
+    }
+
     pub(crate) fn wake_one(&self) {
         // Pairs with the decrement of `spinning` and the increment of `idle`
         // (or the setting of `poll_blocked`) in `spin` and `park`: either we

@@ -38,6 +38,10 @@ impl Netpoll for Cluster {
         link::flush_dirty();
     }
 
+    fn flush_stale(&self) {
+        link::flush_stale();
+    }
+
     fn fd(&self) -> Option<std::os::fd::RawFd> {
         Some(self.inner.poller.fd())
     }

@@ -1,0 +1,64 @@
+-- The ALua paper's N-body application (its Table 1): a Barnes-Hut
+-- simulation where one process per node moves its share of the bodies
+-- with the C kernel (examples/nbody/bh.c, through the module nbody.c) and,
+-- at the end of each iteration, sends its share to every other process and
+-- takes theirs: an all-gather by messages, peer to peer. The MPI program
+-- nbody_mpi.c does the same with MPI_Allgatherv and the same kernel.
+--
+-- usage: synodic run [--nodes N] examples/nbody/nbody.lua [bodies] [iterations] [theta] [out]
+-- (the module built as nbody.so on LUA_CPATH; see nbody.c). Prints
+-- `nbody: N bodies, I iterations, R nodes: T s` (the iterations' time);
+-- with `out`, every body's position, one line each (x y z, %.17g).
+local s = require "synodic"
+local n = math.tointeger(tonumber(arg[1])) or 512
+local iterations = math.tointeger(tonumber(arg[2])) or 10
+local theta = tonumber(arg[3]) or 0.5
+local out = arg[4]
+
+-- One peer: moves bodies [lo, hi) each iteration, and trades shares.
+local function peer(boss, rank, ranks, n, iterations, theta)
+  local s, nbody = require "synodic", require "nbody"
+  local _, peers = s.receive_match("peers")
+  local all = nbody.init(n, 1)
+  local lo, hi = nbody.share(n, rank, ranks)
+  s.send(boss, "ready")
+  s.receive_match("go")
+  for it = 1, iterations do
+    local mine = nbody.step(all, lo, hi, theta)
+    for r, p in ipairs(peers) do
+      if r - 1 ~= rank then s.send(p, "bodies", it, rank, mine) end
+    end
+    nbody.put(all, mine, lo)
+    for _ = 1, ranks - 1 do
+      local _, _, from, part = s.receive_match(function(tag, i) return tag == "bodies" and i == it end)
+      nbody.put(all, part, (nbody.share(n, from, ranks)))
+    end
+  end
+  s.send(boss, "done", rank, rank == 0 and all or nil)
+end
+
+local nodes = s.nodes()
+local peers = {}
+for r, node in ipairs(nodes) do
+  peers[r] = s.spawn_on(node, peer, s.self(), r - 1, #nodes, n, iterations, theta)
+end
+for _, p in ipairs(peers) do s.send(p, "peers", peers) end
+for _ = 1, #peers do s.receive_match("ready") end
+local t = s.clock()
+for _, p in ipairs(peers) do s.send(p, "go") end
+local all
+for _ = 1, #peers do
+  local _, rank, bodies = s.receive_match("done")
+  if rank == 0 then all = bodies end
+end
+local took = s.clock() - t
+print(string.format("nbody: %d bodies, %d iterations, %d nodes: %.4f s", n, iterations, #nodes, took))
+if out then
+  local nbody = require "nbody"
+  local f = assert(io.open(out, "w"))
+  for i = 0, n - 1 do
+    local x, y, z = nbody.get(all, i)
+    f:write(string.format("%.17g %.17g %.17g\n", x, y, z))
+  end
+  f:close()
+end
