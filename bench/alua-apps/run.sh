@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # bench/alua-apps: the ALua paper's applications (its Tables 1 and 2)
 # against the same kernels in C with MPI (Debian's OpenMPI), side by side in
-# one run. So far the N-body (examples/nbody): a Barnes-Hut simulation
-# where each node (or rank) moves its share of the bodies with the C kernel
-# of bh.c and trades shares with every other at the end of each iteration
-# (Synodic: messages, peer to peer; MPI: MPI_Allgatherv).
-# For each cell (bodies, iterations, nodes): the median time of the
-# iterations over the runs, the deviation, and Synodic ÷ MPI, in the
-# paper's layout; then one line per cell:
+# one run. The N-body (examples/nbody): a Barnes-Hut simulation where each
+# node (or rank) moves its share of the bodies with the C kernel of bh.c
+# and trades shares with every other at the end of each iteration
+# (Synodic: messages, peer to peer; MPI: MPI_Allgatherv). The volume
+# visualization (examples/volume): a master deals a 256x256 picture of a
+# 128^3 volume out by pixels, scanlines or 16x16 blocks, statically or
+# dynamically, to a worker on each other node (ray casting in vr.c).
+# For each cell: the median time over the runs, the deviation, and
+# Synodic ÷ MPI, in the paper's layout; then one line per cell:
 #   RESULT app=nbody bodies=1024 nodes=4 iterations=10 ratio=0.97
+#   RESULT app=volume partition=pixel distribution=dynamic nodes=4 ratio=1.3
 # Nodes and ranks are OS processes on this machine (2 cores: 4 of them are
 # oversubscribed, for both). Runs alternate Synodic, MPI, Synodic, ...
 # --quick: a small subset, one run each (the CI smoke).
@@ -20,9 +23,11 @@ runs=5
 bodies="512 1024 2048 4096"
 iterations="1 10 20"
 nodes="2 4"
+size=256
+voxels=128
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) runs=1; bodies="512 1024"; iterations="10"; nodes="2" ;;
+    --quick) runs=1; bodies="512 1024"; iterations="10"; nodes="2"; size=64; voxels=32 ;;
     --runs) runs="$2"; shift ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -34,6 +39,9 @@ prepare
 src="$root/examples/nbody"
 cc -O2 -shared -fPIC -I "$root/vendor/lua-5.4.8" -I "$root/include" "$src/nbody.c" "$src/bh.c" -o "$work/nbody.so" -lm
 mpicc -O2 "$src/nbody_mpi.c" "$src/bh.c" -o "$work/nbody_mpi" -lm
+vsrc="$root/examples/volume"
+cc -O2 -shared -fPIC -I "$root/vendor/lua-5.4.8" -I "$root/include" "$vsrc/volume.c" "$vsrc/vr.c" -o "$work/volume.so" -lm
+mpicc -O2 "$vsrc/volume_mpi.c" "$vsrc/vr.c" -o "$work/volume_mpi" -lm
 export LUA_CPATH_5_4="$work/?.so;;" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 head -c 24 /dev/urandom | base64 > "$work/cookie"
 chmod 600 "$work/cookie"
@@ -59,6 +67,26 @@ for n in $bodies; do
       r=$(awk -v a="$sm" -v b="$mm" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
       echo "| $n | $it | $np | $sm ($sd) | $mm ($md) | $r |"
       results+=("RESULT app=nbody bodies=$n nodes=$np iterations=$it ratio=$r")
+    done
+  done
+done
+echo
+echo "### Volume visualization: a ${size}x$size picture of a $voxels^3 volume, seconds, median of $runs runs (deviation)"
+echo
+echo "| partition | distribution | nodes (workers) | Synodic s | MPI s | Synodic ÷ MPI |"
+echo "|---|---|---|---|---|---|"
+vsyn() { "$synodic" run --nodes "$3" --cookie-file "$work/cookie" "$vsrc/volume.lua" "$1" "$2" "$size" "$voxels" 2>/dev/null | grep -o '[0-9.]* s,' | cut -d' ' -f1; }
+vmpi() { mpirun --oversubscribe -np "$3" "$work/volume_mpi" "$1" "$2" "$size" "$voxels" 2>/dev/null | grep -o '[0-9.]* s,' | cut -d' ' -f1; }
+for part in pixel scanline block; do
+  for dist in static dynamic; do
+    for np in $nodes; do
+      a=(); b=()
+      for _ in $(seq "$runs"); do a+=("$(vsyn $part $dist "$np")"); b+=("$(vmpi $part $dist "$np")"); done
+      read -r sm sd <<< "$(stats "${a[@]}")"
+      read -r mm md <<< "$(stats "${b[@]}")"
+      r=$(awk -v a="$sm" -v b="$mm" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+      echo "| $part | $dist | $np ($((np - 1))) | $sm ($sd) | $mm ($md) | $r |"
+      results+=("RESULT app=volume partition=$part distribution=$dist nodes=$np ratio=$r")
     done
   done
 done

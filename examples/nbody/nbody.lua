@@ -9,7 +9,8 @@
 -- (the module built as nbody.so on LUA_CPATH; see nbody.c). Prints
 -- `nbody: N bodies, I iterations, R nodes: T s` (the iterations' time on
 -- the first node's process, as the MPI program gives rank 0's);
--- with `out`, every body's position, one line each (x y z, %.17g).
+-- with `out`, every body's position, one line each (x y z, %.17g), or,
+-- for a name ending in .svg, a picture of them (x and y, seen from +z).
 local s = require "synodic"
 local n = math.tointeger(tonumber(arg[1])) or 512
 local iterations = math.tointeger(tonumber(arg[2])) or 10
@@ -56,9 +57,21 @@ print(string.format("nbody: %d bodies, %d iterations, %d nodes: %.4f s", n, iter
 if out then
   local nbody = require "nbody"
   local f = assert(io.open(out, "w"))
+  local svg = out:match("%.svg$")
+  if svg then
+    f:write('<svg xmlns="http://www.w3.org/2000/svg" viewBox="-3 -3 6 6" width="480" height="480">',
+      '<rect x="-3" y="-3" width="6" height="6" fill="#0b1020"/>')
+  end
   for i = 0, n - 1 do
     local x, y, z = nbody.get(all, i)
-    f:write(string.format("%.17g %.17g %.17g\n", x, y, z))
+    if svg then
+      if math.abs(x) < 3 and math.abs(y) < 3 then
+        f:write(string.format('<circle cx="%.4f" cy="%.4f" r="0.018" fill="#ffd27a" fill-opacity="0.7"/>', x, -y))
+      end
+    else
+      f:write(string.format("%.17g %.17g %.17g\n", x, y, z))
+    end
   end
+  if svg then f:write("</svg>\n") end
   f:close()
 end

@@ -2,7 +2,9 @@
 //! them against MPI): the Barnes-Hut kernel is right (with an opening angle
 //! of 0 its forces are a direct sum's to 1e-12 relative; with 0.5 close to
 //! it), and the Synodic program's bodies after 20 iterations on 2 nodes
-//! are the MPI program's (same kernel, 2 ranks) to 1e-9 relative.
+//! are the MPI program's (same kernel, 2 ranks) to 1e-9 relative; the
+//! volume visualization gives the same picture, byte for byte, from both
+//! programs, for every partition and distribution.
 //!
 //! Needs a C compiler and OpenMPI's mpicc and mpirun (Debian's
 //! libopenmpi-dev and openmpi-bin; scripts/test installs them).
@@ -23,32 +25,61 @@ fn need(program: &str, package: &str) -> PathBuf {
     found.unwrap_or_else(|| panic!("{program} is missing: install the Debian package {package} (scripts/test does)"))
 }
 
-/// Builds the N-body module and the MPI program into `dir`.
-fn build(dir: &Path) {
-    let nbody = root().join("examples/nbody");
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O2", "-I"])
-        .arg(root().join("vendor/lua-5.4.8"))
-        .arg("-I")
-        .arg(root().join("include"))
-        .arg(nbody.join("nbody.c"))
-        .arg(nbody.join("bh.c"))
-        .arg("-o")
-        .arg(dir.join("nbody.so"))
-        .arg("-lm")
-        .status()
-        .expect("run cc");
-    assert!(status.success(), "cc examples/nbody/nbody.c");
+/// Builds an application's module and its MPI program into `dir`:
+/// examples/APP/APP.c and APP_mpi.c, each with the kernel `kernel`.
+fn build_app(dir: &Path, app: &str, kernel: &str) {
+    let src = root().join("examples").join(app);
+    build_app_module(app, kernel, &dir.join(format!("{app}.so")));
     let status = Command::new(need("mpicc", "libopenmpi-dev"))
         .arg("-O2")
-        .arg(nbody.join("nbody_mpi.c"))
-        .arg(nbody.join("bh.c"))
+        .arg(src.join(format!("{app}_mpi.c")))
+        .arg(src.join(kernel))
         .arg("-o")
-        .arg(dir.join("nbody_mpi"))
+        .arg(dir.join(format!("{app}_mpi")))
         .arg("-lm")
         .status()
         .expect("run mpicc");
-    assert!(status.success(), "mpicc examples/nbody/nbody_mpi.c");
+    assert!(status.success(), "mpicc examples/{app}/{app}_mpi.c");
+}
+
+fn build(dir: &Path) {
+    build_app(dir, "nbody", "bh.c");
+}
+
+fn mpirun(np: &str) -> Command {
+    let mut cmd = Command::new(need("mpirun", "openmpi-bin"));
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1").args(["--oversubscribe", "-np", np]);
+    cmd
+}
+
+#[test]
+fn synodic_and_mpi_render_the_same_picture() {
+    let dir = scratch_dir("volume-vs-mpi");
+    build_app(&dir, "volume", "vr.c");
+    let cookie = cookie_in(&dir, "cookie", "a cookie for the volume test");
+    let program = root().join("examples/volume/volume.lua");
+    for partition in ["pixel", "scanline", "block"] {
+        for distribution in ["static", "dynamic"] {
+            let (ours, theirs) = (dir.join(format!("{partition}-{distribution}.png")), dir.join(format!("{partition}-{distribution}-mpi.png")));
+            let args: Vec<&std::ffi::OsStr> = vec![
+                "run".as_ref(), "--nodes".as_ref(), "3".as_ref(), "--cookie-file".as_ref(), cookie.as_os_str(), program.as_os_str(),
+                partition.as_ref(), distribution.as_ref(), "40".as_ref(), "24".as_ref(), ours.as_os_str(),
+            ];
+            let out = synodic_in(&dir, &args);
+            let printed = text(&out.stdout);
+            assert!(out.status.success(), "{partition} {distribution}: {}", text(&out.stderr));
+            assert!(printed.starts_with(&format!("volume: {partition} {distribution}, 40x40, 2 workers: ")), "{printed}");
+            let mut mpi = mpirun("3");
+            mpi.arg(dir.join("volume_mpi")).args([partition, distribution, "40", "24"]).arg(&theirs);
+            let out = output_within(mpi, LIMIT, "mpirun -np 3 volume_mpi");
+            assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
+            let (a, b) = (std::fs::read(&ours).unwrap(), std::fs::read(&theirs).unwrap());
+            assert!(a.starts_with(b"\x89PNG\r\n\x1a\n") && a.len() > 40 * 40 * 3, "{partition} {distribution}: a PNG");
+            assert!(a == b, "{partition} {distribution}: the pictures differ");
+            let checksum = |t: &str| t.rsplit("checksum ").next().unwrap_or_default().trim().to_string();
+            assert_eq!(checksum(&printed), checksum(&text(&out.stdout)), "{partition} {distribution}");
+        }
+    }
 }
 
 fn synodic_in(dir: &Path, args: &[&std::ffi::OsStr]) -> std::process::Output {
@@ -104,8 +135,8 @@ fn synodic_and_mpi_move_the_bodies_alike() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).starts_with("nbody: 256 bodies, 20 iterations, 2 nodes: "), "{}", text(&out.stdout));
 
-    let mut mpi = Command::new(need("mpirun", "openmpi-bin"));
-    mpi.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1").args(["--oversubscribe", "-np", "2"]).arg(dir.join("nbody_mpi")).args(["256", "20", "0.5"]).arg(&theirs);
+    let mut mpi = mpirun("2");
+    mpi.arg(dir.join("nbody_mpi")).args(["256", "20", "0.5"]).arg(&theirs);
     let out = output_within(mpi, LIMIT, "mpirun -np 2 nbody_mpi");
     assert!(out.status.success(), "{}{}", text(&out.stdout), text(&out.stderr));
 
@@ -123,8 +154,8 @@ fn synodic_and_mpi_move_the_bodies_alike() {
 /// The bodies before any iteration (0 iterations of the MPI program).
 fn read_initial(dir: &Path) -> Vec<f64> {
     let path = dir.join("initial.txt");
-    let mut mpi = Command::new(need("mpirun", "openmpi-bin"));
-    mpi.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1").args(["--oversubscribe", "-np", "1"]).arg(dir.join("nbody_mpi")).args(["256", "0", "0.5"]).arg(&path);
+    let mut mpi = mpirun("1");
+    mpi.arg(dir.join("nbody_mpi")).args(["256", "0", "0.5"]).arg(&path);
     let out = output_within(mpi, LIMIT, "mpirun -np 1 nbody_mpi (initial)");
     assert!(out.status.success(), "{}", text(&out.stderr));
     std::fs::read_to_string(&path).unwrap().split_whitespace().map(|t| t.parse().unwrap()).collect()

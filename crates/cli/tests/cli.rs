@@ -144,25 +144,6 @@ fn build_c_module(src: &Path, so: &Path) {
     assert!(status.success(), "cc {}", src.display());
 }
 
-/// The N-body module (examples/nbody: nbody.c over the kernel bh.c).
-fn build_nbody_module(so: &Path) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let nbody = root.join("examples/nbody");
-    let status = Command::new("cc")
-        .args(["-shared", "-fPIC", "-O2", "-I"])
-        .arg(root.join("vendor/lua-5.4.8"))
-        .arg("-I")
-        .arg(root.join("include"))
-        .arg(nbody.join("nbody.c"))
-        .arg(nbody.join("bh.c"))
-        .arg("-o")
-        .arg(so)
-        .arg("-lm")
-        .status()
-        .expect("run cc");
-    assert!(status.success(), "cc examples/nbody");
-}
-
 /// Where the examples' C modules are built (once per test run), as a
 /// LUA_CPATH_5_4 for the runs that need them.
 fn examples_cpath() -> &'static str {
@@ -171,7 +152,8 @@ fn examples_cpath() -> &'static str {
         let dir = common::scratch_dir("example-modules");
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/skel/filters.c");
         build_c_module(&src, &dir.join("filters.so"));
-        build_nbody_module(&dir.join("nbody.so"));
+        common::build_app_module("nbody", "bh.c", &dir.join("nbody.so"));
+        common::build_app_module("volume", "vr.c", &dir.join("volume.so"));
         format!("{}/?.so;;", dir.display())
     })
 }

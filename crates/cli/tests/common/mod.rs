@@ -223,3 +223,22 @@ pub fn run_source_with(name: &str, source: &str, flags: &[&str], extra: &[&str])
     args.extend_from_slice(extra);
     synodic(&args)
 }
+
+/// An application's module (examples/APP: APP.c over its kernel).
+pub fn build_app_module(app: &str, kernel: &str, so: &std::path::Path) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let src = root.join("examples").join(app);
+    let status = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-I"])
+        .arg(root.join("vendor/lua-5.4.8"))
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(src.join(format!("{app}.c")))
+        .arg(src.join(kernel))
+        .arg("-o")
+        .arg(so)
+        .arg("-lm")
+        .status()
+        .expect("run cc");
+    assert!(status.success(), "cc examples/{app}");
+}
