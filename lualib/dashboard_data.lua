@@ -70,18 +70,42 @@ local function shown(v)
   return tostring(v)
 end
 
--- Every node's figures.
+-- A node's state in membership, as the serving node sees it: "up" (live,
+-- a member of the gossip, linked), "joining" (a member not live yet),
+-- "suspected" (live, but the gossip has lost it), or what it is of the three.
+local function membership_state(m)
+  if m.live and m.member and m.linked then return "up" end
+  if m.member and not m.live then return "joining" end
+  if m.live and not m.member then return "suspected" end
+  local parts = {}
+  for _, k in ipairs { "live", "member", "linked" } do if m[k] then parts[#parts + 1] = k end end
+  return table.concat(parts, ", ")
+end
+
+-- Every node's figures, and its state in membership.
 function M.nodes()
-  local list = M.array()
+  local list, views = M.array(), {}
   for _, at in ipairs(on_nodes(function() return require("synodic.control").node_stats() end)) do
     local n = { node = at.node, up = at.ok, time = s.clock() }
     if at.ok then
       for k, v in pairs(at.value) do n[k] = v end
-      n.links = M.array(n.links)
+      n.links, n.membership = M.array(n.links), M.array(n.membership)
     else
       n.error = tostring(at.value)
     end
     list[#list + 1] = n
+    if at.node == s.node() and at.ok then
+      for _, m in ipairs(n.membership) do views[m.node] = m end
+    end
+  end
+  local shown = {}
+  for _, n in ipairs(list) do
+    shown[n.node] = true
+    n.state = views[n.node] and membership_state(views[n.node]) or (n.up and "up" or "no answer")
+  end
+  -- Nodes the gossip knows that are not live (yet) have no figures.
+  for name, m in pairs(views) do
+    if not shown[name] then list[#list + 1] = { node = name, up = false, state = membership_state(m), time = s.clock() } end
   end
   return list
 end

@@ -52,7 +52,7 @@ assert(#index.endpoints >= 10)
 
 -- Nodes.
 local nodes = get_json("/api/nodes")
-assert(#nodes == 1 and nodes[1].node == s.node() and nodes[1].up == true, cjson.encode(nodes))
+assert(#nodes == 1 and nodes[1].node == s.node() and nodes[1].up == true and nodes[1].state == "up", cjson.encode(nodes))
 for _, field in ipairs { "processes", "rss", "cpu", "messages", "workers", "load", "pool_queued", "pool_idle", "time" } do
   assert(type(nodes[1][field]) == "number", field)
 end

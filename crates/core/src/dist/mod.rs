@@ -83,6 +83,12 @@ pub trait Transport: Send + Sync {
     fn traffic(&self) -> Vec<(Arc<str>, u64, u64)> {
         Vec::new()
     }
+    /// How this node sees each node it knows of, itself included: the
+    /// name, and whether it is live (in `nodes()`), a member in the
+    /// gossip's view, and linked (for the dashboard).
+    fn membership(&self) -> Vec<(Arc<str>, bool, bool, bool)> {
+        Vec::new()
+    }
 }
 
 /// A frame on its way to another node: its kind, the fields before its

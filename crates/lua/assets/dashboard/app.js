@@ -85,7 +85,7 @@ function renderNodes(sample) {
       return `${l.node}: ${out.toFixed(1)} / ${inn.toFixed(1)}`;
     }).join("; ");
     tbody.append(el("tr", { "data-node": n.node },
-      el("td", {}, n.node), el("td", {}, n.up ? "up" : (n.error || "down")),
+      el("td", {}, n.node), el("td", { class: "state" }, n.state || (n.up ? "up" : (n.error || "down"))),
       el("td", {}, n.processes ?? ""), el("td", {}, n.up ? (n.load / 1000).toFixed(2) : ""),
       el("td", {}, n.up ? (n.rss / 1048576).toFixed(1) : ""),
       el("td", {}, p ? (100 * rate(n.cpu, p.cpu)).toFixed(0) : ""),

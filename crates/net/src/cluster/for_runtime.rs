@@ -73,6 +73,15 @@ impl Transport for Cluster {
         }).collect()
     }
 
+    fn membership(&self) -> Vec<(Arc<str>, bool, bool, bool)> {
+        let me = self.inner.membership.lock().me().name.clone();
+        let members: std::collections::BTreeSet<Arc<str>> = self.inner.membership.lock().members().map(|m| m.name.clone()).chain([me.clone()]).collect();
+        let live = self.inner.live.lock().clone();
+        let linked: std::collections::BTreeSet<Arc<str>> = self.inner.links.lock().values().map(|l| l.peer.name.clone()).chain([me]).collect();
+        let all: std::collections::BTreeSet<Arc<str>> = members.iter().chain(live.iter()).chain(linked.iter()).cloned().collect();
+        all.into_iter().map(|n| (n.clone(), live.contains(&n), members.contains(&n), linked.contains(&n))).collect()
+    }
+
     fn room_for(&self, to: Pid, sender: Pid) -> bool {
         let Some(link) = self.inner.links.lock().get(&to.node()).cloned() else { return true };
         link.room_for(to, sender)

@@ -155,12 +155,13 @@ pub(super) unsafe extern "C-unwind" fn node_stats(L: *mut ffi::lua_State) -> c_i
     // (lib.rs invariant 1), whose context is entered.
     let rt = unsafe { ctx(L) }.rt().clone();
     let links = rt.transport().map(|t| t.traffic()).unwrap_or_default();
+    let members = rt.transport().map(|t| t.membership()).unwrap_or_default();
     let (queued, idle) = rt.pool_counts();
     let mut cpu = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: writes the clock into `cpu`.
     unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut cpu) };
-    // NOT KEPT: lib.rs invariant 2, `links` is alive through these
-    // allocating calls (a memory error would leak it).
+    // NOT KEPT: lib.rs invariant 2, `links` and `members` are alive
+    // through these allocating calls (a memory error would leak them).
     // SAFETY: as above; the table is built at -1 (each link's above it).
     unsafe {
         ffi::lua_createtable(L, 0, 9);
@@ -183,8 +184,20 @@ pub(super) unsafe extern "C-unwind" fn node_stats(L: *mut ffi::lua_State) -> c_i
             ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
         }
         ffi::lua_setfield(L, -2, c"links".as_ptr());
+        ffi::lua_createtable(L, members.len() as c_int, 0);
+        for (i, (node, live, member, linked)) in members.iter().enumerate() {
+            ffi::lua_createtable(L, 0, 4);
+            push_bytes(L, node.as_bytes());
+            ffi::lua_setfield(L, -2, c"node".as_ptr());
+            for (key, on) in [(c"live", *live), (c"member", *member), (c"linked", *linked)] {
+                ffi::lua_pushboolean(L, on as c_int);
+                ffi::lua_setfield(L, -2, key.as_ptr());
+            }
+            ffi::lua_rawseti(L, -2, i as ffi::lua_Integer + 1);
+        }
+        ffi::lua_setfield(L, -2, c"membership".as_ptr());
     }
-    drop(links);
+    drop((links, members));
     1
 }
 
