@@ -59,6 +59,22 @@ pub trait Netpoll: Send + Sync {
 
 thread_local! {
     static FLUSHES: Cell<bool> = const { Cell::new(false) };
+    /// This thread queued something for another node since it last flushed.
+    static QUEUED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// For the transport: the current thread queued writes that it leaves for
+/// its next [`Netpoll::flush`] (so that [`Netpoll::flush_stale`] is called
+/// only when there is something to write: a receive asks this first).
+#[inline]
+pub fn note_queued() {
+    QUEUED.with(|q| q.set(true));
+}
+
+/// Whether the current thread queued writes since this was last asked.
+#[inline]
+pub(crate) fn take_queued() -> bool {
+    QUEUED.with(|q| q.replace(false))
 }
 
 /// Whether the current thread calls [`Netpoll::flush`] soon: a worker, or

@@ -300,6 +300,9 @@ impl Scheduler {
     /// For the running process, as it turns to its mailbox: see
     /// [`Netpoll::flush_stale`].
     pub(crate) fn flush_stale(&self) {
+        if !crate::netpoll::take_queued() {
+            return;
+        }
         if let Some(net) = self.netpoll.get() {
             net.flush_stale();
         }

@@ -97,6 +97,7 @@ impl Scheduler {
                     local.in_run.set(false);
                     if let Some(net) = sched.netpoll.get() {
                         net.flush();
+                        netpoll::take_queued();
                     }
                     if slot.watch.end_run() {
                         sched.rejoin(&local);

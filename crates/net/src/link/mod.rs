@@ -227,6 +227,7 @@ impl Link {
             }
             return true;
         }
+        netpoll::note_queued();
         DIRTY.with(|d| {
             let mut d = d.borrow_mut();
             if !d.iter().any(|l| Arc::ptr_eq(l, self)) {
