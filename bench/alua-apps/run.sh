@@ -13,7 +13,10 @@
 #   RESULT app=nbody bodies=1024 nodes=4 iterations=10 ratio=0.97
 #   RESULT app=volume partition=pixel distribution=dynamic nodes=4 ratio=1.3
 # Nodes and ranks are OS processes on this machine (2 cores: 4 of them are
-# oversubscribed, for both). Runs alternate Synodic, MPI, Synodic, ...
+# oversubscribed, for both); each Synodic node runs one worker thread
+# (--workers 1), as each MPI rank is one thread (with a worker a core, 4
+# nodes are 8 worker threads on 2 cores: the pixel partition took twice as
+# long). Runs alternate Synodic, MPI, Synodic, ...
 # --quick: a small subset, one run each (the CI smoke).
 # usage: bench/alua-apps/run.sh [--quick] [--runs R]
 set -euo pipefail
@@ -47,7 +50,7 @@ head -c 24 /dev/urandom | base64 > "$work/cookie"
 chmod 600 "$work/cookie"
 
 seconds() { grep -o '[0-9.]* s$' | cut -d' ' -f1; }
-syn() { "$synodic" run --nodes "$3" --cookie-file "$work/cookie" "$src/nbody.lua" "$1" "$2" 2>/dev/null | seconds; }
+syn() { "$synodic" run --workers 1 --nodes "$3" --cookie-file "$work/cookie" "$src/nbody.lua" "$1" "$2" 2>/dev/null | seconds; }
 mpi() { mpirun --oversubscribe -np "$3" "$work/nbody_mpi" "$1" "$2" 2>/dev/null | seconds; }
 # stats TIMES...: median and sample deviation
 stats() { python3 -c 'import sys, statistics as s; t = [float(x) for x in sys.argv[1:]]; print(f"{s.median(t):.4f} {s.stdev(t) if len(t) > 1 else 0:.4f}")' "$@"; }
@@ -75,7 +78,7 @@ echo "### Volume visualization: a ${size}x$size picture of a $voxels^3 volume, s
 echo
 echo "| partition | distribution | nodes (workers) | Synodic s | MPI s | Synodic ÷ MPI |"
 echo "|---|---|---|---|---|---|"
-vsyn() { "$synodic" run --nodes "$3" --cookie-file "$work/cookie" "$vsrc/volume.lua" "$1" "$2" "$size" "$voxels" 2>/dev/null | grep -o '[0-9.]* s,' | cut -d' ' -f1; }
+vsyn() { "$synodic" run --workers 1 --nodes "$3" --cookie-file "$work/cookie" "$vsrc/volume.lua" "$1" "$2" "$size" "$voxels" 2>/dev/null | grep -o '[0-9.]* s,' | cut -d' ' -f1; }
 vmpi() { mpirun --oversubscribe -np "$3" "$work/volume_mpi" "$1" "$2" "$size" "$voxels" 2>/dev/null | grep -o '[0-9.]* s,' | cut -d' ' -f1; }
 for part in pixel scanline block; do
   for dist in static dynamic; do
