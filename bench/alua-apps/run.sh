@@ -60,16 +60,23 @@ echo
 echo "| bodies | iterations | nodes | Synodic s | MPI s | Synodic ÷ MPI |"
 echo "|---|---|---|---|---|---|"
 results=()
+# cell ROW RESULT SYNODIC_FN MPI_FN ARGS...: both programs $runs times in
+# turn on ARGS; prints the table's row (ROW, then the figures) and keeps
+# the RESULT line.
+cell() {
+  local row=$1 result=$2 syn_fn=$3 mpi_fn=$4 a=() b=() sm sd mm md r
+  shift 4
+  for _ in $(seq "$runs"); do a+=("$("$syn_fn" "$@")"); b+=("$("$mpi_fn" "$@")"); done
+  read -r sm sd <<< "$(stats "${a[@]}")"
+  read -r mm md <<< "$(stats "${b[@]}")"
+  r=$(awk -v a="$sm" -v b="$mm" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
+  echo "| $row | $sm ($sd) | $mm ($md) | $r |"
+  results+=("$result ratio=$r")
+}
 for n in $bodies; do
   for it in $iterations; do
     for np in $nodes; do
-      a=(); b=()
-      for _ in $(seq "$runs"); do a+=("$(syn "$n" "$it" "$np")"); b+=("$(mpi "$n" "$it" "$np")"); done
-      read -r sm sd <<< "$(stats "${a[@]}")"
-      read -r mm md <<< "$(stats "${b[@]}")"
-      r=$(awk -v a="$sm" -v b="$mm" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
-      echo "| $n | $it | $np | $sm ($sd) | $mm ($md) | $r |"
-      results+=("RESULT app=nbody bodies=$n nodes=$np iterations=$it ratio=$r")
+      cell "$n | $it | $np" "RESULT app=nbody bodies=$n nodes=$np iterations=$it" syn mpi "$n" "$it" "$np"
     done
   done
 done
@@ -83,13 +90,7 @@ vmpi() { mpirun --oversubscribe -np "$3" "$work/volume_mpi" "$1" "$2" "$size" "$
 for part in pixel scanline block; do
   for dist in static dynamic; do
     for np in $nodes; do
-      a=(); b=()
-      for _ in $(seq "$runs"); do a+=("$(vsyn $part $dist "$np")"); b+=("$(vmpi $part $dist "$np")"); done
-      read -r sm sd <<< "$(stats "${a[@]}")"
-      read -r mm md <<< "$(stats "${b[@]}")"
-      r=$(awk -v a="$sm" -v b="$mm" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
-      echo "| $part | $dist | $np ($((np - 1))) | $sm ($sd) | $mm ($md) | $r |"
-      results+=("RESULT app=volume partition=$part distribution=$dist nodes=$np ratio=$r")
+      cell "$part | $dist | $np ($((np - 1)))" "RESULT app=volume partition=$part distribution=$dist nodes=$np" vsyn vmpi "$part" "$dist" "$np"
     done
   done
 done
