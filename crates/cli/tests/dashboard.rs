@@ -11,7 +11,6 @@
 mod common;
 
 use std::io::BufRead;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -85,7 +84,7 @@ fn every_view_and_action_works_in_chromium() {
         let _ = stdout.read_to_string(&mut printed);
         printed
     });
-    let status = wait_within(&mut run.0, Duration::from_secs(30));
+    let status = common::wait_within(&mut run.0, Duration::from_secs(30), "the run, after the kill");
     let printed = reader.join().unwrap();
     assert!(status.success(), "the run ended with {status}: {printed}");
     assert!(printed.contains("end: killed from the dashboard"), "{printed}");
@@ -113,23 +112,5 @@ fn prepare(name: &str) -> PathBuf {
     need("/usr/bin/node", "install the Debian package nodejs");
     need(browser_dir().join("node_modules/playwright-core").to_str().unwrap(), "run npm ci in tests/browser");
     let dir = common::scratch_dir(name);
-    let cookie = dir.join("cookie");
-    std::fs::write(&cookie, "a cookie for the dashboard test\n").unwrap();
-    std::fs::set_permissions(&cookie, std::fs::Permissions::from_mode(0o600)).unwrap();
-    cookie
-}
-
-fn wait_within(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
-    let deadline = std::time::Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the run did not end within {} s of the kill", limit.as_secs());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::cookie_in(&dir, "cookie", "a cookie for the dashboard test")
 }

@@ -40,6 +40,12 @@ pub fn output_within(cmd: Command, limit: Duration, what: &str) -> Output {
 /// killing it after `limit`; `what` names the run in the failure message.
 pub fn status_within(mut cmd: Command, limit: Duration, what: &str) -> std::process::ExitStatus {
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+    wait_within(&mut child, limit, what)
+}
+
+/// Waits for `child` to end, killing it after `limit`; `what` names it in
+/// the failure message.
+pub fn wait_within(child: &mut std::process::Child, limit: Duration, what: &str) -> std::process::ExitStatus {
     let deadline = std::time::Instant::now() + limit;
     loop {
         if let Some(status) = child.try_wait().unwrap() {
