@@ -179,18 +179,36 @@ function M.current_functions(list)
   for _, p in ipairs(list) do p.fn, p.raw = found[p.node .. " " .. p.pid] or "", nil end
 end
 
+-- `f(...)` run on the node named `node` (from the page): its value, or
+-- nil and why.
+local function on_node(node, f, ...)
+  if type(node) ~= "string" then return nil, "which node? (node=NODE is missing)" end
+  local at = gather.on_nodes({ node }, 5, f, ...)[1]
+  if not at.ok then return nil, tostring(at.value) end
+  return at.value
+end
+
+-- The pid the page wrote as `text` (as this node prints it; a pid value
+-- carries its node across, the text would not), or nil and why.
+local function pid_of(text)
+  local p = require("synodic.control").pid(text or "")
+  if not p then return nil, "no pid " .. tostring(text) end
+  return p
+end
+
 -- The stack of `pid` (text) on `node`, or nil and why.
 function M.stack(node, pid)
-  local p = require("synodic.control").pid(pid or "")
-  if not p then return nil, "no pid " .. tostring(pid) end
-  local at = gather.on_nodes({ node }, 5, function(p)
+  local p, why = pid_of(pid)
+  if not p then return nil, why end
+  local text
+  text, why = on_node(node, function(p)
     local s, control = require "synodic", require "synodic.control"
     if not control.probe(p) then return nil end
     local _, _, text = s.receive_match(function(tag, q) return tag == "probe" and q == p end, 3)
     return text
-  end, p)[1]
-  if not at.ok or not at.value then return nil, "no process " .. pid .. " on " .. node end
-  return at.value
+  end, p)
+  if not text then return nil, why or ("no process " .. pid .. " on " .. node) end
+  return text
 end
 
 -- Every space of the cluster, with its classes and waiters.
@@ -209,18 +227,44 @@ function M.spaces()
   return list
 end
 
--- Up to `max` tuples of a class (`first` as the page shows it: a quoted
--- string, a number, true/false, or "?" for the other first fields).
+-- A string as `%q` wrote it, read back without running anything (the text
+-- comes from the page: a reader with no session); nil if it is not one.
+local ESCAPED = { n = "\n", r = "\r", t = "\t", ["\n"] = "\n" }
+local function unquote(text)
+  if #text < 2 or text:sub(1, 1) ~= '"' or text:sub(-1) ~= '"' then return nil end
+  local out, i, last = {}, 2, #text - 1
+  while i <= last do
+    local c = text:sub(i, i)
+    if c == '"' then return nil end
+    if c == "\\" then
+      local digits = text:match("^%d%d?%d?", i + 1)
+      if digits then
+        out[#out + 1], i = string.char(tonumber(digits) % 256), i + 1 + #digits
+      else
+        local e = text:sub(i + 1, i + 1)
+        out[#out + 1], i = ESCAPED[e] or e, i + 2
+      end
+    else
+      out[#out + 1], i = c, i + 1
+    end
+  end
+  return table.concat(out)
+end
+
+-- Up to `max` (at most 1,000) tuples of a class (`first` as the page shows
+-- it: a quoted string, a number, true/false, or "?" for the other first fields).
 function M.tuples(node, id, arity, first, max)
   local value = first
   if first == "?" then value = nil
-  elseif first and first:match('^".*"$') then value = load("return " .. first, "=first", "t", {})()
+  elseif first and first:sub(1, 1) == '"' then value = unquote(first)
   elseif first == "true" or first == "false" then value = first == "true"
   elseif tonumber(first) then value = math.tointeger(tonumber(first)) or tonumber(first) end
-  local at = gather.on_nodes({ node }, 5, function(...) return require("synodic.control").tuples(...) end, id, arity, value, max or 100)[1]
-  if not at.ok then return nil, tostring(at.value) end
+  if value == nil and first ~= "?" then return nil, "no class " .. tostring(first) end
+  max = math.max(1, math.min(math.tointeger(max) or 100, 1000))
+  local found, why = on_node(node, function(...) return require("synodic.control").tuples(...) end, id, arity, value, max)
+  if not found then return nil, why end
   local list = M.array()
-  for _, t in ipairs(at.value) do
+  for _, t in ipairs(found) do
     local fields = {}
     for i = 1, #t do fields[i] = shown(t[i]) end
     list[#list + 1] = "(" .. table.concat(fields, ", ") .. ")"
@@ -233,6 +277,7 @@ end
 -- entities = {...}}, each {pid =, node =, stats =}. At most `max` (default
 -- 200) per node are asked, each given a second to answer.
 function M.runs(max)
+  max = math.max(1, math.min(math.tointeger(max) or 200, 1000))
   local out = { skeletons = M.array(), entities = M.array() }
   for _, at in ipairs(on_nodes(function(max)
     local s, control = require "synodic", require "synodic.control"
@@ -252,7 +297,7 @@ function M.runs(max)
     local list = {}
     for _, r in ipairs(asked) do list[#list + 1] = { pid = tostring(r.pid), role = r.role, stats = found[tostring(r.pid)] or "(no answer)" } end
     return list
-  end, max or 200)) do
+  end, max)) do
     for _, r in ipairs(at.ok and at.value or {}) do
       r.node = at.node
       local list = r.role == "skeleton" and out.skeletons or out.entities
@@ -271,7 +316,14 @@ function M.scope(what, arg, node)
     local first = view.held[1]
     if node == nil and first then node, arg = first.node, first.pid end
     if node == nil then return view end
-    gather.on_nodes({ node }, 5, function(pid) return require("synodic.control").scope("step", pid and require("synodic.control").pid(pid)) end, arg)
+    local p
+    if arg ~= nil then
+      local why
+      p, why = pid_of(arg)
+      if not p then return nil, why end
+    end
+    local _, why = on_node(node, function(p) return require("synodic.control").scope("step", p) or true end, p)
+    if why then return nil, why end
     return M.scope("view")
   end
   local out = { stopped = false, held = M.array(), steps = 0, nodes = M.array() }

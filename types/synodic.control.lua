@@ -33,7 +33,7 @@ function control.node_cpu() end
 
 ---The tuple scope's hold on this node's tuple operations: "view", "stop",
 ---"continue", "step" (the oldest held, or `arg`'s), "break" (condition
----`arg`, or none), "forget" (a pid).
+---`arg`, or none).
 ---@param what string
 ---@param arg? any
 ---@return table?

@@ -1,7 +1,7 @@
 -- The program the dashboard's browser test watches (crates/cli/tests/dashboard.rs,
 -- tests/browser/dashboard.mjs), run with --nodes 3: a registered process on
--- another node waiting in a `take` on the space "jobs", a ticker putting
--- ("tick", i) there every 20 ms (the tuple scope stops and steps it), and a
+-- another node waiting in a `take` on the space "jobs", a ticker (on
+-- another node than the page's too) putting ("tick", i) there every 20 ms (the tuple scope stops and steps it), and a
 -- monitor on the registered one: once the page kills it, the program ends.
 -- Also an entity ("clock", 20 frames a second) and a skeleton run (a farm
 -- of slow tasks over every node), for the pages that show them.
@@ -19,7 +19,10 @@ end, s.self())
 s.monitor(worker)
 s.receive_match("registered")
 linda.open("jobs"):out("job", 1)
-s.spawn(function()
+-- The ticker runs on another node than the page's: stepping it from the
+-- page names a process of another node.
+local near = nodes[1] == s.node() and nodes[2] or nodes[1]
+s.spawn_on(near, function()
   local s, l = require "synodic", require "synodic.linda"
   local jobs = l.open("jobs")
   for i = 1, math.huge do

@@ -76,6 +76,7 @@ assert(found.fn:match("dashboard%.lua:%d+: in function"), "its current function:
 local inspected = get_json("/api/process?node=" .. s.node() .. "&pid=" .. found.pid)
 assert(inspected.stack:match("take"), inspected.stack)
 assert(get("/api/process?node=" .. s.node() .. "&pid=<0.999.0>") == 404)
+assert(get("/api/process?pid=" .. found.pid) == 404, "no node named: a clear answer, not a handler's error")
 
 -- Spaces: classes, counts, the waiter and its template.
 local spaces = get_json("/api/spaces")
@@ -88,6 +89,17 @@ assert(sp.waiters[1].template == '("answer", ?int)' and sp.waiters[1].mode == "t
 -- Dump one class.
 local tuples = get_json("/api/tuples?node=" .. s.node() .. "&id=" .. sp.id .. "&arity=2&first=%22job%22")
 assert(#tuples == 2 and tuples[1] == '("job", 1)' and tuples[2] == '("job", 2)', cjson.encode(tuples))
+
+-- A class whose first field needs escapes is dumped as well; a first field
+-- that is code is refused, never run (a reader needs no session).
+local function urlencode(text) return (text:gsub("[^%w]", function(c) return string.format("%%%02X", c:byte()) end)) end
+linda.open("odd"):out('say "hi"\n\0', 7)
+local odd
+for _, sp in ipairs(get_json("/api/spaces")) do if sp.name == "odd" then odd = sp end end
+local dumped = get_json("/api/tuples?node=" .. s.node() .. "&id=" .. odd.id .. "&arity=2&first=" .. urlencode(odd.classes[1].first))
+assert(#dumped == 1, cjson.encode(dumped))
+local code = '"a" .. ("x"):rep(99) .. "b"'
+assert(get("/api/tuples?node=" .. s.node() .. "&id=" .. odd.id .. "&arity=2&first=" .. urlencode(code)) == 404)
 
 -- Skeleton runs and entities, each with what it says of itself.
 local entity = require "synodic.entity"
@@ -127,6 +139,7 @@ for line in metrics:gmatch("[^\n]+") do
 end
 assert(types.synodic_messages_delivered_total == "counter" and types.synodic_resident_memory_bytes == "gauge")
 assert(metrics:match('synodic_space_tuples{node="[^"]+",space="jobs"} 3'), metrics)
+assert(metrics:match('synodic_space_tuples{node="[^"]+",space="odd"} 1'), metrics)
 -- The example Grafana dashboard charts only metrics that are served.
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$")
 local grafana = assert(io.open(here .. "/../../docs/grafana-dashboard.json")):read("a")

@@ -21,7 +21,12 @@
 //! Writes go the other way: what a process queues for another node while it
 //! runs is written when its run ends ([`Netpoll::flush`]), one system call
 //! for everything it sent, by the worker itself; or when the process next
-//! turns to its mailbox, if it gets there first ([`Netpoll::flush_stale`]).
+//! turns to its mailbox, if it gets there first (`Runtime::flush_queued`:
+//! a process that finds its messages waiting and goes on computing, a long
+//! native call, would otherwise hold its sends back as long as it computes,
+//! while the peers it sent to wait for it, as the N-body's all-gather did).
+//! A thread-local flag ([`note_queued`]) says whether there is anything to
+//! write, so that a receive costs the transport no call when there is not.
 
 use std::cell::Cell;
 
@@ -38,17 +43,6 @@ pub trait Netpoll: Send + Sync {
     /// every run and every poll, on threads where [`flushes_here`] holds).
     fn flush(&self);
 
-    /// Writes what this thread queued for other nodes, now. Called as a
-    /// running process turns to its mailbox: writes otherwise wait for the
-    /// run's end (one system call for all of a run's sends), which a
-    /// process that finds its messages waiting and goes on computing (a
-    /// long native call) would put off by as long as it computes, while
-    /// the peers it sent to wait for it (the N-body's all-gather). A
-    /// process that blocks there would have flushed anyway; one that
-    /// relays a stream it finds waiting writes once per message received,
-    /// not once per run.
-    fn flush_stale(&self) {}
-
     /// A descriptor that is readable while `poll(false)` has something to
     /// deliver (an epoll instance's), so the node's netpoller can watch it
     /// beside the sockets (`io`).
@@ -64,8 +58,7 @@ thread_local! {
 }
 
 /// For the transport: the current thread queued writes that it leaves for
-/// its next [`Netpoll::flush`] (so that [`Netpoll::flush_stale`] is called
-/// only when there is something to write: a receive asks this first).
+/// its next [`Netpoll::flush`].
 #[inline]
 pub fn note_queued() {
     QUEUED.with(|q| q.set(true));

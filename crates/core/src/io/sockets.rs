@@ -225,12 +225,6 @@ impl Netpoll for Netpoller {
             source.flush();
         }
     }
-
-    fn flush_stale(&self) {
-        if let Some(source) = self.0.sockets().source.get() {
-            source.flush_stale();
-        }
-    }
 }
 
 #[cfg(test)]

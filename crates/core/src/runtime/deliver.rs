@@ -122,11 +122,10 @@ impl Runtime {
     }
 
     /// For the running process, as it turns to its mailbox: what this
-    /// thread queued for other nodes goes out now (see
-    /// [`crate::netpoll::Netpoll::flush_stale`]).
+    /// thread queued for other nodes goes out now (see `netpoll`, "Writes").
     #[inline]
-    pub fn flush_stale(&self) {
-        self.scheduler().flush_stale()
+    pub fn flush_queued(&self) {
+        self.scheduler().flush_queued()
     }
 
     /// Wakes the process `pid` of this node, if it lives, to look again at

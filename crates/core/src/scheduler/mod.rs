@@ -297,14 +297,17 @@ impl Scheduler {
         unsafe { local.as_ref() }.filter(|l| std::ptr::eq(l.scheduler, self))
     }
 
-    /// For the running process, as it turns to its mailbox: see
-    /// [`Netpoll::flush_stale`].
-    pub(crate) fn flush_stale(&self) {
+    /// For the running process, as it turns to its mailbox: writes what
+    /// this thread queued for other nodes (see `netpoll`, "Writes"). A
+    /// process that blocks there would have had it written at its run's
+    /// end anyway; one that relays a stream it finds waiting now writes
+    /// once per message received, not once per run.
+    pub(crate) fn flush_queued(&self) {
         if !crate::netpoll::take_queued() {
             return;
         }
         if let Some(net) = self.netpoll.get() {
-            net.flush_stale();
+            net.flush();
         }
     }
 

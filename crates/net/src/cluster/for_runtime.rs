@@ -38,10 +38,6 @@ impl Netpoll for Cluster {
         link::flush_dirty();
     }
 
-    fn flush_stale(&self) {
-        link::flush_stale();
-    }
-
     fn fd(&self) -> Option<std::os::fd::RawFd> {
         Some(self.inner.poller.fd())
     }
@@ -74,8 +70,12 @@ impl Transport for Cluster {
     }
 
     fn membership(&self) -> Vec<(Arc<str>, bool, bool, bool)> {
-        let me = self.inner.membership.lock().me().name.clone();
-        let members: std::collections::BTreeSet<Arc<str>> = self.inner.membership.lock().members().map(|m| m.name.clone()).chain([me.clone()]).collect();
+        let (me, members) = {
+            let membership = self.inner.membership.lock();
+            let me = membership.me().name.clone();
+            let members: std::collections::BTreeSet<Arc<str>> = membership.members().map(|m| m.name.clone()).chain([me.clone()]).collect();
+            (me, members)
+        };
         let live = self.inner.live.lock().clone();
         let linked: std::collections::BTreeSet<Arc<str>> = self.inner.links.lock().values().map(|l| l.peer.name.clone()).chain([me]).collect();
         let all: std::collections::BTreeSet<Arc<str>> = members.iter().chain(live.iter()).chain(linked.iter()).cloned().collect();

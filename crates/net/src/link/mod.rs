@@ -85,14 +85,6 @@ thread_local! {
     static DIRTY: RefCell<Vec<Arc<Link>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Step 2 of writing, early: the process turns to its mailbox (see
-/// `Netpoll::flush_stale`); nothing to do unless it queued something.
-pub(crate) fn flush_stale() {
-    if DIRTY.with(|d| !d.borrow().is_empty()) {
-        flush_dirty();
-    }
-}
-
 /// Step 2 of writing: a scheduler thread writes the links it queued frames on.
 pub(crate) fn flush_dirty() {
     let dirty = DIRTY.with(|d| std::mem::take(&mut *d.borrow_mut()));

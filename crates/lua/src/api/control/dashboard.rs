@@ -58,18 +58,17 @@ pub(super) unsafe extern "C-unwind" fn scope(L: *mut ffi::lua_State) -> c_int {
                 };
             }
             b"break" => gate.set_condition(to_bytes(L, 2).map(String::from_utf8_lossy).as_deref()),
-            b"forget" => match pid_arg(L, 2, "scope") {
-                Ok(p) => gate.forget(p),
-                Err(e) => return raise(L, e),
-            },
-            other => return raise(L, format!("scope: {} is not view, stop, continue, step, break or forget", String::from_utf8_lossy(other))),
+            other => return raise(L, format!("scope: {} is not view, stop, continue, step or break", String::from_utf8_lossy(other))),
         }
         let mut v = gate.view();
         // A process killed while held is held no more.
-        for gone in v.held.iter().filter(|h| !rt.is_alive(h.pid)) {
-            gate.forget(gone.pid);
-        }
-        v.held.retain(|h| rt.is_alive(h.pid));
+        v.held.retain(|h| {
+            let alive = rt.is_alive(h.pid);
+            if !alive {
+                gate.forget(h.pid);
+            }
+            alive
+        });
         ffi::lua_createtable(L, 0, 5);
         ffi::lua_pushboolean(L, v.stopped as c_int);
         ffi::lua_setfield(L, -2, c"stopped".as_ptr());
@@ -93,9 +92,9 @@ pub(super) unsafe extern "C-unwind" fn scope(L: *mut ffi::lua_State) -> c_int {
 }
 
 /// `synodic._role(name)`: says what the calling process is, for the
-/// dashboard ("skeleton", "entity"; nil: nothing). It also sets
-/// `registry["synodic.stats"]`, a function whose string the process's
-/// description (a probe, the dashboard's inspect) shows.
+/// dashboard ("skeleton", "entity"; nil: nothing), which finds such
+/// processes with `roles()` and asks them to describe themselves (their
+/// `registry["synodic.stats"]` function adds its line then: `vm/process.rs`).
 pub(crate) unsafe extern "C-unwind" fn role(L: *mut ffi::lua_State) -> c_int {
     use synodic_core::process::Role;
     // SAFETY: Lua calls this native function with its running state `L`

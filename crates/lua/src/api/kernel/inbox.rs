@@ -41,7 +41,7 @@ pub(super) unsafe extern "C-unwind" fn receive(L: *mut ffi::lua_State) -> c_int 
             Ok(t) => t,
             Err(e) => return raise(L, e),
         };
-        ctx(L).rt().flush_stale();
+        ctx(L).rt().flush_queued();
         if let Some(got) = take_message(L) {
             return finish_receive(L, got);
         }
@@ -199,7 +199,7 @@ pub(super) unsafe extern "C-unwind" fn receive_match(L: *mut ffi::lua_State) -> 
             Ok(t) => t,
             Err(e) => return raise(L, e),
         };
-        ctx(L).rt().flush_stale();
+        ctx(L).rt().flush_queued();
         ffi::lua_settop(L, 2);
         start_deadline(L, timeout);
         match_k(L, ffi::LUA_OK, 0)

@@ -28,10 +28,10 @@ pub(super) unsafe fn gate(L: *mut ffi::lua_State, m: usize) -> Option<c_int> {
     // 1), its handle at 1 and its arguments above; each borrow of the
     // context ends within its statement.
     unsafe {
-        let rt = ctx(L).rt().clone();
-        if !rt.scope().engaged() {
+        if !ctx(L).rt().scope().engaged() {
             return None;
         }
+        let rt = ctx(L).rt().clone();
         let pid = ctx(L).proc().pid();
         match rt.scope().enter(pid) {
             Entry::Go => None,
