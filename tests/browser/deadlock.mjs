@@ -5,7 +5,15 @@
 import { chromium } from "playwright-core";
 
 const [url, shots] = process.argv.slice(2);
-const browser = await chromium.launch({
+let browser;
+// Ends before the Rust side's limit, closing the browser, so that a hang
+// leaves no Chromium behind (a killed node would).
+const watchdog = setTimeout(async () => {
+  console.log("FAILED: no end within 90 s");
+  if (browser) await browser.close().catch(() => {});
+  process.exit(1);
+}, 90000);
+browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
   args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync"],
@@ -25,5 +33,6 @@ try {
   console.log("FAILED: " + e.message.split("\n")[0]);
   process.exitCode = 1;
 } finally {
+  clearTimeout(watchdog);
   await browser.close();
 }

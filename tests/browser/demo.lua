@@ -1,8 +1,9 @@
 -- The program the dashboard's browser test watches (crates/cli/tests/dashboard.rs,
 -- tests/browser/dashboard.mjs), run with --nodes 3: a registered process on
 -- another node waiting in a `take` on the space "jobs", a ticker (on
--- another node than the page's too) putting ("tick", i) there every 20 ms (the tuple scope stops and steps it), and a
--- monitor on the registered one: once the page kills it, the program ends.
+-- another node than the page's too) putting ("tick", i) there every 20 ms
+-- (the tuple scope stops and steps it), and a monitor on the registered
+-- one: once the page kills it, the program ends.
 -- Also an entity ("clock", 20 frames a second) and a skeleton run (a farm
 -- of slow tasks over every node), for the pages that show them.
 local s = require "synodic"
