@@ -8,31 +8,43 @@
 # visualization (examples/volume): a master deals a 256x256 picture of a
 # 128^3 volume out by pixels, scanlines or 16x16 blocks, statically or
 # dynamically, to a worker on each other node (ray casting in vr.c).
-# For each cell: the median time over the runs, the deviation, and
-# Synodic ÷ MPI, in the paper's layout; then one line per cell:
-#   RESULT app=nbody bodies=1024 nodes=4 iterations=10 ratio=0.97
-#   RESULT app=volume partition=pixel distribution=dynamic nodes=4 ratio=1.3
+# MPI runs twice: over TCP (`--mca btl self,tcp`: every message crosses a
+# connection, as on the paper's network of workstations and as between
+# Synodic's nodes) and over shared memory (ranks of one machine, its
+# default). For each cell: the median time over the runs, the deviation,
+# and Synodic ÷ MPI, in the paper's layout; then both tables again with
+# every link between nodes (ranks) delayed (20 ms each way, through
+# bench/skel/delay_proxy.py; MPI's connections reach it through
+# delay_connect.so); then one line per cell:
+#   RESULT app=nbody bodies=1024 nodes=4 iterations=10 ratio=0.97 ratio_shm=1.2
+#   RESULT app=volume delay_ms=20 partition=pixel distribution=static nodes=4 ratio=0.4
+# (ratio: ÷ MPI over TCP; ratio_shm: ÷ MPI over shared memory).
 # Nodes and ranks are OS processes on this machine (2 cores: 4 of them are
 # oversubscribed, for both); each Synodic node runs one worker thread
-# (--workers 1), as each MPI rank is one thread (with a worker a core, 4
-# nodes are 8 worker threads on 2 cores: the pixel partition took twice as
-# long). Runs alternate Synodic, MPI, Synodic, ...
-# --quick: a small subset, one run each (the CI smoke).
-# usage: bench/alua-apps/run.sh [--quick] [--runs R]
+# (--workers 1), as each MPI rank is one thread. Runs alternate Synodic,
+# MPI over TCP, MPI over shared memory.
+# --quick: a small subset, one run each (the CI smoke); --delay MS: the
+# delay (0: no delayed tables); --delay-runs R: runs of each delayed cell.
+# usage: bench/alua-apps/run.sh [--quick] [--runs R] [--delay MS] [--delay-runs R]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../common.sh"
 runs=5
+delay=20
+delay_runs=3
 bodies="512 1024 2048 4096"
 iterations="1 10 20"
 nodes="2 4"
 size=256
 voxels=128
+partitions="pixel scanline block"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) runs=1; bodies="512 1024"; iterations="10"; nodes="2"; size=64; voxels=32 ;;
+    --quick) runs=1; delay_runs=1; bodies="512 1024"; iterations="10"; nodes="2"; size=64; voxels=32; partitions="pixel scanline" ;;
     --runs) runs="$2"; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --delay) delay="$2"; shift ;;
+    --delay-runs) delay_runs="$2"; shift ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -40,59 +52,162 @@ done
 need "apt-get install openmpi-bin libopenmpi-dev gcc python3" mpicc mpirun cc python3
 prepare
 src="$root/examples/nbody"
+vsrc="$root/examples/volume"
 cc -O2 -shared -fPIC -I "$root/vendor/lua-5.4.8" -I "$root/include" "$src/nbody.c" "$src/bh.c" -o "$work/nbody.so" -lm
 mpicc -O2 "$src/nbody_mpi.c" "$src/bh.c" -o "$work/nbody_mpi" -lm
-vsrc="$root/examples/volume"
 cc -O2 -shared -fPIC -I "$root/vendor/lua-5.4.8" -I "$root/include" "$vsrc/volume.c" "$vsrc/vr.c" -o "$work/volume.so" -lm
 mpicc -O2 "$vsrc/volume_mpi.c" "$vsrc/vr.c" -o "$work/volume_mpi" -lm
+cc -O2 -shared -fPIC "$here/delay_connect.c" -o "$work/delay_connect.so" -ldl
 export LUA_CPATH_5_4="$work/?.so;;" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 head -c 24 /dev/urandom | base64 > "$work/cookie"
 chmod 600 "$work/cookie"
+port=$((20000 + $$ % 20000))
+pids=()
+bench_cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
 
-seconds() { grep -o '[0-9.]* s$' | cut -d' ' -f1; }
-syn() { "$synodic" run --workers 1 --nodes "$3" --cookie-file "$work/cookie" "$src/nbody.lua" "$1" "$2" 2>/dev/null | seconds; }
-mpi() { mpirun --oversubscribe -np "$3" "$work/nbody_mpi" "$1" "$2" 2>/dev/null | seconds; }
+# The programs. Each prints one line ending in its seconds (the N-body:
+# `... T s`; the volume: `... T s, checksum C`).
+seconds() { grep -o '[0-9.]* s\(,\|$\)' | grep -o '^[0-9.]*'; }
+program() { case "$1" in nbody) echo "$src/nbody.lua" ;; volume) echo "$vsrc/volume.lua" ;; esac; }
+mpi_program() { echo "$work/$1_mpi"; }
+# syn APP NODES ARGS...: Synodic on NODES nodes of this machine.
+syn() { local app=$1 np=$2; shift 2; "$synodic" run --workers 1 --nodes "$np" --cookie-file "$work/cookie" "$(program "$app")" "$@" 2>/dev/null | seconds; }
+mpi_tcp() { local app=$1 np=$2; shift 2; mpirun --oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo -np "$np" "$(mpi_program "$app")" "$@" 2>/dev/null | seconds; }
+mpi_shm() { local app=$1 np=$2; shift 2; mpirun --oversubscribe -np "$np" "$(mpi_program "$app")" "$@" 2>/dev/null | seconds; }
+
+# The delayed programs. Synodic: the nodes started by `slow_nodes`, each
+# listening behind a proxy of its own that it advertises, so that every
+# link crosses one proxy; the run's node joins them through theirs (named
+# "a..." so that it sorts first, as --nodes's does). MPI over TCP: its
+# ranks' connections go through one routing proxy.
+slow=0
+python=python3
+slow_port() { echo $((port + 100 + $1)); }
+slow_proxy() { "$python" "$root/bench/skel/delay_proxy.py" "$@" & pids+=($!); }
+# slow_nodes N: N-1 nodes, each behind its delaying proxy (ended first
+# if some are running).
+slow_nodes() {
+  bench_cleanup
+  pids=()
+  slow_proxy --route "$(slow_port 0)" "$delay"
+  slow_proxy "$(slow_port 2)" "$(slow_port 1)" "$delay"
+  for i in $(seq 1 $(($1 - 1))); do
+    slow_proxy "$(slow_port $((10 + i)))" "$(slow_port $((20 + i)))" "$delay"
+  done
+  sleep 0.3
+  local join=()
+  for i in $(seq 1 $(($1 - 1))); do
+    "$synodic" node --workers 1 --cookie-file "$work/cookie" --listen "127.0.0.1:$(slow_port $((20 + i)))" \
+      --advertise "127.0.0.1:$(slow_port $((10 + i)))" --name "n$i$$" "${join[@]}" 2> "$work/node$i.log" & pids+=($!)
+    join=(--join "127.0.0.1:$(slow_port 11)")
+    until grep -q "listening on" "$work/node$i.log" 2>/dev/null; do sleep 0.05; done
+  done
+}
+syn_slow() {
+  local app=$1 np=$2; shift 2
+  slow=$((slow + 1))
+  "$synodic" run --workers 1 --cookie-file "$work/cookie" --listen "127.0.0.1:$(slow_port 1)" --advertise "127.0.0.1:$(slow_port 2)" \
+    --join "127.0.0.1:$(slow_port 11)" --name "a$slow$$" "$here/joined.lua" "$np" "$(program "$app")" "$@" 2>/dev/null | seconds
+}
+mpi_slow() {
+  local app=$1 np=$2; shift 2
+  mpirun --oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo -x LD_PRELOAD="$work/delay_connect.so" \
+    -x DELAY_PROXY_PORT="$(slow_port 0)" -np "$np" "$(mpi_program "$app")" "$@" 2>/dev/null | seconds
+}
+
+
 # stats TIMES...: median and sample deviation
 stats() { python3 -c 'import sys, statistics as s; t = [float(x) for x in sys.argv[1:]]; print(f"{s.median(t):.4f} {s.stdev(t) if len(t) > 1 else 0:.4f}")' "$@"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+
+results=()
+# cell N ROW RESULT FNS -- ARGS...: the programs FNS (Synodic's first), N
+# runs each in turn, on ARGS; prints the table's row (ROW, then each
+# program's median and deviation, then Synodic ÷ each other) and keeps the
+# RESULT line with the ratios (ratio, then ratio_shm).
+cell() {
+  local n=$1 row=$2 result=$3 fns=() i fn times line ratios
+  shift 3
+  while [ "$1" != -- ]; do fns+=("$1"); shift; done
+  shift
+  declare -A t=()
+  for _ in $(seq "$n"); do
+    for fn in "${fns[@]}"; do t[$fn]+="$("$fn" "$@") "; done
+  done
+  line="| $row"
+  local medians=()
+  for fn in "${fns[@]}"; do
+    read -r m d <<< "$(stats ${t[$fn]})"
+    medians+=("$m")
+    line+=" | $m ($d)"
+  done
+  ratios=""
+  for i in $(seq 1 $((${#fns[@]} - 1))); do
+    r=$(ratio "${medians[0]}" "${medians[$i]}")
+    line+=" | $r"
+    ratios+=" $([ "$i" = 1 ] && echo ratio || echo ratio_shm)=$r"
+  done
+  echo "$line |"
+  results+=("$result$ratios")
+}
+
+# nbody_table N DELAYED FNS...: the N-body table.
+nbody_table() {
+  local n=$1 delayed=$2
+  shift 2
+  for np in $nodes; do
+    [ "$delayed" = 0 ] || slow_nodes "$np"
+    for b in $bodies; do
+      for it in $iterations; do
+        cell "$n" "$b | $it | $np" "RESULT app=nbody$([ "$delayed" = 0 ] || echo " delay_ms=$delay") bodies=$b nodes=$np iterations=$it" "$@" -- nbody "$np" "$b" "$it"
+      done
+    done
+  done
+}
+# volume_table N DELAYED FNS...: the volume table (delayed: no pixels
+# dealt one at a time, which would be 32,768 round trips of twice the
+# delay, for either program).
+volume_table() {
+  local n=$1 delayed=$2
+  shift 2
+  for np in $nodes; do
+    [ "$delayed" = 0 ] || slow_nodes "$np"
+    for part in $partitions; do
+      for dist in static dynamic; do
+        [ "$delayed" = 0 ] || [ "$part $dist" != "pixel dynamic" ] || continue
+        cell "$n" "$part | $dist | $np ($((np - 1)))" "RESULT app=volume$([ "$delayed" = 0 ] || echo " delay_ms=$delay") partition=$part distribution=$dist nodes=$np" "$@" -- volume "$np" "$part" "$dist" "$size" "$voxels"
+      done
+    done
+  done
+}
 
 echo "### N-body (Barnes-Hut, opening angle 0.5): seconds for the iterations, median of $runs runs (deviation)"
 echo
-echo "| bodies | iterations | nodes | Synodic s | MPI s | Synodic ÷ MPI |"
-echo "|---|---|---|---|---|---|"
-results=()
-# cell ROW RESULT SYNODIC_FN MPI_FN ARGS...: both programs $runs times in
-# turn on ARGS; prints the table's row (ROW, then the figures) and keeps
-# the RESULT line.
-cell() {
-  local row=$1 result=$2 syn_fn=$3 mpi_fn=$4 a=() b=() sm sd mm md r
-  shift 4
-  for _ in $(seq "$runs"); do a+=("$("$syn_fn" "$@")"); b+=("$("$mpi_fn" "$@")"); done
-  read -r sm sd <<< "$(stats "${a[@]}")"
-  read -r mm md <<< "$(stats "${b[@]}")"
-  r=$(awk -v a="$sm" -v b="$mm" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')
-  echo "| $row | $sm ($sd) | $mm ($md) | $r |"
-  results+=("$result ratio=$r")
-}
-for n in $bodies; do
-  for it in $iterations; do
-    for np in $nodes; do
-      cell "$n | $it | $np" "RESULT app=nbody bodies=$n nodes=$np iterations=$it" syn mpi "$n" "$it" "$np"
-    done
-  done
-done
+echo "| bodies | iterations | nodes | Synodic s | MPI tcp s | MPI shm s | ÷ MPI tcp | ÷ MPI shm |"
+echo "|---|---|---|---|---|---|---|---|"
+nbody_table "$runs" 0 syn mpi_tcp mpi_shm
 echo
 echo "### Volume visualization: a ${size}x$size picture of a $voxels^3 volume, seconds, median of $runs runs (deviation)"
 echo
-echo "| partition | distribution | nodes (workers) | Synodic s | MPI s | Synodic ÷ MPI |"
-echo "|---|---|---|---|---|---|"
-vsyn() { "$synodic" run --workers 1 --nodes "$3" --cookie-file "$work/cookie" "$vsrc/volume.lua" "$1" "$2" "$size" "$voxels" 2>/dev/null | grep -o '[0-9.]* s,' | cut -d' ' -f1; }
-vmpi() { mpirun --oversubscribe -np "$3" "$work/volume_mpi" "$1" "$2" "$size" "$voxels" 2>/dev/null | grep -o '[0-9.]* s,' | cut -d' ' -f1; }
-for part in pixel scanline block; do
-  for dist in static dynamic; do
-    for np in $nodes; do
-      cell "$part | $dist | $np ($((np - 1)))" "RESULT app=volume partition=$part distribution=$dist nodes=$np" vsyn vmpi "$part" "$dist" "$np"
-    done
-  done
-done
+echo "| partition | distribution | nodes (workers) | Synodic s | MPI tcp s | MPI shm s | ÷ MPI tcp | ÷ MPI shm |"
+echo "|---|---|---|---|---|---|---|---|"
+volume_table "$runs" 0 syn mpi_tcp mpi_shm
+if [ "$delay" != 0 ]; then
+  echo
+  echo "### N-body, every link delayed $delay ms each way: median of $delay_runs runs (deviation)"
+  echo
+  echo "| bodies | iterations | nodes | Synodic s | MPI tcp s | ÷ MPI tcp |"
+  echo "|---|---|---|---|---|---|"
+  nbody_table "$delay_runs" 1 syn_slow mpi_slow
+  echo
+  echo "### Volume visualization, every link delayed $delay ms each way: median of $delay_runs runs (deviation)"
+  echo
+  echo "| partition | distribution | nodes (workers) | Synodic s | MPI tcp s | ÷ MPI tcp |"
+  echo "|---|---|---|---|---|---|"
+  volume_table "$delay_runs" 1 syn_slow mpi_slow
+fi
 echo
 printf '%s\n' "${results[@]}"

@@ -4,9 +4,14 @@ stand-in for a slow link between two nodes (a node started with
 --advertise 127.0.0.1:PORT is reached through it).
 
 usage: delay_proxy.py PORT TARGET_PORT DELAY_MS   (all on 127.0.0.1)
+       delay_proxy.py --route PORT DELAY_MS
 
 Every chunk of bytes and every datagram goes on DELAY_MS after it arrived,
 in order; the link's bandwidth is not limited on purpose.
+
+With --route (TCP only), each connection names its target itself: its
+first two bytes are the target port, big-endian (bench/alua-apps's
+delay_connect.so, preloaded into MPI's ranks, writes them).
 """
 import asyncio
 import socket
@@ -45,8 +50,10 @@ async def forward(reader, writer, delay):
 
 async def connection(inbound_r, inbound_w, target, delay):
     try:
+        if target is None:
+            target = int.from_bytes(await inbound_r.readexactly(2), "big")
         outbound_r, outbound_w = await asyncio.open_connection(HOST, target)
-    except OSError:
+    except (OSError, asyncio.IncompleteReadError):
         inbound_w.close()
         return
     for w in (inbound_w, outbound_w):
@@ -64,8 +71,11 @@ class Datagrams(asyncio.DatagramProtocol):
 
 
 async def main():
-    port, target, delay = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000
-    await asyncio.get_running_loop().create_datagram_endpoint(lambda: Datagrams(target, delay), local_addr=(HOST, port))
+    if sys.argv[1] == "--route":
+        port, target, delay = int(sys.argv[2]), None, float(sys.argv[3]) / 1000
+    else:
+        port, target, delay = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]) / 1000
+        await asyncio.get_running_loop().create_datagram_endpoint(lambda: Datagrams(target, delay), local_addr=(HOST, port))
     server = await asyncio.start_server(lambda r, w: connection(r, w, target, delay), HOST, port)
     async with server:
         await server.serve_forever()

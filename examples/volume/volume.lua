@@ -46,8 +46,10 @@ end
 local volume = require "volume"
 local nodes = s.nodes()
 local workers = {}
-for i = (#nodes > 1 and 2 or 1), #nodes do
-  workers[#workers + 1] = s.spawn_on(nodes[i], worker, s.self(), voxels, partition, size, BLOCK, TURN)
+for _, node in ipairs(nodes) do
+  if node ~= s.node() or #nodes == 1 then
+    workers[#workers + 1] = s.spawn_on(node, worker, s.self(), voxels, partition, size, BLOCK, TURN)
+  end
 end
 for _ = 1, #workers do s.receive_match("ready") end
 

@@ -1,6 +1,7 @@
 //! A link's outbox: what waits to be written to the peer, and how it gets
 //! there (steps 2 to 4 are `link/write.rs`'s, on the outbox's state). Frames queue whole; long messages and messages with buffers
-//! queue as parcels, cut into parts as they go (`parcel`). Who writes:
+//! queue as parcels, cut into parts as they go (`parcel`), but a small parcel
+//! with nothing long ahead of it goes whole, as one part among the frames. Who writes:
 //!
 //! 1. A frame is queued (`Link::push`). On a scheduler thread the link is
 //!    noted as that thread's to write when the process's run ends
@@ -28,7 +29,7 @@ use std::collections::{BTreeSet, VecDeque};
 use synodic_core::Pid;
 
 use crate::frame::Frame;
-use crate::parcel::{Parcel, Slice};
+use crate::parcel::{Parcel, Slice, WHOLE_MAX};
 use crate::record::{Sealer, RECORD_MAX};
 use crate::Error;
 
@@ -180,8 +181,15 @@ impl Outbox {
             Outgoing::Parcel(mut parcel) => {
                 self.next_stream += 1;
                 parcel.stream = self.next_stream;
-                self.long_bytes += parcel.left();
-                self.long.push_back(Long::Parcel { to, from, parcel });
+                // A small parcel with nothing long ahead of it goes whole
+                // among the frames (in order: all that is queued is behind
+                // what was cut before it); a long one waits its turn.
+                if parcel.left() <= WHOLE_MAX && self.long.is_empty() {
+                    parcel.write_whole(&mut self.bytes);
+                } else {
+                    self.long_bytes += parcel.left();
+                    self.long.push_back(Long::Parcel { to, from, parcel });
+                }
             }
         }
     }

@@ -41,6 +41,11 @@ pub type Bytes = Arc<synodic_core::payload::Payload>;
 /// Bytes the open parcels of all links may have buffers of their final
 /// size for before their bytes have come.
 pub const PREALLOCATED_MAX: u64 = 256 << 20;
+/// The longest parcel that may go whole, as one part among a link's frames
+/// (`Parcel::write_whole`): a message with a few small buffers then costs
+/// what a plain frame does, where a parcel of its own costs a record per
+/// piece and, on the other side, a read per record.
+pub const WHOLE_MAX: u64 = 16 << 10;
 /// How much a piece that grows as its bytes arrive grows by, at least.
 const GROWTH: usize = 1 << 20;
 
@@ -102,6 +107,16 @@ impl Parcel {
     /// Bytes not yet cut into parts.
     pub fn left(&self) -> u64 {
         self.left
+    }
+
+    /// Writes the whole parcel onto `out` as one part, its pieces copied
+    /// (for a parcel of at most [`WHOLE_MAX`] bytes, which fits a part).
+    pub fn write_whole(&mut self, out: &mut Vec<u8>) {
+        debug_assert!(self.left <= WHOLE_MAX && WHOLE_MAX <= PART as u64);
+        while let Some((header, slices)) = self.next_part() {
+            out.extend_from_slice(&header);
+            slices.iter().for_each(|s| out.extend_from_slice(s.as_slice()));
+        }
     }
 
     /// The next part: its frame header, and its payload as ranges of the

@@ -175,3 +175,40 @@ fn a_closed_link_takes_nothing_and_a_sender_is_not_held() {
     assert!(!p.here.push_service(Outgoing::fields(40, Vec::new())));
     assert!(p.here.room_for(to, sender), "a closed link holds no sender back");
 }
+
+#[test]
+fn small_parcels_go_among_frames_and_keep_their_order_behind_a_long_one() {
+    use synodic_core::dist::carry::Carried;
+    let p = pair();
+    // A message carrying one buffer of `len` bytes, each `byte`.
+    let carrying = |kind: u8, byte: u8, len: usize| {
+        let payload: synodic_core::Attachment = Arc::new(synodic_core::payload::Payload::from(vec![byte; len]));
+        let mut w = Writer::message(1);
+        w.int(byte as i64);
+        Outgoing::carrying(kind, Vec::new(), Message::with_attachments(w.finish_small(), vec![payload]))
+    };
+    assert!(p.here.push_service(carrying(40, 1, 3)), "small: goes whole");
+    assert!(p.here.push_service(carrying(41, 2, 3 * crate::frame::PART)), "long: cut into parts");
+    assert!(p.here.push_service(carrying(42, 3, 3)), "small, behind the long one: waits its turn");
+    assert!(p.here.push_service(Outgoing::fields(43, vec![4])));
+    let mut got = Vec::new();
+    while got.len() < 4 {
+        let mut fd = libc::pollfd { fd: p.there.fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd, for the duration of the call.
+        assert!(unsafe { libc::poll(&mut fd, 1, LIMIT_MS) } > 0, "{} of 4 frames came", got.len());
+        p.there
+            .drain(&mut |arrival, shared| {
+                let Arrival::Service { kind, .. } = arrival else { panic!("not a service's frame") };
+                let bytes: Vec<(u8, usize)> = shared.iter().map(|c| match c {
+                    Carried::Bytes(b) => (b.first().copied().unwrap_or(0), b.len()),
+                    _ => panic!("not bytes"),
+                }).collect();
+                got.push((kind, bytes));
+                Ok(())
+            })
+            .unwrap();
+    }
+    // The plain frame passes the long parcel (nothing waits behind a long
+    // one but what goes to its process); parcels go one at a time.
+    assert_eq!(got, vec![(40, vec![(1, 3)]), (43, vec![]), (41, vec![(2, 3 * crate::frame::PART)]), (42, vec![(3, 3)])]);
+}
