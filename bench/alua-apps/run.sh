@@ -24,8 +24,9 @@
 # (--workers 1), as each MPI rank is one thread. Runs alternate Synodic,
 # MPI over TCP, MPI over shared memory.
 # --quick: a small subset, one run each (the CI smoke); --delay MS: the
-# delay (0: no delayed tables); --delay-runs R: runs of each delayed cell.
-# usage: bench/alua-apps/run.sh [--quick] [--runs R] [--delay MS] [--delay-runs R]
+# delay (0: no delayed tables); --delay-runs R: runs of each delayed cell;
+# --bodies "512 ...", --nodes "2 4": the N-body's sizes, the node counts.
+# usage: bench/alua-apps/run.sh [--quick] [--runs R] [--delay MS] [--delay-runs R] [--bodies LIST] [--nodes LIST]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../common.sh"
@@ -44,7 +45,9 @@ while [ $# -gt 0 ]; do
     --runs) runs="$2"; shift ;;
     --delay) delay="$2"; shift ;;
     --delay-runs) delay_runs="$2"; shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    --bodies) bodies="$2"; shift ;;
+    --nodes) nodes="$2"; shift ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -74,9 +77,9 @@ seconds() { grep -o '[0-9.]* s\(,\|$\)' | grep -o '^[0-9.]*'; }
 program() { case "$1" in nbody) echo "$src/nbody.lua" ;; volume) echo "$vsrc/volume.lua" ;; esac; }
 mpi_program() { echo "$work/$1_mpi"; }
 # syn APP NODES ARGS...: Synodic on NODES nodes of this machine.
-syn() { local app=$1 np=$2; shift 2; "$synodic" run --workers 1 --nodes "$np" --cookie-file "$work/cookie" "$(program "$app")" "$@" 2>/dev/null | seconds; }
-mpi_tcp() { local app=$1 np=$2; shift 2; mpirun --oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo -np "$np" "$(mpi_program "$app")" "$@" 2>/dev/null | seconds; }
-mpi_shm() { local app=$1 np=$2; shift 2; mpirun --oversubscribe -np "$np" "$(mpi_program "$app")" "$@" 2>/dev/null | seconds; }
+syn() { local app=$1 np=$2; shift 2; "$synodic" run --workers 1 --nodes "$np" --cookie-file "$work/cookie" "$(program "$app")" "$@" 2>"$work/run.err" | seconds; }
+mpi_tcp() { local app=$1 np=$2; shift 2; mpirun --oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo -np "$np" "$(mpi_program "$app")" "$@" 2>"$work/run.err" | seconds; }
+mpi_shm() { local app=$1 np=$2; shift 2; mpirun --oversubscribe -np "$np" "$(mpi_program "$app")" "$@" 2>"$work/run.err" | seconds; }
 
 # The delayed programs. Synodic: the nodes started by `slow_nodes`, each
 # listening behind a proxy of its own that it advertises, so that every
@@ -110,18 +113,18 @@ syn_slow() {
   local app=$1 np=$2; shift 2
   slow=$((slow + 1))
   "$synodic" run --workers 1 --cookie-file "$work/cookie" --listen "127.0.0.1:$(slow_port 1)" --advertise "127.0.0.1:$(slow_port 2)" \
-    --join "127.0.0.1:$(slow_port 11)" --name "a$slow$$" "$here/joined.lua" "$np" "$(program "$app")" "$@" 2>/dev/null | seconds
+    --join "127.0.0.1:$(slow_port 11)" --name "a$slow$$" "$here/joined.lua" "$np" "$(program "$app")" "$@" 2>"$work/run.err" | seconds
 }
 mpi_slow() {
   local app=$1 np=$2; shift 2
   mpirun --oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo -x LD_PRELOAD="$work/delay_connect.so" \
-    -x DELAY_PROXY_PORT="$(slow_port 0)" -np "$np" "$(mpi_program "$app")" "$@" 2>/dev/null | seconds
+    -x DELAY_PROXY_PORT="$(slow_port 0)" -np "$np" "$(mpi_program "$app")" "$@" 2>"$work/run.err" | seconds
 }
 
 
 # stats TIMES...: median and sample deviation
-stats() { python3 -c 'import sys, statistics as s; t = [float(x) for x in sys.argv[1:]]; print(f"{s.median(t):.4f} {s.stdev(t) if len(t) > 1 else 0:.4f}")' "$@"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+stats() { python3 -c 'import sys, statistics as s; t = [float(x) for x in sys.argv[1:]]; print(f"{s.median(t):.4f} {s.stdev(t) if len(t) > 1 else 0:.4f}" if t else "- -")' "$@"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'; }
 
 results=()
 # cell N ROW RESULT FNS -- ARGS...: the programs FNS (Synodic's first), N
@@ -129,13 +132,18 @@ results=()
 # program's median and deviation, then Synodic ÷ each other) and keeps the
 # RESULT line with the ratios (ratio, then ratio_shm).
 cell() {
-  local n=$1 row=$2 result=$3 fns=() i fn times line ratios
+  local n=$1 row=$2 result=$3 fns=() i fn got line ratios
   shift 3
   while [ "$1" != -- ]; do fns+=("$1"); shift; done
   shift
   declare -A t=()
   for _ in $(seq "$n"); do
-    for fn in "${fns[@]}"; do t[$fn]+="$("$fn" "$@") "; done
+    for fn in "${fns[@]}"; do
+      got=$("$fn" "$@" || true)
+      if [ -n "$got" ]; then t[$fn]+="$got "
+      else echo "run.sh: $fn $* gave no time: $(tail -1 "$work/run.err")" >&2
+      fi
+    done
   done
   line="| $row"
   local medians=()

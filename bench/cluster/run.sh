@@ -12,6 +12,9 @@
 #                both sides register a name and use a space: time from SIGCONT
 #                until every node agrees on members, name and space home, ms
 #   32 nodes     time for `run --nodes 32` to form a cluster; an idle node's RSS
+# and then the floor under the ping-pong: the same round trip between two
+# bare C processes (pingpong.c), both spinning and both blocking, with
+# Synodic ÷ each.
 # Ping-pong, stream and 64 MB run on four systems: Synodic (encrypted, the
 # default), Synodic --no-encryption, Erlang (default settings) and Erlang
 # over TLS (-proto_dist inet_tls, a self-signed certificate made here,
@@ -32,7 +35,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) repeat=1; n_pingpong=2000; n_stream=20000; n_spawn=200; big=8; mb=8; stall=3 ;;
     --repeat) repeat="$2"; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -143,6 +146,7 @@ echo "| measure | Synodic | Synodic --no-encryption | Erlang | Erlang TLS | Syno
 echo "|---|---|---|---|---|---|---|---|"
 all="syn syn_plain erl erl_tls"
 rows "$all" pingpong "$n_pingpong" pingpong_us "ping-pong round trip, µs" "≤ 0.5 × Erlang"
+syn_pingpong=$(grep -o "pingpong_us=[0-9.]*" "$work/syn.out" | cut -d= -f2 | median)
 rows "$all" stream "$n_stream" stream_msgs_per_s "one-way stream, msgs/s" "≥ 4 × Erlang, ≥ 3 × Erlang TLS"
 rows "syn erl" spawn "$n_spawn" spawn_us "remote spawn + first reply, µs" "≤ 1 × Erlang"
 rows "$all" big "$mb" big_gb_per_s "one $mb MB buffer node to node, GB/s" "≥ 2 GB/s" \
@@ -157,3 +161,12 @@ echo "| node stopped ${stall} s back in one cluster after SIGCONT, ms | $(median
 line=$("$synodic" run --nodes "$big" --cookie-file "$work/cookie" "$here/idle.lua")
 echo "| $big local nodes form a cluster, s | $(field "$line" formed_s) | – | – | – | – | – | ≤ 5 s (32 nodes) |"
 echo "| idle node RSS, MB | $(field "$line" max_idle_rss_mb) | – | – | – | – | – | ≤ 20 MB |"
+# The floor: the same round trip between two bare C processes.
+cc -O2 "$here/pingpong.c" -o "$work/pingpong"
+echo
+echo "| ping-pong floor (bare C, loopback TCP, 32 bytes) | µs | Synodic ÷ it | goal |"
+echo "|---|---|---|---|"
+for how in spin block; do
+  bare=$(for _ in $(seq "$repeat"); do "$work/pingpong" "$how" "$n_pingpong" | cut -d= -f2; done | median)
+  echo "| $( [ "$how" = spin ] && echo "both sides spinning" || echo "both sides blocking in recv" ) | $bare | $(ratio "$syn_pingpong" "$bare") | $( [ "$how" = spin ] && echo "≤ 2" || echo "–" ) |"
+done
