@@ -25,8 +25,11 @@
 # MPI over TCP, MPI over shared memory.
 # --quick: a small subset, one run each (the CI smoke); --delay MS: the
 # delay (0: no delayed tables); --delay-runs R: runs of each delayed cell;
-# --bodies "512 ...", --nodes "2 4": the N-body's sizes, the node counts.
-# usage: bench/alua-apps/run.sh [--quick] [--runs R] [--delay MS] [--delay-runs R] [--bodies LIST] [--nodes LIST]
+# --bodies "512 ...", --nodes "2 4": the N-body's sizes, the node counts;
+# --tables direct|delayed|all: which tables. A run that takes more than
+# 300 s is ended and named.
+# usage: bench/alua-apps/run.sh [--quick] [--runs R] [--delay MS] [--delay-runs R]
+#          [--bodies LIST] [--nodes LIST] [--tables direct|delayed|all]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../common.sh"
@@ -39,6 +42,7 @@ nodes="2 4"
 size=256
 voxels=128
 partitions="pixel scanline block"
+tables=all
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) runs=1; delay_runs=1; bodies="512 1024"; iterations="10"; nodes="2"; size=64; voxels=32; partitions="pixel scanline" ;;
@@ -47,7 +51,8 @@ while [ $# -gt 0 ]; do
     --delay-runs) delay_runs="$2"; shift ;;
     --bodies) bodies="$2"; shift ;;
     --nodes) nodes="$2"; shift ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    --tables) tables="$2"; shift ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -126,6 +131,24 @@ mpi_slow() {
 stats() { python3 -c 'import sys, statistics as s; t = [float(x) for x in sys.argv[1:]]; print(f"{s.median(t):.4f} {s.stdev(t) if len(t) > 1 else 0:.4f}" if t else "- -")' "$@"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "-" }'; }
 
+# limit SECONDS FN ARGS...: FN (a function of this script) in a subshell,
+# ended with its children after SECONDS.
+limit() {
+  local seconds=$1
+  shift
+  ( "$@" ) &
+  local job=$!
+  # (its output away from the caller's: a sleep left holding a $(...)
+  # would keep it waiting)
+  ( sleep "$seconds" && { pkill -P "$job"; kill "$job"; } ) >/dev/null 2>&1 &
+  local watch=$!
+  wait "$job"
+  local rc=$?
+  pkill -P "$watch" 2>/dev/null
+  kill "$watch" 2>/dev/null
+  return "$rc"
+}
+
 results=()
 # cell N ROW RESULT FNS -- ARGS...: the programs FNS (Synodic's first), N
 # runs each in turn, on ARGS; prints the table's row (ROW, then each
@@ -139,9 +162,9 @@ cell() {
   declare -A t=()
   for _ in $(seq "$n"); do
     for fn in "${fns[@]}"; do
-      got=$("$fn" "$@" || true)
+      got=$(limit 300 "$fn" "$@" || true)
       if [ -n "$got" ]; then t[$fn]+="$got "
-      else echo "run.sh: $fn $* gave no time: $(tail -1 "$work/run.err")" >&2
+      else echo "run.sh: $fn $* gave no time: $(grep -m1 -i "error\|refused\|cannot" "$work/run.err" || tail -1 "$work/run.err")" >&2
       fi
     done
   done
@@ -192,6 +215,7 @@ volume_table() {
   done
 }
 
+if [ "$tables" != delayed ]; then
 echo "### N-body (Barnes-Hut, opening angle 0.5): seconds for the iterations, median of $runs runs (deviation)"
 echo
 echo "| bodies | iterations | nodes | Synodic s | MPI tcp s | MPI shm s | ÷ MPI tcp | ÷ MPI shm |"
@@ -203,7 +227,8 @@ echo
 echo "| partition | distribution | nodes (workers) | Synodic s | MPI tcp s | MPI shm s | ÷ MPI tcp | ÷ MPI shm |"
 echo "|---|---|---|---|---|---|---|---|"
 volume_table "$runs" 0 syn mpi_tcp mpi_shm
-if [ "$delay" != 0 ]; then
+fi
+if [ "$delay" != 0 ] && [ "$tables" != direct ]; then
   echo
   echo "### N-body, every link delayed $delay ms each way: median of $delay_runs runs (deviation)"
   echo
