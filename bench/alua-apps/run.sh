@@ -105,11 +105,14 @@ slow_nodes() {
   for i in $(seq 1 $(($1 - 1))); do
     slow_proxy "$(slow_port $((10 + i)))" "$(slow_port $((20 + i)))" "$delay"
   done
-  sleep 0.3
+  # Each proxy listens before anyone is sent through it.
+  for p in $(slow_port 0) $(slow_port 2) $(seq "$(slow_port 11)" "$(slow_port $((9 + $1)))"); do
+    until (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do sleep 0.05; done
+  done
   local join=()
   for i in $(seq 1 $(($1 - 1))); do
     "$synodic" node --workers 1 --cookie-file "$work/cookie" --listen "127.0.0.1:$(slow_port $((20 + i)))" \
-      --advertise "127.0.0.1:$(slow_port $((10 + i)))" --name "n$i$$" "${join[@]}" 2> "$work/node$i.log" & pids+=($!)
+      --advertise "127.0.0.1:$(slow_port $((10 + i)))" --name "n$i-$1-$$" "${join[@]}" 2> "$work/node$i.log" & pids+=($!)
     join=(--join "127.0.0.1:$(slow_port 11)")
     until grep -q "listening on" "$work/node$i.log" 2>/dev/null; do sleep 0.05; done
   done
