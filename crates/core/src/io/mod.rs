@@ -4,8 +4,7 @@
 //! links (`netpoll`): one netpoller per node, so a socket becoming ready
 //! costs one wake-up, of the process that waits on it.
 //!
-//! - [`poller`]: epoll and an eventfd, one-shot registrations (and
-//!   edge-triggered ones, for the cluster's links);
+//! - [`poller`]: epoll and an eventfd, one-shot registrations;
 //! - [`SocketCell`]: a socket's descriptor, shared by the handles that
 //!   processes hold on it;
 //! - [`Sockets`]: who waits on which descriptor, for reading or writing,

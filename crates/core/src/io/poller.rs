@@ -5,12 +5,10 @@
 //! The cluster's links and the processes' sockets (`crate::io`) each have
 //! one.
 //!
-//! A link is watched edge-triggered (`add`): each arrival of bytes is
-//! reported once, to one waiting thread, with no system call to re-arm it
-//! (the link's reader makes sure one thread reads at a time, and reads
-//! again if bytes came as it finished). `rearm` reports it again at once
-//! if it is still ready, so a reader may stop after a budget and let
-//! others have their turn. The processes' sockets (`watch`) are one-shot.
+//! Each descriptor is registered one-shot: one reader at a time gets its
+//! readiness, reads, and re-arms it. Re-arming reports it again at once if
+//! it is still ready, so a reader may stop after a budget and let others
+//! have their turn.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -37,13 +35,12 @@ impl Poller {
         Ok(poller)
     }
 
-    /// Watches `fd` for bytes to read (or its closing), reported with
-    /// `token` once each time bytes arrive (edge-triggered).
+    /// Watches `fd` for bytes to read (or its closing), reported with `token`.
     pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
         self.ctl(libc::EPOLL_CTL_ADD, fd, token, Self::READ)
     }
 
-    /// Reports `fd` again at once if it has bytes to read.
+    /// Reports `fd` again once it has bytes to read (at once if it has).
     pub fn rearm(&self, fd: RawFd, token: u64) {
         // An error means the link was removed meanwhile: nothing to report.
         let _ = self.ctl(libc::EPOLL_CTL_MOD, fd, token, Self::READ);
@@ -110,7 +107,7 @@ impl Poller {
         unsafe { libc::write(self.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
     }
 
-    const READ: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLET) as u32;
+    const READ: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLONESHOT) as u32;
 
     fn ctl(&self, op: libc::c_int, fd: RawFd, token: u64, events: u32) -> io::Result<()> {
         let mut event = libc::epoll_event { events, u64: token };
@@ -134,7 +131,7 @@ mod tests {
     use std::os::unix::net::UnixStream;
 
     #[test]
-    fn a_link_is_reported_once_an_arrival_or_when_rearmed() {
+    fn a_link_is_reported_once_until_rearmed() {
         let poller = Poller::new().unwrap();
         let (mut a, b) = UnixStream::pair().unwrap();
         poller.add(b.as_raw_fd(), 7).unwrap();
@@ -146,11 +143,7 @@ mod tests {
         assert_eq!(ready, [7]);
         ready.clear();
         poller.wait(false, &mut ready);
-        assert!(ready.is_empty(), "edge-triggered: not reported again for the same bytes");
-        a.write_all(b"y").unwrap();
-        poller.wait(false, &mut ready);
-        assert_eq!(ready, [7], "more bytes, unread ones before them: reported again");
-        ready.clear();
+        assert!(ready.is_empty(), "one-shot: not reported again before rearm");
         poller.rearm(b.as_raw_fd(), 7);
         poller.wait(false, &mut ready);
         assert_eq!(ready, [7], "bytes left: reported again at once");

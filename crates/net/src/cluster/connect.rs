@@ -117,39 +117,21 @@ impl Cluster {
     }
 
     /// Reads what has arrived on `link`, up to a budget, and delivers it;
-    /// `reported`: the poller reported it (the link is watched
-    /// edge-triggered: one thread at a time reads for the poller, until
-    /// the socket is empty, and reads once more if a report came
-    /// meanwhile). True when the budget ended the read (more may wait).
-    pub(super) fn read_link(&self, link: &Arc<Link>, reported: bool) -> bool {
-        if reported && !link.claim_read() {
-            return false;
-        }
-        loop {
-            let drained = link.drain(&mut |frame, shared| self.receive(link, frame, shared));
-            match drained {
-                Ok(Drained::Open) if reported && !link.release_read() => continue,
-                Ok(Drained::Open) => return false,
-                Ok(Drained::Budget) => {
-                    if reported {
-                        // Not empty: reported again at once, to whichever
-                        // thread waits, after the other links' turn.
-                        link.drop_read();
-                        self.inner.poller.rearm(link.fd(), link.token);
-                    }
-                    return true;
-                }
-                Ok(Drained::Closed) => self.end(link),
-                Err(e) => {
-                    eprintln!("synodic: link to node {} closed: {e}", link.peer.name);
-                    self.end(link);
-                }
+    /// `rearm`: the caller was told by the poller, which must watch the
+    /// link again. True when the budget ended the read (more may wait).
+    pub(super) fn read_link(&self, link: &Arc<Link>, rearm: bool) -> bool {
+        let drained = link.drain(&mut |frame, shared| self.receive(link, frame, shared));
+        let more = matches!(drained, Ok(Drained::Budget));
+        match drained {
+            Ok(Drained::Open | Drained::Budget) if rearm => self.inner.poller.rearm(link.fd(), link.token),
+            Ok(Drained::Open | Drained::Budget) => {}
+            Ok(Drained::Closed) => self.end(link),
+            Err(e) => {
+                eprintln!("synodic: link to node {} closed: {e}", link.peer.name);
+                self.end(link);
             }
-            if reported {
-                link.drop_read();
-            }
-            return false;
         }
+        more
     }
 
     /// Step 4: the link is over; whoever waited on its peer is told.

@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering::{AcqRel, Relaxed, Release}};
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -42,12 +42,6 @@ pub(crate) fn nowhere() -> Pid {
 
 /// A run that has queued this much writes it before going on.
 const FLUSH_AT: usize = 64 << 10;
-
-/// `Link::reader`: nobody reads; a thread reads; a thread reads and must
-/// read once more when it finds the socket empty.
-const READER_IDLE: u8 = 0;
-const READER_BUSY: u8 = 1;
-const READER_AGAIN: u8 = 2;
 
 /// Which of two connections between the same nodes both keep (they may
 /// have dialed each other at once): the one the node with the smaller name
@@ -77,11 +71,6 @@ pub(crate) struct Link {
     /// Wakes the writer task.
     pub(crate) wake: Notify,
     inbound: Mutex<Inbound>,
-    /// Who reads for the poller (`Link::claim_read`): the link is watched
-    /// edge-triggered, so a report that finds another thread reading must
-    /// leave it a note to read once more, or bytes that came as it
-    /// finished would wait for the next arrival.
-    reader: AtomicU8,
     /// The peer's aliases, as it announced them, mapped to ours.
     theirs: Mutex<HashMap<u16, u16>>,
     /// Set once the link has ended and its waiters have been told.
@@ -128,7 +117,6 @@ impl Link {
             inbound: Mutex::new(Inbound { opener: session.opener, decoder: Decoder::authenticated(), parcels: Assembler::default(), more: 0, direct: None, over: false, received: 0 }),
             theirs: Mutex::new(HashMap::new()),
             ended: AtomicBool::new(false),
-            reader: AtomicU8::new(READER_IDLE),
             sent: std::sync::atomic::AtomicU64::new(0),
         });
         tokio::spawn(link.clone().write_task(writer));
@@ -336,32 +324,6 @@ impl Link {
     /// (with the buffers of a parcel's message) to `deliver`, in order.
     /// Once it has failed or found the connection closed, it reads no more
     /// and says `Closed` (several threads may have been told to read it).
-    /// Claims the reading of the link for a report of the poller: true if
-    /// the caller is to read; false if another thread reads, which is told
-    /// to read once more.
-    pub(crate) fn claim_read(&self) -> bool {
-        let was = self.reader.fetch_update(AcqRel, Relaxed, |r| Some(if r == READER_IDLE { READER_BUSY } else { READER_AGAIN })).unwrap_or(READER_IDLE);
-        was == READER_IDLE
-    }
-
-    /// The claimed reading found the socket empty: true if it is over,
-    /// false if a report came meanwhile and the caller must read again.
-    pub(crate) fn release_read(&self) -> bool {
-        match self.reader.compare_exchange(READER_BUSY, READER_IDLE, AcqRel, Relaxed) {
-            Ok(_) => true,
-            Err(_) => {
-                self.reader.store(READER_BUSY, Relaxed);
-                false
-            }
-        }
-    }
-
-    /// The claimed reading stops without emptying the socket (a budget, an
-    /// error): whoever the poller reports it to next reads.
-    pub(crate) fn drop_read(&self) {
-        self.reader.store(READER_IDLE, Release);
-    }
-
     pub(crate) fn drain(&self, deliver: &mut Deliver) -> Result<Drained, Error> {
         let mut inbound = self.inbound.lock();
         if inbound.over {
