@@ -105,3 +105,20 @@ fn a_healed_partition_is_one_cluster_again() {
     a.expect("done", LIMIT);
     b.expect("done", LIMIT);
 }
+
+/// bench/cluster's heal, as a test: a node of three stopped (SIGSTOP) for
+/// 3 s, long enough to be declared down, while both sides register a name
+/// and fill a space, then continued; `heal.lua` ends once every node
+/// agrees on members, name and space (it fails after 30 s).
+#[test]
+fn a_node_stopped_and_continued_heals_into_one_cluster() {
+    let dir = scratch_dir("heal");
+    let cookie = cookie_in(&dir, "cookie", "heal test cookie");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/cluster/heal.lua");
+    let mut cmd = synodic_command();
+    cmd.args(["run", "--nodes", "3", "--cookie-file"]).arg(&cookie).arg(&script).arg("3");
+    let out = common::output_within(cmd, LIMIT, "bench/cluster/heal.lua");
+    assert!(out.status.success(), "heal.lua failed: {}", common::text(&out.stderr));
+    let ms: f64 = common::text(&out.stdout).trim().parse().expect("heal.lua prints the milliseconds");
+    assert!(ms < 30_000.0, "healed in {ms} ms");
+}
