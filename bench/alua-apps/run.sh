@@ -188,6 +188,8 @@ cell() {
   results+=("$result$ratios")
 }
 
+# tag DELAYED: what a RESULT line says of the delay.
+tag() { [ "$1" = 0 ] || echo " delay_ms=$delay"; }
 # nbody_table N DELAYED FNS...: the N-body table.
 nbody_table() {
   local n=$1 delayed=$2
@@ -196,7 +198,7 @@ nbody_table() {
     [ "$delayed" = 0 ] || slow_nodes "$np"
     for b in $bodies; do
       for it in $iterations; do
-        cell "$n" "$b | $it | $np" "RESULT app=nbody$([ "$delayed" = 0 ] || echo " delay_ms=$delay") bodies=$b nodes=$np iterations=$it" "$@" -- nbody "$np" "$b" "$it"
+        cell "$n" "$b | $it | $np" "RESULT app=nbody$(tag "$delayed") bodies=$b nodes=$np iterations=$it" "$@" -- nbody "$np" "$b" "$it"
       done
     done
   done
@@ -212,7 +214,7 @@ volume_table() {
     for part in $partitions; do
       for dist in static dynamic; do
         [ "$delayed" = 0 ] || [ "$part $dist" != "pixel dynamic" ] || continue
-        cell "$n" "$part | $dist | $np ($((np - 1)))" "RESULT app=volume$([ "$delayed" = 0 ] || echo " delay_ms=$delay") partition=$part distribution=$dist nodes=$np" "$@" -- volume "$np" "$part" "$dist" "$size" "$voxels"
+        cell "$n" "$part | $dist | $np ($((np - 1)))" "RESULT app=volume$(tag "$delayed") partition=$part distribution=$dist nodes=$np" "$@" -- volume "$np" "$part" "$dist" "$size" "$voxels"
       done
     done
   done

@@ -2,26 +2,14 @@
 // playwright-core): every view and action, against a `--nodes 3` run of
 // tests/browser/demo.lua. Usage: node dashboard.mjs URL COOKIE_FILE [SHOTS_DIR]
 // Prints one line per check; exits 1 naming the check that failed.
-import { chromium } from "playwright-core";
+import { launch } from "./launch.mjs";
 import { readFileSync } from "node:fs";
 
 const [url, cookieFile, shots] = process.argv.slice(2);
 const cookie = readFileSync(cookieFile, "utf8").trim();
 const LIMIT = 15000;
 
-let browser;
-// Ends before the Rust side's limit, closing the browser, so that a hang
-// leaves no Chromium behind (a killed node would).
-const watchdog = setTimeout(async () => {
-  console.log("FAILED: no end within 150 s");
-  if (browser) await browser.close().catch(() => {});
-  process.exit(1);
-}, 150000);
-browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync"],
-});
+const { browser, done } = await launch(150);
 let step = "start";
 const check = (name) => { step = name; };
 const ok = () => console.log("ok: " + step);
@@ -154,6 +142,5 @@ try {
   console.log(`FAILED: ${step}: ${e.message.split("\n")[0]}`);
   process.exitCode = 1;
 } finally {
-  clearTimeout(watchdog);
-  await browser.close();
+  await done();
 }

@@ -2,22 +2,10 @@
 // of examples/linda/deadlock.lua with --dashboard, the space "locks" shows
 // no lock left and two waiters, each for the lock the other holds.
 // Usage: node deadlock.mjs URL [SHOTS_DIR]
-import { chromium } from "playwright-core";
+import { launch } from "./launch.mjs";
 
 const [url, shots] = process.argv.slice(2);
-let browser;
-// Ends before the Rust side's limit, closing the browser, so that a hang
-// leaves no Chromium behind (a killed node would).
-const watchdog = setTimeout(async () => {
-  console.log("FAILED: no end within 90 s");
-  if (browser) await browser.close().catch(() => {});
-  process.exit(1);
-}, 90000);
-browser = await chromium.launch({
-  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
-  args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync"],
-});
+const { browser, done } = await launch(90);
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 640 } });
   await page.goto(url);
@@ -33,6 +21,5 @@ try {
   console.log("FAILED: " + e.message.split("\n")[0]);
   process.exitCode = 1;
 } finally {
-  clearTimeout(watchdog);
-  await browser.close();
+  await done();
 }
