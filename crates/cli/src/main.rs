@@ -3,6 +3,7 @@
 //! its end into an exit status.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod alloc;
 mod console;
 mod launch;
 mod logging;
@@ -17,19 +18,7 @@ use synodic_core::{Config, ExitReason, RunEnd, Runtime};
 use synodic_lua::LuaProcess;
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// mimalloc's `mi_option_purge_delay` (`mimalloc.h`; the bindings do not name it).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// Memory a node frees is kept a second before it goes back to the kernel
-/// (mimalloc's default is 10 ms): the next message of the same size reuses
-/// it warm, where fresh memory costs a page fault per 4 KiB (on this kind of
-/// VM a 250 KB message between nodes took 1.2 ms that way, 0.1 ms warm).
-fn keep_freed_memory() {
-    // SAFETY: sets an option of the allocator, before any thread starts.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 1000) };
-}
+static GLOBAL: alloc::Allocator = alloc::Allocator;
 
 /// A node serves thousands of connections (a process each, SPEC §10): its
 /// limit of open files goes up to the system's hard limit (Debian's soft
@@ -44,37 +33,6 @@ fn more_open_files() {
         }
     }
 }
-
-/// mimalloc asks the kernel for transparent huge pages, and where the
-/// kernel compacts memory to find them on demand (its `defrag` setting
-/// `madvise`, Debian's default), a node that allocates while memory is
-/// fragmented stalls in the kernel: a burst of entity forks took 40 µs each
-/// instead of 15, and a million-process ring took 7.7 s to build instead of
-/// 3.3 (bench/entities, bench/ring). Processes' heaps are small and
-/// scattered, so huge pages bought nothing measurable. The process opts
-/// out as mimalloc's `MIMALLOC_ALLOW_THP=0` does, for the memory mimalloc
-/// reserved before `main` too; that variable in the environment still
-/// decides, if set.
-fn no_huge_pages() {
-    let allowed = std::env::var_os("MIMALLOC_ALLOW_THP").is_some_and(|v| v != "0");
-    // SAFETY: a process-wide flag of the kernel; no memory is touched.
-    unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, (!allowed) as libc::c_ulong, 0, 0, 0) };
-}
-
-/// The same, before Rust's runtime starts: its first allocation touches
-/// the arena mimalloc reserves, and the kernel would clear a whole huge
-/// page for it (a sixth of the time `synodic -e ''` took). The process's
-/// constructors run before that; the environment is not read here, so
-/// `MIMALLOC_ALLOW_THP` set puts the flag back in `main`.
-#[used]
-#[link_section = ".init_array"]
-static NO_HUGE_PAGES_EARLY: extern "C" fn() = {
-    extern "C" fn early() {
-        // SAFETY: as in `no_huge_pages`.
-        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
-    }
-    early
-};
 
 /// Concurrent, parallel and distributed programming in Lua.
 #[derive(Parser)]
@@ -289,8 +247,7 @@ fn hostname() -> String {
 }
 
 fn main() {
-    keep_freed_memory();
-    no_huge_pages();
+    alloc::configure();
     more_open_files();
     if let Some(args) = lua_cli::lua_command(std::env::args_os().skip(1)) {
         exit(match lua_cli::parse(args) {
