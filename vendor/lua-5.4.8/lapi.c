@@ -1469,3 +1469,33 @@ LUA_API void lua_upvaluejoin (lua_State *L, int fidx1, int n1,
 }
 
 
+
+
+#if defined(LUAI_SYNODIC)
+/*
+** [Synodic] The value t[i] of the table at 'idx', without pushing it, when
+** it is present and an integer (returns 1, the value in '*n') or a string
+** (returns 2, its bytes in '*s' and '*len', alive while the table holds
+** them); 0 for anything else, or when 'idx' is not a table. That is what
+** lua_geti would give: a present value never goes through __index (or a
+** lazy table's hook). table.concat reads its fields this way.
+*/
+LUA_API int synodic_peekfield (lua_State *L, int idx, lua_Integer i,
+                               lua_Integer *n, const char **s, size_t *len) {
+  const TValue *t = index2value(L, idx);
+  const TValue *v;
+  if (!ttistable(t))
+    return 0;
+  v = luaH_getint(hvalue(t), i);
+  if (ttisinteger(v)) {
+    *n = ivalue(v);
+    return 1;
+  }
+  if (ttisstring(v)) {
+    *s = getstr(tsvalue(v));
+    *len = tsslen(tsvalue(v));
+    return 2;
+  }
+  return 0;
+}
+#endif

@@ -356,17 +356,32 @@ int luaO_utf8esc (char *buff, unsigned long x) {
 ** integers, such as a page of numbers built by an HTTP handler).
 */
 int synodic_integer2str (char *buff, lua_Integer n) {
+  /* two digits per division, from the right */
+  static const char pairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
   char digits[24];
-  int len = 0, i = 0;
+  char *p = digits + sizeof(digits);
+  int len = 0, count;
   lua_Unsigned u = (n < 0) ? (lua_Unsigned)0 - l_castS2U(n) : l_castS2U(n);
-  do {
-    digits[i++] = cast_char('0' + (int)(u % 10));
-    u /= 10;
-  } while (u != 0);
+  while (u >= 100) {
+    int r = (int)(u % 100);
+    u /= 100;
+    p -= 2;
+    memcpy(p, pairs + 2 * r, 2);
+  }
+  if (u >= 10) {
+    p -= 2;
+    memcpy(p, pairs + 2 * (int)u, 2);
+  }
+  else
+    *--p = cast_char('0' + (int)u);
   if (n < 0)
     buff[len++] = '-';
-  while (i > 0)
-    buff[len++] = digits[--i];
+  count = cast_int(digits + sizeof(digits) - p);
+  memcpy(buff + len, p, count);
+  len += count;
   buff[len] = '\0';
   return len;
 }

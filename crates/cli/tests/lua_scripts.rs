@@ -43,6 +43,7 @@ script_tests!(
     blocking_withdrawn,
     coroutines,
     libraries,
+    concat_numbers,
     require_cost,
     shared_code,
     standard_lua,
