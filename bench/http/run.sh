@@ -17,7 +17,8 @@
 #   workers  Synodic alone: worker threads 2, 4, 8 against a process per
 #            connection or 100 to 800 pre-created processes (pool)
 # --quick runs short and few (the CI smoke): concurrency 1, 10, 100.
-# usage: bench/http/run.sh [--quick] [--repeat R] [--seconds S]
+# --only LIST runs only those tables (comma-separated: page,hello,memory,workers).
+# usage: bench/http/run.sh [--quick] [--repeat R] [--seconds S] [--only LIST]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../common.sh"
@@ -27,12 +28,14 @@ levels="1 10 100 500 1000"
 idle=10000
 pools="spawn 100 200 400 800"
 workers_list="2 4 8"
+only=",page,hello,memory,workers,"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) repeat=1; seconds=1; levels="1 10 100"; idle=1000; pools="spawn 100"; workers_list="2" ;;
     --repeat) repeat="$2"; shift ;;
     --seconds) seconds="$2"; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --only) only=",$2,"; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -51,6 +54,7 @@ bench_cleanup() {
   yaws --stop --id "bench$$" >/dev/null 2>&1 || true
 }
 
+want() { case "$only" in *",$1,"*) return 0 ;; esac; return 1; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else print "–" }'; }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -142,6 +146,7 @@ ab_run() {
   ab -q -n "$n" -c "$2" "$1" 2>/dev/null | awk '/Requests per second/ { print $4 }'
 }
 
+if want page; then
 echo "## page: numbers 1 to 5,000 (median of $repeat, ${seconds} s each; wrk with keep-alive, ab without)"
 echo
 echo "| concurrency | Synodic req/s | Yaws req/s | nginx+Lua req/s | Synodic ÷ Yaws | Synodic ÷ nginx | p99 ms Synodic / Yaws / nginx | ab req/s Synodic / Yaws / nginx | ab Synodic ÷ Yaws |"
@@ -168,7 +173,9 @@ for c in $levels; do
   unset rps p99 abr
 done
 echo
+fi
 
+if want hello; then
 echo "## hello: 13 bytes with keep-alive, 100 connections (median of $repeat)"
 echo
 s_h=""; n_h=""
@@ -183,7 +190,9 @@ echo "| Synodic | $s_h |"
 echo "| nginx | $n_h |"
 echo "| Synodic ÷ nginx | $(ratio "$s_h" "$n_h") |"
 echo
+fi
 
+if want memory; then
 echo "## memory: $idle idle keep-alive connections"
 echo
 per=$(python3 - "$syn_port" "$idle" "$syn_pid" <<'EOF'
@@ -215,7 +224,10 @@ echo "|---|---|"
 echo "| $per | ≤ 8192 |"
 syn_stop
 echo
+fi
 
+if want workers; then
+[ -n "${syn_pid:-}" ] && syn_stop
 echo "## workers and processes: Synodic's page at 100 connections (req/s, median of $repeat)"
 echo
 printf "| workers |"; for p in $pools; do printf " %s |" "$([ "$p" = spawn ] && echo "a process per connection" || echo "pool of $p")"; done; echo
@@ -231,3 +243,4 @@ for w in $workers_list; do
   done
   echo
 done
+fi

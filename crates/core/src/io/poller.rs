@@ -5,10 +5,12 @@
 //! The cluster's links and the processes' sockets (`crate::io`) each have
 //! one.
 //!
-//! Each descriptor is registered one-shot: one reader at a time gets its
+//! A link is registered one-shot: one reader at a time gets its
 //! readiness, reads, and re-arms it. Re-arming reports it again at once if
 //! it is still ready, so a reader may stop after a budget and let others
-//! have their turn.
+//! have their turn. A process's socket is registered once, edge-triggered
+//! (`watch_edges`): its waiters keep what an edge said (`io::sockets`), so
+//! waiting on it never costs a system call of its own.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -46,17 +48,12 @@ impl Poller {
         let _ = self.ctl(libc::EPOLL_CTL_MOD, fd, token, Self::READ);
     }
 
-    /// Watches `fd` (`add`) or changes what it is watched for (not `add`):
-    /// `read` and `write`, once (one-shot), reported with `token`.
-    pub fn watch(&self, fd: RawFd, token: u64, add: bool, read: bool, write: bool) -> io::Result<()> {
-        let mut events = (libc::EPOLLONESHOT | libc::EPOLLRDHUP) as u32;
-        if read {
-            events |= libc::EPOLLIN as u32;
-        }
-        if write {
-            events |= libc::EPOLLOUT as u32;
-        }
-        self.ctl(if add { libc::EPOLL_CTL_ADD } else { libc::EPOLL_CTL_MOD }, fd, token, events)
+    /// Watches `fd` for good, edge-triggered: reported with `token` each
+    /// time it becomes readable or writable (bytes arrive, room is made, the
+    /// peer closes), whether or not anyone waits; never re-armed.
+    pub fn watch_edges(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        let events = (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP | libc::EPOLLET) as u32;
+        self.ctl(libc::EPOLL_CTL_ADD, fd, token, events)
     }
 
     /// Watches another poller's descriptor (level-triggered): reported with

@@ -5,14 +5,21 @@
 //! A wait, step by step:
 //!
 //! 1. A process that found its socket not ready ([`Sockets::watch`]) is
-//!    queued on the descriptor for reading or writing, and the descriptor
-//!    is armed (one-shot) for what its waiters want.
+//!    queued on the descriptor for reading or writing. The descriptor is
+//!    registered with the poller the first time, for good, edge-triggered
+//!    (no system call to arm it on later waits). If an edge came since the
+//!    last waiter left (bytes arrived, or room was made, while nobody
+//!    waited, perhaps just after the process's failed call) and the
+//!    descriptor is still ready, the process is not queued but completed
+//!    at once, and tries its call again.
 //! 2. It blocks (a store wait under its ticket).
-//! 3. The poll reports the descriptor ([`Netpoller`]): every waiter for what
-//!    it is ready for is completed with `Notified`, and the descriptor is
-//!    armed again for the waiters left, if any.
+//! 3. The poll reports an edge on the descriptor ([`Netpoller`]): every
+//!    waiter for what it became ready for is completed with `Notified`;
+//!    with no waiter for it, the edge is kept for the next one (step 1).
 //! 4. Woken, the process tries its system call again; a spurious wake-up
 //!    (another process took the connection) only means waiting again.
+//!    No edge is lost: bytes or room that come after a waiter is queued
+//!    make an edge of their own.
 //!    A deadline withdraws the waiter ([`Sockets::withdraw`]); closing a
 //!    socket ([`Sockets::forget`]) completes its waiters with `Deleted`.
 //!
@@ -46,8 +53,12 @@ pub enum Interest {
 struct Watched {
     readers: Vec<Waiter>,
     writers: Vec<Waiter>,
-    /// Registered with the poller (then changed with MOD, not ADD).
+    /// Registered with the poller (edge-triggered, for good).
     added: bool,
+    /// An edge of readability (or writability) came while nobody waited
+    /// for it: the next waiter takes it instead of waiting (step 1).
+    readable: bool,
+    writable: bool,
 }
 
 /// Who waits on which descriptor (step 1), and the poller they wait in.
@@ -79,31 +90,35 @@ impl Sockets {
         self.poller.as_ref().ok_or_else(|| std::io::Error::other("the node has no poller for sockets"))
     }
 
-    /// Step 1: queues `waiter` on `fd` for `interest` and arms it.
-    pub fn watch(&self, fd: RawFd, interest: Interest, waiter: Waiter) -> std::io::Result<()> {
+    /// Step 1: queues `waiter` on `fd` for `interest`, registering `fd` the
+    /// first time; true instead when an edge kept for it says to try again
+    /// at once (the waiter is then not queued: the caller completes it).
+    pub fn watch(&self, fd: RawFd, interest: Interest, waiter: Waiter) -> std::io::Result<bool> {
         let poller = self.poller()?;
         self.nest_source();
         let mut watched = self.watched.lock();
         let w = watched.entry(fd).or_default();
-        match interest {
-            Interest::Read => w.readers.push(waiter),
-            Interest::Write => w.writers.push(waiter),
-        }
-        let armed = poller.watch(fd, fd as u64, !w.added, !w.readers.is_empty(), !w.writers.is_empty());
-        if let Err(e) = armed {
-            let list = if interest == Interest::Read { &mut w.readers } else { &mut w.writers };
-            list.retain(|x| *x != waiter);
-            // Never registered: nothing of it is kept.
-            if !w.added {
-                watched.remove(&fd);
-            }
-            return Err(e);
-        }
         if !w.added {
+            if let Err(e) = poller.watch_edges(fd, fd as u64) {
+                // Never registered: nothing of it is kept.
+                watched.remove(&fd);
+                return Err(e);
+            }
             w.added = true;
             self.count.fetch_add(1, Relaxed);
         }
-        Ok(())
+        let (kept, waiters) = match interest {
+            Interest::Read => (&mut w.readable, &mut w.readers),
+            Interest::Write => (&mut w.writable, &mut w.writers),
+        };
+        // A kept edge may be older than what the process has read since:
+        // the descriptor is asked (rarely: only after an edge nobody
+        // waited for), so that a wait never ends for nothing.
+        if std::mem::take(kept) && ready_now(fd, interest) {
+            return Ok(true);
+        }
+        waiters.push(waiter);
+        Ok(false)
     }
 
     /// Step 4: `waiter` no longer waits on `fd` (its deadline passed).
@@ -127,21 +142,19 @@ impl Sockets {
         w.readers.into_iter().chain(w.writers).map(|waiter| (waiter, Completion::Deleted)).collect()
     }
 
-    /// Step 3: `fd` is ready for what epoll's `events` say.
+    /// Step 3: an edge on `fd`: it became ready for what epoll's `events`
+    /// say. Its waiters for that are woken; with none, the edge is kept.
     fn ready(&self, fd: RawFd, events: u32, woken: &mut Vec<Waiter>) {
         let mut watched = self.watched.lock();
         let Some(w) = watched.get_mut(&fd) else { return };
         let broken = events & (libc::EPOLLHUP | libc::EPOLLERR) as u32 != 0;
         if broken || events & (libc::EPOLLIN | libc::EPOLLRDHUP) as u32 != 0 {
+            w.readable = w.readers.is_empty();
             woken.append(&mut w.readers);
         }
         if broken || events & libc::EPOLLOUT as u32 != 0 {
+            w.writable = w.writers.is_empty();
             woken.append(&mut w.writers);
-        }
-        if !w.readers.is_empty() || !w.writers.is_empty() {
-            if let Some(poller) = &self.poller {
-                let _ = poller.watch(fd, fd as u64, false, !w.readers.is_empty(), !w.writers.is_empty());
-            }
         }
     }
 
@@ -181,6 +194,18 @@ impl Sockets {
             source.interrupt();
         }
     }
+}
+
+/// Whether `fd` is ready for `interest` now (or broken), without waiting.
+fn ready_now(fd: RawFd, interest: Interest) -> bool {
+    let events = match interest {
+        Interest::Read => libc::POLLIN | libc::POLLRDHUP,
+        Interest::Write => libc::POLLOUT,
+    };
+    let mut probe = libc::pollfd { fd, events, revents: 0 };
+    // SAFETY: one valid pollfd, no wait.
+    let n = unsafe { libc::poll(&mut probe, 1, 0) };
+    n != 0 && (n < 0 || probe.revents != 0)
 }
 
 /// The runtime's [`Netpoll`]: the sockets' poll, with the cluster's inside
@@ -233,7 +258,7 @@ mod tests {
     //! runtime, no scheduler (the poll is the test's own call).
     use super::*;
     use crate::Pid;
-    use std::io::Write;
+    use std::io::{Read, Write};
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
 
@@ -260,10 +285,38 @@ mod tests {
         let mut woken = poll(&sockets);
         woken.sort_by_key(|w| w.pid.raw());
         assert_eq!(woken, [waiter(1), waiter(2)]);
-        assert!(poll(&sockets).is_empty(), "one-shot: nobody waits any more");
-        // Waiting again finds the bytes still there at once.
-        sockets.watch(fd, Interest::Read, waiter(3)).unwrap();
+        assert!(poll(&sockets).is_empty(), "nobody waits any more");
+        // Edge-triggered: the byte already reported (its readers read it)
+        // wakes nobody again; the next bytes do.
+        assert!(!sockets.watch(fd, Interest::Read, waiter(3)).unwrap());
+        assert!(poll(&sockets).is_empty());
+        peer.write_all(b"y").unwrap();
         assert_eq!(poll(&sockets), [waiter(3)]);
+    }
+
+    #[test]
+    fn an_edge_that_finds_no_waiter_is_kept_for_the_next_one() {
+        let sockets = Sockets::default();
+        let (mut peer, ours) = UnixStream::pair().unwrap();
+        let fd = ours.as_raw_fd();
+        assert!(!sockets.watch(fd, Interest::Read, waiter(1)).unwrap());
+        peer.write_all(b"x").unwrap();
+        assert_eq!(poll(&sockets), [waiter(1)]);
+        // Bytes come while the process runs (between its read and its wait).
+        peer.write_all(b"y").unwrap();
+        assert!(poll(&sockets).is_empty());
+        assert!(sockets.watch(fd, Interest::Read, waiter(1)).unwrap(), "the kept edge: try again at once");
+        assert!(!sockets.watch(fd, Interest::Read, waiter(1)).unwrap(), "taken: the next wait waits");
+        // A kept edge whose bytes were read meanwhile ends no wait.
+        peer.write_all(b"z").unwrap();
+        assert_eq!(poll(&sockets), [waiter(1)]);
+        peer.write_all(b"w").unwrap();
+        assert!(poll(&sockets).is_empty(), "kept");
+        let mut got = [0u8; 8];
+        assert_eq!((&ours).read(&mut got).unwrap(), 4, "xyzw");
+        assert!(!sockets.watch(fd, Interest::Read, waiter(1)).unwrap(), "read already: it waits");
+        // Room to write was reported at registration, with no writer then.
+        assert!(sockets.watch(fd, Interest::Write, waiter(2)).unwrap());
     }
 
     #[test]

@@ -223,7 +223,10 @@ impl Runtime {
     /// (the scheduler's threads watch it from now on).
     pub fn watch_socket(&self, fd: std::os::fd::RawFd, interest: crate::io::Interest, waiter: crate::waiting::Waiter) -> std::io::Result<()> {
         self.install_netpoller();
-        self.shared.sockets.watch(fd, interest, waiter)
+        if self.shared.sockets.watch(fd, interest, waiter)? {
+            self.complete((waiter, crate::waiting::Completion::Notified));
+        }
+        Ok(())
     }
 
     /// `fd` is about to be closed: whoever waited on it is told.
