@@ -303,26 +303,28 @@ local function report(err)
   warn(format("synodic: http handler error in process %s: %s", tostring(self_pid()), tostring(err)))
 end
 
--- Serves the requests of one connection until either side closes.
-function M.connection(conn, handler, config)
+-- Serves the requests of one connection until either side closes. The
+-- limits come as numbers, not as the server's table: each connection's
+-- process would hold a copy of the table and of its keys.
+function M.connection(conn, handler, read_timeout, max_header_bytes, max_body_bytes)
   local r = reader(conn)
   while true do
     -- Step 3: the head. An idle connection that closes or times out
     -- before sending anything just ends.
-    local deadline = clock() + config.read_timeout
+    local deadline = clock() + read_timeout
     local fresh = pending(r) == 0
     local next_pos, method, target, minor, headers
-    if fresh and config.read_timeout > IDLE then
+    if fresh and read_timeout > IDLE then
       -- A connection idle for a while first lets go of what its last
       -- request left (the garbage of a large answer stays otherwise, as
       -- long as the connection is kept alive).
-      next_pos, method, target, minor, headers = read_head(r, parse_request, config.max_header_bytes, clock() + IDLE)
+      next_pos, method, target, minor, headers = read_head(r, parse_request, max_header_bytes, clock() + IDLE)
       if not next_pos and method == "timeout" and pending(r) == 0 then
         collect()
-        next_pos, method, target, minor, headers = read_head(r, parse_request, config.max_header_bytes, deadline)
+        next_pos, method, target, minor, headers = read_head(r, parse_request, max_header_bytes, deadline)
       end
     else
-      next_pos, method, target, minor, headers = read_head(r, parse_request, config.max_header_bytes, deadline)
+      next_pos, method, target, minor, headers = read_head(r, parse_request, max_header_bytes, deadline)
     end
     if not next_pos then
       local why = method
@@ -336,7 +338,7 @@ function M.connection(conn, handler, config)
     local q = find(target, "?", 1, true)
     if q then path, query = sub(target, 1, q - 1), sub(target, q + 1) end
     if has_token(headers.expect, "100-continue") then conn:send("HTTP/1.1 100 Continue\r\n\r\n") end
-    local body, why = read_body(r, headers, config.max_body_bytes, deadline, false)
+    local body, why = read_body(r, headers, max_body_bytes, deadline, false)
     if not body then
       if why ~= "closed" then
         refuse(conn, why == "too large" and 413 or why == "timeout" and 408 or 400, why)
@@ -360,6 +362,9 @@ function M.connection(conn, handler, config)
     if not sent or close then break end
     -- Keep the buffer small across a long-lived connection.
     if r.pos > 1 then r.buf, r.pos = sub(r.buf, r.pos), 1 end
+    -- This request's values would stay in the frame's registers (and so
+    -- alive) while the connection waits for the next one.
+    req, headers, body, rbody, rheaders, target, path, query, method, status = nil
   end
   conn:close()
 end
@@ -374,9 +379,9 @@ function M.acceptor(listener, handler, config)
       if err == "closed" then return end
       warn("synodic: http accept: " .. tostring(err))
     elseif config.pool then
-      connection(conn, handler, config)
+      connection(conn, handler, config.read_timeout, config.max_header_bytes, config.max_body_bytes)
     else
-      spawn(connection, conn, handler, config)
+      spawn(connection, conn, handler, config.read_timeout, config.max_header_bytes, config.max_body_bytes)
     end
   end
 end
