@@ -6,9 +6,11 @@
 #              no dashboard, with --dashboard and no page open, and with a
 #              page open (watch.py: the live stream, and the processes and
 #              spaces views fetched every second); goals ≤ 1% and ≤ 5%
-#              slower than without. Runs interleaved (none, unwatched,
-#              watched, none, ...) so that a drift of the machine touches
-#              all three alike.
+#              slower than without. Runs interleaved, each round in
+#              another order (none, unwatched, watched; then unwatched,
+#              watched, none; ...) so that a drift of the machine, and the
+#              second of two runs in a row being slower, touch all three
+#              alike.
 #   refresh    one refresh of the heaviest view (the top 50 processes, the
 #              nodes, the spaces) with 100,000 processes over 3 nodes; goal
 #              ≤ 1 s.
@@ -62,9 +64,13 @@ once() {
 }
 
 declare -A got
-for _ in $(seq "$repeat"); do
+modes=(none unwatched watched)
+for round in $(seq 0 $((repeat - 1))); do
   for what in ring pipeline; do
-    for mode in none unwatched watched; do got[$what.$mode]+="$(once $what $mode) "; done
+    for k in 0 1 2; do
+      mode=${modes[$(( (round + k) % 3 ))]}
+      got[$what.$mode]+="$(once $what $mode) "
+    done
   done
 done
 med() { echo "${got[$1]}" | tr ' ' '\n' | grep . | median; }
