@@ -44,6 +44,7 @@ script_tests!(
     coroutines,
     libraries,
     concat_numbers,
+    huge_pages,
     require_cost,
     shared_code,
     standard_lua,

@@ -42,7 +42,7 @@ pub(crate) const ROOM: usize = 2 << 20;
 pub(crate) const FLUSH_BUDGET: usize = 1 << 20;
 /// What a sealer seals in one go (a few records: the copy stays in the
 /// cache on its way to the cipher and the socket).
-const SEAL_STEP: usize = RECORD_MAX;
+const SEAL_STEP: usize = 4 * RECORD_MAX;
 /// Sealed records waiting to be written, at most: sealing ahead stops there.
 pub(crate) const SEALED_AHEAD: usize = 4 << 20;
 
