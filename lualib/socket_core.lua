@@ -7,7 +7,7 @@
 --
 -- A socket object is the native userdata itself (so it can be sent to
 -- another process of the node); `tcp_NAME` and `udp_NAME` here are its
--- methods (the userdata's __index finds them), and what a handle keeps
+-- methods (its class, at the end, lists them), and what a handle keeps
 -- (class, timeout, unread bytes) is in its state table (raw.state).
 --
 -- This module is the node's, not a process's (a frozen module, as
@@ -484,5 +484,24 @@ end
 function core.skip(d, ...)
   return select(d + 1, ...)
 end
+
+-- The sockets' metatables, `tcp_class` and `udp_class`: their methods are
+-- the functions `tcp_NAME` and `udp_NAME` above. Like those functions they
+-- are the node's, made once and shared by every process as they are, so a
+-- socket costs a process its userdata alone. Nothing may write them: the
+-- native side only sets them as a socket's metatable, and `__metatable`
+-- keeps them from programs (getmetatable gives "socket").
+local function class(kind)
+  local methods = {}
+  for name, f in pairs(core) do
+    local method = name:match("^" .. kind .. "_(.+)$")
+    if method then methods[method] = f end
+  end
+  return {
+    __index = methods, __gc = raw.finalize, __close = raw.release, __tostring = raw.tostring,
+    __name = "socket", __metatable = "socket",
+  }
+end
+core.tcp_class, core.udp_class = class("tcp"), class("udp")
 
 return core

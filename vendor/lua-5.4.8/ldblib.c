@@ -21,6 +21,20 @@
 
 
 /*
+** [Synodic] Functions and tables every state of a node shares (frozen
+** modules: crates/lua/csrc/shared.c). They are read-only: a change would
+** be seen by every process. A function's upvalues cannot be set; a shared
+** table is a userdata's metatable, which debug.getmetatable hides as
+** getmetatable does (its '__metatable' field).
+*/
+#if defined(LUAI_SYNODIC)
+int synodic_is_frozen (const void *f);
+#else
+#define synodic_is_frozen(f)	0
+#endif
+
+
+/*
 ** The hook table at registry[HOOKKEY] maps threads to their current
 ** hook function.
 */
@@ -48,6 +62,11 @@ static int db_getmetatable (lua_State *L) {
   luaL_checkany(L, 1);
   if (!lua_getmetatable(L, 1)) {
     lua_pushnil(L);  /* no metatable */
+  }
+  else if (synodic_is_frozen(lua_topointer(L, -1))) {  /* [Synodic] */
+    /* a metatable every state of the node shares: what getmetatable gives */
+    lua_pushliteral(L, "__metatable");
+    lua_rawget(L, -2);
   }
   return 1;
 }
@@ -271,17 +290,6 @@ static int db_getupvalue (lua_State *L) {
   return auxupvalue(L, 1);
 }
 
-
-/*
-** [Synodic] Functions every state of a node shares, with their upvalues
-** (frozen modules: crates/lua/csrc/shared.c). Their upvalues are read-only:
-** a change would be seen by every process.
-*/
-#if defined(LUAI_SYNODIC)
-int synodic_is_frozen (const void *f);
-#else
-#define synodic_is_frozen(f)	0
-#endif
 
 static void checknotfrozen (lua_State *L, int arg) {
   luaL_argcheck(L, !synodic_is_frozen(lua_topointer(L, arg)), arg,

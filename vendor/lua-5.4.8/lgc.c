@@ -1727,6 +1727,16 @@ static void fullinc (lua_State *L, global_State *g) {
 ** some operations which could change the interpreter state in some
 ** unexpected ways (running finalizers and shrinking some structures).
 */
+/*
+** [Synodic] After a full collection the embedder's allocator may give
+** back the memory the collection left empty (crates/lua/src/vm/heap.rs).
+*/
+#if defined(LUAI_SYNODIC)
+void synodic_after_fullgc (lua_State *L);
+#else
+#define synodic_after_fullgc(L)	((void)0)
+#endif
+
 void luaC_fullgc (lua_State *L, int isemergency) {
   global_State *g = G(L);
   lua_assert(!g->gcemergency);
@@ -1736,6 +1746,7 @@ void luaC_fullgc (lua_State *L, int isemergency) {
   else
     fullgen(L, g);
   g->gcemergency = 0;
+  synodic_after_fullgc(L);  /* [Synodic] */
 }
 
 /* }====================================================== */

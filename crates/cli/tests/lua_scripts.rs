@@ -64,6 +64,7 @@ script_tests!(
     socket_tcp,
     socket_udp,
     socket_select,
+    socket_class,
     http,
     tls,
     links,

@@ -108,6 +108,8 @@ void synodic_push_shared (lua_State *L, const void *proto) {
 ** assign no upvalue and make no closures, and whose upvalues hold values
 ** that are the same in every state (no table, no userdata, no C closure),
 ** and the debug library refuses to change their upvalues (ldblib.c).
+** A frozen module may also hold read-only tables (classes: see
+** shareable_table), which the embedder gives out only as metatables.
 ** The C API's lua_setupvalue and lua_upvaluejoin are not guarded: the
 ** embedder applies them only to functions it has just made (decoding).
 */
@@ -157,7 +159,7 @@ static int admitted (const Admitted *a, const void *p) {
   return 0;
 }
 
-static int shareable (const TValue *v, Admitted *a);
+static int shareable (const TValue *v, Admitted *a, int tables);
 
 /* Whether closure cl may be shared (admitting it, and the closures its
 ** upvalues hold). */
@@ -172,12 +174,42 @@ static int shareable_closure (LClosure *cl, Admitted *a) {
   a->p[a->n++] = cl;
   for (i = 0; i < cl->nupvalues; i++) {
     UpVal *uv = cl->upvals[i];
-    if (uv == NULL || upisopen(uv) || !shareable(uv->v.p, a)) return 0;
+    if (uv == NULL || upisopen(uv) || !shareable(uv->v.p, a, 0)) return 0;
   }
   return 1;
 }
 
-static int shareable (const TValue *v, Admitted *a) {
+/* Whether table t may be shared as a read-only table of the node (a
+** class: a metatable and its methods), admitting it: fields only, with
+** string keys, no metatable, values that may be shared. No function can
+** reach one (a closure's upvalue is never a table), and the embedder gives
+** one only as a userdata's metatable, whose '__metatable' field hides it
+** from getmetatable (and, for frozen tables, from debug.getmetatable).
+** What Lua would write on a read is written now: the cache of absent
+** metamethods in 'flags' (luaT_gettm), so nothing writes it later. */
+static int shareable_table (lua_State *L, Table *t, Admitted *a) {
+  unsigned int i;
+  int e;
+  if (is_frozen(t) || admitted(a, t)) return 1;
+  if (luaH_realasize(t) != 0 || t->metatable != NULL || isLazy(t)) return 0;
+  if (a->n == MAX_FROZEN) return 0;
+  a->p[a->n++] = t;
+  for (i = 0; i < cast_uint(sizenode(t)); i++) {
+    Node *n = gnode(t, i);
+    if (isempty(gval(n))) continue;
+    if (!keyisshrstr(n) || !shareable(gval(n), a, 1)) return 0;
+  }
+  for (e = TM_INDEX; e <= TM_EQ; e++)
+    luaT_gettm(t, cast(TMS, e), G(L)->tmname[e]);
+  return 1;
+}
+
+static lua_State *freezing;  /* the state being frozen, for its names */
+
+/* Whether v may be shared; tables only where 'tables' (a module's field
+** and what such a table holds), never in an upvalue, where the closure
+** could write it. */
+static int shareable (const TValue *v, Admitted *a, int tables) {
   switch (ttypetag(v)) {
     case LUA_VNIL: case LUA_VFALSE: case LUA_VTRUE:
     case LUA_VNUMINT: case LUA_VNUMFLT:
@@ -186,15 +218,18 @@ static int shareable (const TValue *v, Admitted *a) {
       return 1;
     case LUA_VLCL:
       return shareable_closure(clLvalue(v), a);
+    case LUA_VTABLE:
+      return tables && shareable_table(freezing, hvalue(v), a);
     default:
       return 0;
   }
 }
 
 /* Checks the table at idx, a module's, for freezing: 1 when each of its
-** values is a function that may be shared (all then recorded as frozen;
-** L must be frozen next), 0 otherwise (nothing recorded). Called while
-** the node's shared state is built, before any other state exists. */
+** values is a function or a table (a class) that may be shared (all then
+** recorded as frozen; L must be frozen next), 0 otherwise (nothing
+** recorded). Called while the node's shared state is built, before any
+** other state exists. */
 int synodic_freezable (lua_State *L, int idx) {
   const TValue *o = (idx > 0) ? s2v(L->ci->func.p + idx) : s2v(L->top.p + idx);
   Table *t;
@@ -202,13 +237,15 @@ int synodic_freezable (lua_State *L, int idx) {
   int j;
   Admitted a;
   a.n = 0;
+  freezing = L;
   if (!ttistable(o)) return 0;
   t = hvalue(o);
   if (luaH_realasize(t) != 0 || t->metatable != NULL) return 0;  /* fields only */
   for (i = 0; i < cast_uint(sizenode(t)); i++) {
     Node *n = gnode(t, i);
     if (isempty(gval(n))) continue;
-    if (!keyisshrstr(n) || !ttisLclosure(gval(n)) || !shareable(gval(n), &a)) return 0;
+    if (!keyisshrstr(n) || !(ttisLclosure(gval(n)) || ttistable(gval(n)))) return 0;
+    if (!shareable(gval(n), &a, 1)) return 0;
   }
   if (nfrozen + a.n > MAX_FROZEN) return 0;
   for (j = 0; j < a.n; j++)
@@ -219,5 +256,11 @@ int synodic_freezable (lua_State *L, int idx) {
 /* Pushes the frozen function f. The caller has made room on the stack. */
 void synodic_push_frozen (lua_State *L, const void *f) {
   setclLvalue2s(L, L->top.p, (LClosure *)f);
+  L->top.p++;
+}
+
+/* Pushes the frozen table t. The caller has made room on the stack. */
+void synodic_push_frozen_table (lua_State *L, const void *t) {
+  sethvalue2s(L, L->top.p, (Table *)t);
   L->top.p++;
 }

@@ -7,7 +7,8 @@
 //! Small blocks (up to [`SMALL_MAX`] bytes) come from size-class free lists,
 //! refilled by bumping through [`CHUNK`]-byte chunks; larger blocks go to
 //! the global allocator. Only one thread touches a state at a time, so the
-//! heap needs no locking. All chunks are returned when the process ends.
+//! heap needs no locking. All chunks are returned when the process ends,
+//! and after a full collection those it left empty ([`Heap::trim`]).
 
 use std::ffi::c_void;
 use std::ptr::null_mut;
@@ -21,7 +22,8 @@ const SMALL_MAX: usize = 2048;
 pub(crate) const FIRST_CHUNK: usize = 4096;
 const _: () = assert!(SMALL_MAX <= FIRST_CHUNK, "any small block fits the first chunk");
 const CHUNK: usize = 2048;
-/// Bytes at the start of a chunk for the link to the next one.
+/// Bytes at the start of a later chunk: the link to the next one, then
+/// the chunk's length.
 const LINK: usize = 16;
 /// Size classes: (upper bound of the band, step within it).
 const BANDS: [(usize, usize); 4] = [(128, 8), (256, 16), (1024, 64), (SMALL_MAX, 256)];
@@ -272,6 +274,33 @@ impl Heap {
         p
     }
 
+    /// Puts what is left of the current chunk on the free lists, as blocks
+    /// of the largest classes that fit, when bumping moves to a new chunk:
+    /// that space is used, and a chunk whose blocks are all freed is seen
+    /// to be empty ([`Heap::trim`]).
+    fn keep_rest(&mut self) {
+        loop {
+            let rest = ((self.end as usize) - (self.bump as usize)).min(SMALL_MAX);
+            if rest < 8 {
+                return;
+            }
+            // The largest class no larger than `rest`: the smallest that
+            // holds it, or the one before (class sizes grow with the class;
+            // the first is 8 bytes).
+            let class = class_of(rest);
+            let class = if class_size(class) <= rest { class } else { class - 1 };
+            let p = self.bump;
+            // SAFETY: `class_size(class) <= rest`, so the block lies in the
+            // current chunk, 8-aligned (class sizes and chunk starts are
+            // multiples of 8), carved once and never used: a free block of
+            // its class.
+            unsafe {
+                self.bump = p.add(class_size(class));
+                self.free_small(p, class);
+            }
+        }
+    }
+
     /// Starts bumping through a new chunk with room for `size`; false when out of memory.
     #[inline(never)]
     unsafe fn add_chunk(&mut self, size: usize) -> bool {
@@ -286,16 +315,18 @@ impl Heap {
         if chunk.is_null() {
             return false;
         }
+        self.keep_rest();
         crate::vm::prefault::taken(chunk, bytes);
         if first {
             self.first = chunk;
             self.bump = chunk;
         } else {
             // SAFETY: a later chunk is `CHUNK.max(size + LINK)` bytes, so its
-            // first `LINK` (16) bytes hold the link word, aligned, and
-            // `chunk + LINK` is inside it.
+            // first `LINK` (16) bytes hold the link word and the length,
+            // aligned, and `chunk + LINK` is inside it.
             unsafe {
                 *(chunk as *mut *mut u8) = self.chunks;
+                *(chunk as *mut usize).add(1) = bytes;
                 self.chunks = chunk;
                 self.bump = chunk.add(LINK);
             }
@@ -305,6 +336,88 @@ impl Heap {
         self.end = unsafe { chunk.add(bytes) };
         self.publish();
         true
+    }
+
+    /// Gives back the later chunks that hold no block in use (all of
+    /// theirs are on free lists): after a full collection, what a peak
+    /// left. Returns how many bytes were given back. Costs a walk of the
+    /// free lists, so it is for idle moments, not every collection.
+    pub(crate) fn trim(&mut self) -> usize {
+        // Each later chunk: (start, length, free bytes in it).
+        let mut chunks = Vec::new();
+        let mut c = self.chunks;
+        while !c.is_null() {
+            // SAFETY: `chunks` links the later chunks through their first
+            // word, their length in the second (`add_chunk`).
+            unsafe {
+                chunks.push((c as usize, *(c as *const usize).add(1), 0usize));
+                c = *(c as *mut *mut u8);
+            }
+        }
+        if chunks.is_empty() {
+            return 0;
+        }
+        chunks.sort_unstable();
+        let chunk_of = |chunks: &[(usize, usize, usize)], p: usize| {
+            let i = chunks.partition_point(|&(start, _, _)| start <= p).checked_sub(1)?;
+            (p < chunks[i].0 + chunks[i].1).then_some(i)
+        };
+        if let Some(i) = chunk_of(&chunks, self.bump as usize) {
+            chunks[i].2 += self.end as usize - self.bump as usize;
+        }
+        for class in 0..CLASSES {
+            let mut p = self.free[class];
+            while !p.is_null() {
+                if let Some(i) = chunk_of(&chunks, p as usize) {
+                    chunks[i].2 += class_size(class);
+                }
+                // SAFETY: a free block's first word links to the next (`free_small`).
+                p = unsafe { *(p as *mut *mut u8) };
+            }
+        }
+        let empty = |chunks: &[(usize, usize, usize)], p: usize| chunk_of(chunks, p).is_some_and(|i| chunks[i].2 == chunks[i].1 - LINK);
+        if !chunks.iter().any(|&(_, len, free)| free == len - LINK) {
+            return 0;
+        }
+        // The free lists, without the blocks of empty chunks.
+        for class in 0..CLASSES {
+            let mut link: *mut *mut u8 = &mut self.free[class];
+            // SAFETY: as above; `link` is the list's head or a kept block's
+            // first word, rewritten to skip the blocks of empty chunks.
+            unsafe {
+                while !(*link).is_null() {
+                    let p = *link;
+                    if empty(&chunks, p as usize) {
+                        *link = *(p as *mut *mut u8);
+                    } else {
+                        link = p as *mut *mut u8;
+                    }
+                }
+            }
+        }
+        if empty(&chunks, self.bump as usize) {
+            (self.bump, self.end) = (null_mut(), null_mut());
+        }
+        let mut given = 0;
+        let mut link: *mut *mut u8 = &mut self.chunks;
+        // SAFETY: as above; an empty chunk holds no block in use and none
+        // on a free list any more, nor the bump range: it is unlinked, then
+        // freed once (a block from `mi_malloc`).
+        unsafe {
+            while !(*link).is_null() {
+                let c = *link;
+                if empty(&chunks, c as usize) {
+                    *link = *(c as *mut *mut u8);
+                    given += *(c as *const usize).add(1);
+                    mi_free(c.cast());
+                } else {
+                    link = c as *mut *mut u8;
+                }
+            }
+        }
+        self.chunk_bytes -= given as u32;
+        self.publish();
+        given
     }
 
     #[inline]
@@ -457,6 +570,16 @@ pub(crate) fn of_state<'a>(L: *mut mlua_sys::lua_State) -> Option<&'a mut Heap> 
     (f as usize == lua_alloc as mlua_sys::lua_Alloc as usize && !ud.is_null()).then(|| unsafe { &mut *(ud as *mut Heap) })
 }
 
+/// Called by the vendored `lgc.c` ([Synodic]) after each full collection
+/// (`collectgarbage()`, or one to free memory when an allocation failed):
+/// the heap gives back the chunks it left empty ([`Heap::trim`]).
+#[no_mangle]
+pub extern "C" fn synodic_after_fullgc(L: *mut mlua_sys::lua_State) {
+    if let Some(heap) = of_state(L) {
+        heap.trim();
+    }
+}
+
 /// `lua_Alloc` over a [`Heap`] passed as `ud`.
 pub(crate) unsafe extern "C" fn lua_alloc(ud: *mut c_void, ptr: *mut c_void, osize: usize, nsize: usize) -> *mut c_void {
     // SAFETY: Lua calls its allocator with the user data it was given, a
@@ -515,6 +638,38 @@ mod tests {
             let c = class_of(size);
             assert!(c < CLASSES && class_size(c) >= size, "size {size} class {c}");
             assert!(c == 0 || class_size(c - 1) < size, "size {size} not in the smallest class");
+        }
+    }
+
+    #[test]
+    fn trim_gives_back_only_chunks_left_empty() {
+        let size = |i: usize| 24 + i % 200;
+        const KEPT: usize = 1001;
+        // SAFETY: as in `blocks_are_reused_grown_and_shrunk`.
+        unsafe {
+            let mut h = Heap::new();
+            let keep = h.realloc(null_mut(), 0, 100);
+            // A peak: many blocks over many chunks, then all but one freed.
+            let peak: Vec<_> = (0..2000).map(|i| h.realloc(null_mut(), 0, size(i))).collect();
+            let survivor = peak[KEPT];
+            std::ptr::write_bytes(survivor, 5, size(KEPT));
+            let at_peak = h.chunk_bytes;
+            for (i, p) in peak.iter().enumerate().filter(|&(i, _)| i != KEPT) {
+                h.realloc(*p, size(i), 0);
+            }
+            let given = h.trim();
+            assert!(given > 0 && h.chunk_bytes as usize == at_peak as usize - given, "empty chunks are given back");
+            assert!((h.chunk_bytes as usize) < 3 * FIRST_CHUNK, "all but the first and the survivor's: {}", h.chunk_bytes);
+            assert!((0..size(KEPT)).all(|i| *survivor.add(i) == 5), "a block in use stays where it is, untouched");
+            assert_eq!(h.trim(), 0, "nothing more to give");
+            // The heap goes on: free lists hold no block of a freed chunk.
+            let again: Vec<_> = (0..2000).map(|i| h.realloc(null_mut(), 0, size(i))).collect();
+            for (i, p) in again.iter().enumerate() {
+                std::ptr::write_bytes(*p, (i % 251) as u8, size(i));
+            }
+            assert!(again.iter().enumerate().all(|(i, p)| *p.add(23) == (i % 251) as u8), "blocks never overlap after a trim");
+            assert!((0..size(KEPT)).all(|i| *survivor.add(i) == 5));
+            h.realloc(keep, 100, 0);
         }
     }
 

@@ -36,6 +36,7 @@ extern "C" {
     fn synodic_proto_tree(proto: *const c_void, out: *mut *const c_void, cap: usize) -> usize;
     fn synodic_freezable(L: *mut ffi::lua_State, idx: c_int) -> c_int;
     fn synodic_push_frozen(L: *mut ffi::lua_State, f: *const c_void);
+    fn synodic_push_frozen_table(L: *mut ffi::lua_State, t: *const c_void);
 }
 
 /// The functions a frozen module's main chunk finds in each module it may
@@ -45,11 +46,16 @@ fn frozen_sees() -> impl Iterator<Item = (&'static std::ffi::CStr, &'static crat
     crate::vm::module::frozen_sees().iter().map(|name| (*name, lazy_functions(name).unwrap_or(&[])))
 }
 
-/// A frozen module's function: its field name and its address.
+/// A frozen module's function or table: its field name and its address.
 type FrozenField = (Box<[u8]>, usize);
 
-/// A frozen module's functions, by field name.
-struct Frozen(Vec<FrozenField>);
+/// A frozen module's shared values, by field name: its functions, and its
+/// read-only tables (classes: metatables, given only to userdata, whose
+/// `__metatable` field hides them from programs; see `csrc/shared.c`).
+struct Frozen {
+    functions: Vec<FrozenField>,
+    tables: Vec<FrozenField>,
+}
 
 /// A bundled module's main-chunk prototype, or why it did not compile.
 struct Module(Result<*const c_void, String>);
@@ -149,7 +155,7 @@ unsafe fn build() -> Shared {
         .iter()
         .enumerate()
         .filter_map(|(i, f)| Some((i, f.as_ref()?)))
-        .flat_map(|(i, f)| f.0.iter().enumerate().map(move |(j, (_, g))| (*g, i, j)))
+        .flat_map(|(i, f)| f.functions.iter().enumerate().map(move |(j, (_, g))| (*g, i, j)))
         .collect();
     frozen_functions.sort_unstable();
     Shared { modules, frozen, protos, frozen_functions }
@@ -206,18 +212,20 @@ unsafe fn freeze(L: *mut ffi::lua_State, i: usize, chunk: c_int) -> Option<Froze
         ffi::lua_setfield(L, -2, module.name.as_ptr());
         ffi::lua_settop(L, -2);
     }
-    let mut fields = Vec::new();
+    let (mut functions, mut tables) = (Vec::new(), Vec::new());
     // SAFETY: as above; a walk of the table on top (its keys are strings,
-    // as `synodic_freezable` checks; `to_bytes` on a key keeps it a string,
-    // so `lua_next` goes on). No error can arise: `build`'s contract.
+    // and its values functions or tables, as `synodic_freezable` checks;
+    // `to_bytes` on a key keeps it a string, so `lua_next` goes on). No
+    // error can arise: `build`'s contract.
     unsafe {
         ffi::lua_pushnil(L);
         while ffi::lua_next(L, -2) != 0 {
-            fields.push((to_bytes(L, -2).unwrap_or_default().into(), ffi::lua_topointer(L, -1) as usize));
+            let field = (to_bytes(L, -2).unwrap_or_default().into(), ffi::lua_topointer(L, -1) as usize);
+            if ffi::lua_type(L, -1) == ffi::LUA_TTABLE { tables.push(field) } else { functions.push(field) }
             ffi::lua_settop(L, -2);
         }
     }
-    Some(Frozen(fields))
+    Some(Frozen { functions, tables })
 }
 
 /// Whether the value at `idx` is a Lua function whose code is shared: a
@@ -248,7 +256,26 @@ pub(crate) unsafe fn push_module_chunk(L: *mut ffi::lua_State, i: usize) -> Resu
 
 /// Bundled module `i`'s shared functions, if it is frozen.
 fn frozen_fields(i: usize) -> Option<&'static [FrozenField]> {
-    shared().frozen[i].as_ref().map(|f| &f.0[..])
+    shared().frozen[i].as_ref().map(|f| &f.functions[..])
+}
+
+/// The address of the shared table `field` of frozen module `module` (a
+/// class), if there is one: what [`push_frozen_table`] takes, and what a
+/// userdata's metatable is compared with.
+pub(crate) fn frozen_table(module: &[u8], field: &[u8]) -> Option<usize> {
+    let i = crate::vm::bundled::index_of(module)?;
+    let tables = &shared().frozen[i].as_ref()?.tables;
+    tables.iter().find(|(n, _)| &**n == field).map(|(_, t)| *t)
+}
+
+/// Pushes the shared table at `address`, which [`frozen_table`] gave. It
+/// is read-only: the caller only makes it a userdata's metatable, never
+/// gives it to the program.
+pub(crate) unsafe fn push_frozen_table(L: *mut ffi::lua_State, address: usize) {
+    // SAFETY: `L` is valid (lib.rs invariant 1) with room for a value (the
+    // caller's); `address` is a frozen table of the node's state, which
+    // lives for good.
+    unsafe { synodic_push_frozen_table(L, address as *const c_void) }
 }
 
 /// Pushes a new table of bundled module `i`'s shared functions, as loading
@@ -298,7 +325,7 @@ pub(crate) unsafe fn frozen_name(p: *const c_void) -> Option<Vec<u8>> {
     let shared = shared();
     let at = shared.frozen_functions.binary_search_by_key(&p, |&(g, _, _)| g).ok()?;
     let (_, module, field) = shared.frozen_functions[at];
-    let (field, _) = &shared.frozen[module].as_ref()?.0[field];
+    let (field, _) = &shared.frozen[module].as_ref()?.functions[field];
     Some([bundled()[module].name.to_bytes(), b"\0", field].concat())
 }
 
@@ -361,7 +388,11 @@ mod tests {
             assert!(!freezable("return {f = function() return x end}"), "a global read (the upvalue is the globals)");
             assert!(!freezable("local t = {} return {f = function() return t end}"), "a table kept");
             assert!(!freezable("return {f = function() return function() end end}"), "a closure made");
-            assert!(!freezable("local p = print return {f = function() return p end, t = {}}"), "a table among the fields");
+            assert!(!freezable("local p = print return {f = function() return p end, t = {1}}"), "a table with an array");
+            assert!(!freezable("return {t = setmetatable({}, {})}"), "a table with a metatable");
+            assert!(!freezable("return {t = {[2.5] = 1}}"), "a table with a key not a string");
+            assert!(!freezable("local n = 0 return {t = {m = function() n = n + 1 end}}"), "a table holding a function that assigns");
+            assert!(!freezable("return {t = {u = io.stdout}}"), "a table holding a userdata");
             assert!(!freezable("return {1}"), "an array");
             let deep = "local n = 0 local function g() n = 1 end return {f = function() return g end}";
             assert!(!freezable(deep), "a function held by an upvalue is checked too");

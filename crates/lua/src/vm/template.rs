@@ -85,17 +85,19 @@ pub(crate) fn base() -> Option<&'static Template> {
 
 /// Bundled modules whose functions start processes, which then start as a
 /// copy of a template of their own: the entity loop (an entity starts with
-/// pids' metatable made), with the slots its main thread's stack starts
-/// with: what the module's code needs (the loop, in a method that calls a
-/// C function, uses 67 slots, Lua's own size being 40). 75 slots and Lua's
-/// 5 spare fill the heap's 1,280-byte class exactly (80 took the 1,536-byte
-/// one). A stack that grows leaves the first one free in the process's
-/// heap, and an entity's resident memory was ~0.95 KB larger. A module
+/// pids' metatable made) and the HTTP server's connections, with the slots
+/// their main thread's stack starts with: what the module's code needs (the
+/// loop, in a method that calls a C function, uses 67 slots, Lua's own size
+/// being 40; a connection answering a request needs more than 59). 75
+/// slots and Lua's 5 spare fill the heap's 1,280-byte class exactly (80
+/// took the 1,536-byte one). A stack that grows leaves the first one free
+/// in the process's heap and its new one in a later chunk: an entity's
+/// resident memory was ~0.95 KB larger, an idle HTTP connection's ~1.9 KB. A module
 /// qualifies when its main chunk only defines things: it runs outside any
 /// process. A frozen module (see `shared`) is not loaded into the
 /// template: its functions arrive as the node's, and an entity's state
 /// holds nothing of its loop.
-const TEMPLATED: [(&[u8], c_int); 1] = [(b"synodic.entity.loop", 75)];
+const TEMPLATED: [(&[u8], c_int); 2] = [(b"synodic.entity.loop", 75), (b"synodic.http.core", 75)];
 
 /// The template of a state for processes spawned with a function of module
 /// `name`, if it is one of [`TEMPLATED`] and this node could build it.

@@ -180,8 +180,10 @@ pub(super) unsafe extern "C-unwind" fn socket(L: *mut ffi::lua_State) -> c_int {
             let made = if udp { Socket::new(domain, Type::DGRAM, Some(Protocol::UDP)) } else { Socket::new(domain, Type::STREAM, Some(Protocol::TCP)) };
             match made.and_then(|s| s.set_nonblocking(true).map(|_| s)) {
                 Ok(s) => {
-                    push_sock(L, s, udp, None);
-                    Values(1)
+                    match push_sock(L, s, udp, None) {
+                    Ok(()) => Values(1),
+                    Err(e) => Raise(e),
+                }
                 }
                 Err(e) => e.into(),
             }
@@ -302,8 +304,10 @@ pub(super) unsafe extern "C-unwind" fn accept(L: *mut ffi::lua_State) -> c_int {
             });
             match accepted.unwrap_or_else(|| Err(closed())) {
                 Ok((c, layer)) => {
-                    push_sock(L, c, false, layer);
-                    Values(1)
+                    match push_sock(L, c, false, layer) {
+                    Ok(()) => Values(1),
+                    Err(e) => Raise(e),
+                }
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => WouldBlock,
                 Err(e) => e.into(),
@@ -464,8 +468,10 @@ pub(super) unsafe extern "C-unwind" fn dup(L: *mut ffi::lua_State) -> c_int {
             });
             match copy.unwrap_or_else(|| Err(Failed("closed".into()))) {
                 Ok(c) => {
-                    push_sock(L, c, udp, None);
-                    Values(1)
+                    match push_sock(L, c, udp, None) {
+                    Ok(()) => Values(1),
+                    Err(e) => Raise(e),
+                }
                 }
                 Err(ends) => ends,
             }

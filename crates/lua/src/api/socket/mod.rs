@@ -58,17 +58,34 @@ pub(crate) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"state", state),
     (c"warn", warn),
     (c"tls", tls::tls),
+    // For the sockets' classes (`tcp_class`, `udp_class` in synodic.socket.core).
+    (c"finalize", gc),
+    (c"release", close_handle),
+    (c"tostring", tostring),
     (c"handshake", tls::handshake),
 ];
 
-/// Registry keys of the tables where a process keeps the methods of TCP
-/// and UDP sockets it has used (the shared functions `tcp_NAME` and
-/// `udp_NAME` of `synodic.socket.core`).
-const TCP_METHODS: &CStr = c"synodic.socket.tcp";
-const UDP_METHODS: &CStr = c"synodic.socket.udp";
+/// The metatables of TCP and UDP sockets: `tcp_class` and `udp_class` of
+/// `synodic.socket.core`, tables every process of the node shares as they
+/// are (a socket costs a process its userdata alone), by address.
+struct Classes {
+    tcp: usize,
+    udp: usize,
+}
 
-/// The userdata's metatable.
-const CLASS: &CStr = c"synodic.socket";
+fn classes() -> Option<&'static Classes> {
+    static CLASSES: std::sync::OnceLock<Option<Classes>> = std::sync::OnceLock::new();
+    CLASSES
+        .get_or_init(|| {
+            let class = |field: &[u8]| crate::vm::shared::frozen_table(b"synodic.socket.core", field);
+            Some(Classes { tcp: class(b"tcp_class")?, udp: class(b"udp_class")? })
+        })
+        .as_ref()
+}
+
+/// Why no socket can be made: the classes are missing (a unit test of
+/// `vm::shared` checks every frozen module is frozen).
+const NO_CLASSES: &str = "sockets are unavailable: synodic.socket.core could not be shared";
 
 /// A socket userdata: this process's hold on the node's cell (none once
 /// this handle is closed).
@@ -127,54 +144,69 @@ unsafe fn rebuild(L: *mut ffi::lua_State, _variant: u8, shared: &Attachment) -> 
         }
     };
     // SAFETY: as above, with room for a value.
-    unsafe { push_cell(L, cell) };
-    Ok(())
+    unsafe { push_cell(L, cell) }
 }
 
 crate::vm::lazy::lazy_module!(b"synodic.socket.raw");
 
 /// Pushes a new socket userdata owning `socket` (and `layer`: TLS).
-pub(crate) unsafe fn push_sock(L: *mut ffi::lua_State, socket: Socket, udp: bool, layer: synodic_core::io::Layer) {
+pub(crate) unsafe fn push_sock(L: *mut ffi::lua_State, socket: Socket, udp: bool, layer: synodic_core::io::Layer) -> Result<(), String> {
     // SAFETY: `L` is the running process's state (lib.rs invariant 1) with its context.
     unsafe {
         let cell = Arc::new(SocketCell::new(ctx(L).rt(), Open { fd: socket.into(), layer }, udp));
-        push_cell(L, cell);
+        push_cell(L, cell)
     }
 }
 
-/// Pushes a socket userdata holding `cell`.
-unsafe fn push_cell(L: *mut ffi::lua_State, cell: Arc<SocketCell>) {
+/// Pushes a socket userdata holding `cell`, its metatable the node's
+/// shared class.
+unsafe fn push_cell(L: *mut ffi::lua_State, cell: Arc<SocketCell>) -> Result<(), String> {
+    let classes = classes().ok_or(NO_CLASSES)?;
+    let class = if cell.udp { classes.udp } else { classes.tcp };
     // NOT KEPT: a memory error in `lua_newuserdatauv` unwinds over `cell`
     // (a leak of one reference: the socket stays open).
-    // SAFETY: `L` is a process's state with room for a value; the
-    // userdata's block is fresh, sized and aligned for a `Sock` (Lua aligns
-    // userdata for any C type), and written before Lua can see it; `gc` drops it.
+    // SAFETY: `L` is a process's state with room for a value (one more is
+    // checked for the class); the userdata's block is fresh, sized and
+    // aligned for a `Sock` (Lua aligns userdata for any C type), and
+    // written before Lua can see it; `gc` drops it. The class is only set
+    // as its metatable (which its `__metatable` field hides), never given
+    // to the program, so nothing writes it.
     unsafe {
+        ffi::luaL_checkstack(L, 2, std::ptr::null());
         let p = ffi::lua_newuserdatauv(L, std::mem::size_of::<Sock>(), 1) as *mut Sock;
         p.write(Sock { cell: Some(cell) });
-        if ffi::luaL_newmetatable(L, CLASS.as_ptr()) != 0 {
-            for (key, f) in [(c"__gc", gc as ffi::lua_CFunction), (c"__close", close_handle), (c"__index", index), (c"__tostring", tostring)] {
-                ffi::lua_pushcfunction(L, f);
-                ffi::lua_setfield(L, -2, key.as_ptr());
-            }
-            ffi::lua_pushstring(L, c"socket".as_ptr());
-            ffi::lua_setfield(L, -2, c"__name".as_ptr());
-        }
+        crate::vm::shared::push_frozen_table(L, class);
         ffi::lua_setmetatable(L, -2);
     }
+    Ok(())
 }
 
 /// The socket userdata at `idx`.
 pub(crate) unsafe fn sock<'a>(L: *mut ffi::lua_State, idx: c_int, fname: &str) -> Result<&'a mut Sock, String> {
-    // SAFETY: `L` is valid (lib.rs invariant 1); a userdata with this
-    // class's metatable was made by `push_sock`, so it holds a `Sock`,
+    // SAFETY: `L` is valid (lib.rs invariant 1); a userdata whose metatable
+    // is a socket class was made by `push_cell`, so it holds a `Sock`,
     // alive while the value is on the stack.
     unsafe {
-        let p = ffi::luaL_testudata(L, idx, CLASS.as_ptr()) as *mut Sock;
-        if p.is_null() {
+        let p = ffi::lua_touserdata(L, idx) as *mut Sock;
+        if p.is_null() || !is_socket_class(L, idx) {
             return Err(format!("bad argument #{idx} to '{fname}' (socket expected, got {})", type_name(L, idx)));
         }
         Ok(&mut *p)
+    }
+}
+
+/// Whether the value at `idx` has a socket class as its metatable.
+unsafe fn is_socket_class(L: *mut ffi::lua_State, idx: c_int) -> bool {
+    let Some(classes) = classes() else { return false };
+    // SAFETY: `L` is valid and `idx` a stack index (the caller's); the
+    // metatable pushed, if any, is popped.
+    unsafe {
+        if ffi::lua_checkstack(L, 1) == 0 || ffi::lua_getmetatable(L, idx) == 0 {
+            return false;
+        }
+        let mt = ffi::lua_topointer(L, -1) as usize;
+        ffi::lua_settop(L, -2);
+        mt == classes.tcp || mt == classes.udp
     }
 }
 
@@ -192,8 +224,8 @@ unsafe extern "C-unwind" fn gc(L: *mut ffi::lua_State) -> c_int {
     // metatable is taken off, so it is never found again (even if
     // another finalizer resurrects it).
     unsafe {
-        let p = ffi::luaL_testudata(L, 1, CLASS.as_ptr()) as *mut Sock;
-        if !p.is_null() {
+        let p = ffi::lua_touserdata(L, 1) as *mut Sock;
+        if !p.is_null() && is_socket_class(L, 1) {
             // The hold is let go: the socket closes with its last holder
             // (a message in flight holds it too).
             std::ptr::drop_in_place(p);
@@ -239,47 +271,6 @@ unsafe extern "C-unwind" fn isclosed(L: *mut ffi::lua_State) -> c_int {
             Ok(s) => ffi::lua_pushboolean(L, s.fd().is_none() as c_int),
             Err(e) => return raise(L, e),
         }
-    }
-    1
-}
-
-/// `__index`: the socket's method `key`, the node's shared function
-/// `tcp_KEY` or `udp_KEY` of `synodic.socket.core`, kept in a table of the
-/// process's registry once found (so a process holds only the methods it
-/// uses, and a socket received by a process that never required
-/// `synodic.socket` has its methods all the same).
-unsafe extern "C-unwind" fn index(L: *mut ffi::lua_State) -> c_int {
-    // SAFETY: Lua calls this metamethod with the socket at 1 and the key
-    // at 2; the cache table is at 3 and what is found above it; `raise`
-    // drops its message before unwinding.
-    unsafe {
-        let (cache, prefix) = match sock(L, 1, "__index") {
-            Ok(s) if s.udp() => (UDP_METHODS, "udp_"),
-            Ok(_) => (TCP_METHODS, "tcp_"),
-            Err(e) => return raise(L, e),
-        };
-        ffi::lua_settop(L, 2);
-        if ffi::lua_getfield(L, ffi::LUA_REGISTRYINDEX, cache.as_ptr()) != ffi::LUA_TTABLE {
-            ffi::lua_pop(L, 1);
-            ffi::lua_createtable(L, 0, 8);
-            ffi::lua_pushvalue(L, -1);
-            ffi::lua_setfield(L, ffi::LUA_REGISTRYINDEX, cache.as_ptr());
-        }
-        ffi::lua_pushvalue(L, 2);
-        if ffi::lua_rawget(L, 3) != ffi::LUA_TNIL {
-            return 1;
-        }
-        ffi::lua_pop(L, 1);
-        let Some(key) = (ffi::lua_type(L, 2) == ffi::LUA_TSTRING).then(|| to_bytes(L, 2)).flatten() else { return 0 };
-        let field = [prefix.as_bytes(), key].concat();
-        let found = crate::vm::shared::push_frozen_field(L, b"synodic.socket.core", &field);
-        drop(field);
-        if !found {
-            return 0;
-        }
-        ffi::lua_pushvalue(L, 2);
-        ffi::lua_pushvalue(L, -2);
-        ffi::lua_rawset(L, 3);
     }
     1
 }
