@@ -96,11 +96,11 @@ fn shared() -> &'static Shared {
 /// # Safety
 /// Runs once per OS process (its state is frozen into every later one).
 /// Lua errors here are not caught: a memory error in this unprotected state
-/// goes to Lua's default panic, which aborts, so nothing unwinds over the
+/// goes to the node's panic handler, which aborts, so nothing unwinds over the
 /// vectors built here.
 unsafe fn build() -> Shared {
-    // SAFETY: a new state of its own, used on this thread only.
-    let L = unsafe { ffi::luaL_newstate() };
+    // A new state of its own, used on this thread only.
+    let L = crate::vm::state::node_state();
     assert!(!L.is_null(), "cannot create the node's shared Lua state");
     // SAFETY: `L` is the new state (checked above); the stack is checked
     // for room before the names are pushed.

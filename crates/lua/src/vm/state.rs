@@ -28,6 +28,38 @@ unsafe extern "C-unwind" fn panic_handler(L: *mut ffi::lua_State) -> c_int {
     std::process::abort()
 }
 
+/// `lua_Alloc` over mimalloc, for the node's own states.
+unsafe extern "C" fn node_alloc(_ud: *mut c_void, ptr: *mut c_void, _osize: usize, nsize: usize) -> *mut c_void {
+    // SAFETY: Lua's allocator contract: `ptr` is null or a block this
+    // function returned (from mimalloc), freed once.
+    unsafe {
+        if nsize == 0 {
+            libmimalloc_sys::mi_free(ptr);
+            std::ptr::null_mut()
+        } else {
+            libmimalloc_sys::mi_realloc(ptr, nsize)
+        }
+    }
+}
+
+/// A state for the node's own work, not a process's (the code every
+/// process shares, the libraries' templates), or null when out of memory.
+/// Its memory comes from mimalloc, as the rest of the node's:
+/// `luaL_newstate` takes the C library's allocator, which set up an arena
+/// for the thread at start-up (~90 page faults and ~80 system calls). An
+/// error outside a protected call aborts with its message.
+pub(crate) fn node_state() -> *mut ffi::lua_State {
+    // SAFETY: `node_alloc` follows Lua's allocator contract and needs no
+    // user data; the panic function is set on the state just made.
+    unsafe {
+        let L = ffi::lua_newstate(node_alloc, std::ptr::null_mut());
+        if !L.is_null() {
+            ffi::lua_atpanic(L, panic_handler);
+        }
+        L
+    }
+}
+
 /// A new state for a process whose context is `ctx`, allocating from
 /// `heap` (both must outlive the state): a copy of `template` if given,
 /// else of the node's template of a fresh state (see [`crate::vm::template`]),

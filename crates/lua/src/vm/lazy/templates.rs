@@ -21,11 +21,11 @@ const LIBRARIES: [(&str, ffi::lua_CFunction); 8] = [
 ];
 
 /// Reads the templates from a state of its own. (An error in that state,
-/// which has no protected call, goes to Lua's default panic, which aborts:
+/// which has no protected call, goes to the node's panic handler, which aborts:
 /// nothing unwinds over the vectors built here.)
 pub(super) unsafe fn build_templates() -> Vec<Template> {
-    // SAFETY: a new state of its own, used on this thread only.
-    let L = unsafe { ffi::luaL_newstate() };
+    // A new state of its own, used on this thread only.
+    let L = crate::vm::state::node_state();
     assert!(!L.is_null(), "cannot create the template Lua state");
     let mut globals = Template::new("_G");
     // SAFETY: `L` is the new state (checked above), its stack empty.
