@@ -164,13 +164,12 @@ unsafe fn push_cell(L: *mut ffi::lua_State, cell: Arc<SocketCell>) -> Result<(),
     let classes = classes().ok_or(NO_CLASSES)?;
     let class = if cell.udp { classes.udp } else { classes.tcp };
     // NOT KEPT: a memory error in `lua_newuserdatauv` unwinds over `cell`
-    // (a leak of one reference: the socket stays open).
-    // SAFETY: `L` is a process's state with room for a value (one more is
-    // checked for the class); the userdata's block is fresh, sized and
-    // aligned for a `Sock` (Lua aligns userdata for any C type), and
-    // written before Lua can see it; `gc` drops it. The class is only set
-    // as its metatable (which its `__metatable` field hides), never given
-    // to the program, so nothing writes it.
+    // (a leak of one reference: the socket stays open). The class is only
+    // set as a metatable (its `__metatable` field hides it), never given to
+    // the program, so nothing writes it.
+    // SAFETY: `L` is a process's state, room for two values checked; the
+    // userdata's block is fresh, sized and aligned for a `Sock` (Lua aligns
+    // userdata for any C type) and written before Lua sees it; `gc` drops it.
     unsafe {
         ffi::luaL_checkstack(L, 2, std::ptr::null());
         let p = ffi::lua_newuserdatauv(L, std::mem::size_of::<Sock>(), 1) as *mut Sock;
