@@ -203,7 +203,10 @@ impl Heap {
     /// Where the heap's blocks are, when they all lie in its first chunk:
     /// that chunk and what of it is in use (see [`Layout`]).
     pub(crate) fn layout(&self) -> Option<(*const u8, Layout)> {
-        if self.first.is_null() || !self.chunks.is_null() || self.large != 0 {
+        // (With no later chunk, `chunk_bytes` is the first one's length; a
+        // trim may have left the bump range in none, null.)
+        let in_first = (self.first as usize..=self.first as usize + self.chunk_bytes as usize).contains(&(self.bump as usize));
+        if self.first.is_null() || !self.chunks.is_null() || self.large != 0 || !in_first {
             return None;
         }
         let offset = |p: *mut u8| if p.is_null() { 0 } else { (p as usize - self.first as usize) as u32 + 1 };
