@@ -12,6 +12,29 @@ for _, x in ipairs({t, u}) do
   assert(debug.getmetatable(x) == "socket", "and so does debug.getmetatable")
   assert(not pcall(function() getmetatable(x).close = nil end))
 end
+-- Nor as a C function's temporary, which debug.getlocal reads: io.type
+-- holds a socket's class on its stack while it looks the registry up,
+-- and a registry with an __index sees that frame.
+io.type(t)
+local registry = debug.getregistry()
+local file_class = registry["FILE*"]
+registry["FILE*"] = nil
+local classes_seen, frames_read = 0, 0
+setmetatable(registry, {__index = function()
+  for level = 2, 3 do
+    for i = 1, 10 do
+      local name, v = debug.getlocal(level, i)
+      if not name then break end
+      frames_read = frames_read + 1
+      if type(v) == "table" and rawget(v, "__metatable") == "socket" then classes_seen = classes_seen + 1 end
+    end
+  end
+end})
+io.type(t)
+setmetatable(registry, nil)
+registry["FILE*"] = file_class
+assert(frames_read > 0, "the lookup's frames were read")
+assert(classes_seen == 0, "a socket's class reached a program through debug.getlocal")
 assert(t.receive and t.accept and not t.sendto, "TCP methods")
 assert(u.sendto and u.receivefrom and not u.accept, "UDP methods")
 assert(tostring(t):match("^tcp{master}: ") and tostring(u):match("^udp{unconnected}: "))

@@ -24,14 +24,25 @@
 ** [Synodic] Functions and tables every state of a node shares (frozen
 ** modules: crates/lua/csrc/shared.c). They are read-only: a change would
 ** be seen by every process. A function's upvalues cannot be set; a shared
-** table is a userdata's metatable, which debug.getmetatable hides as
-** getmetatable does (its '__metatable' field).
+** table is a userdata's metatable, which debug.getmetatable, and
+** debug.getlocal on a C function's temporaries, give as getmetatable does
+** (its '__metatable' field), so no program holds one.
 */
 #if defined(LUAI_SYNODIC)
 int synodic_is_frozen (const void *f);
 #else
 #define synodic_is_frozen(f)	0
 #endif
+
+/* [Synodic] The value on top, if it is a table the node shares, becomes
+** its '__metatable' field. */
+static void hidefrozen (lua_State *L) {
+  if (lua_istable(L, -1) && synodic_is_frozen(lua_topointer(L, -1))) {
+    lua_pushliteral(L, "__metatable");
+    lua_rawget(L, -2);
+    lua_remove(L, -2);
+  }
+}
 
 
 /*
@@ -63,11 +74,8 @@ static int db_getmetatable (lua_State *L) {
   if (!lua_getmetatable(L, 1)) {
     lua_pushnil(L);  /* no metatable */
   }
-  else if (synodic_is_frozen(lua_topointer(L, -1))) {  /* [Synodic] */
-    /* a metatable every state of the node shares: what getmetatable gives */
-    lua_pushliteral(L, "__metatable");
-    lua_rawget(L, -2);
-  }
+  else
+    hidefrozen(L);  /* [Synodic] */
   return 1;
 }
 
@@ -238,6 +246,7 @@ static int db_getlocal (lua_State *L) {
     name = lua_getlocal(L1, &ar, nvar);
     if (name) {
       lua_xmove(L1, L, 1);  /* move local value */
+      hidefrozen(L);  /* [Synodic] */
       lua_pushstring(L, name);  /* push name */
       lua_rotate(L, -2, 1);  /* re-order */
       return 2;

@@ -150,6 +150,7 @@ static int add_frozen (const void *p) {
 typedef struct Admitted {
   const void *p[MAX_FROZEN];
   int n;
+  lua_State *L;  /* the state being frozen, for its names */
 } Admitted;
 
 static int admitted (const Admitted *a, const void *p) {
@@ -187,7 +188,7 @@ static int shareable_closure (LClosure *cl, Admitted *a) {
 ** from getmetatable (and, for frozen tables, from debug.getmetatable).
 ** What Lua would write on a read is written now: the cache of absent
 ** metamethods in 'flags' (luaT_gettm), so nothing writes it later. */
-static int shareable_table (lua_State *L, Table *t, Admitted *a) {
+static int shareable_table (Table *t, Admitted *a) {
   unsigned int i;
   int e;
   if (is_frozen(t) || admitted(a, t)) return 1;
@@ -200,11 +201,9 @@ static int shareable_table (lua_State *L, Table *t, Admitted *a) {
     if (!keyisshrstr(n) || !shareable(gval(n), a, 1)) return 0;
   }
   for (e = TM_INDEX; e <= TM_EQ; e++)
-    luaT_gettm(t, cast(TMS, e), G(L)->tmname[e]);
+    luaT_gettm(t, cast(TMS, e), G(a->L)->tmname[e]);
   return 1;
 }
-
-static lua_State *freezing;  /* the state being frozen, for its names */
 
 /* Whether v may be shared; tables only where 'tables' (a module's field
 ** and what such a table holds), never in an upvalue, where the closure
@@ -219,7 +218,7 @@ static int shareable (const TValue *v, Admitted *a, int tables) {
     case LUA_VLCL:
       return shareable_closure(clLvalue(v), a);
     case LUA_VTABLE:
-      return tables && shareable_table(freezing, hvalue(v), a);
+      return tables && shareable_table(hvalue(v), a);
     default:
       return 0;
   }
@@ -237,7 +236,7 @@ int synodic_freezable (lua_State *L, int idx) {
   int j;
   Admitted a;
   a.n = 0;
-  freezing = L;
+  a.L = L;
   if (!ttistable(o)) return 0;
   t = hvalue(o);
   if (luaH_realasize(t) != 0 || t->metatable != NULL) return 0;  /* fields only */
