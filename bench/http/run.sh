@@ -195,6 +195,10 @@ fi
 if want memory; then
 echo "## memory: $idle idle keep-alive connections"
 echo
+# A fresh server: one that served the tables above gives back their
+# garbage meanwhile, and its resident memory would shrink under the count.
+[ -n "${syn_pid:-}" ] && syn_stop
+syn_start 2 spawn
 per=$(python3 - "$syn_port" "$idle" "$syn_pid" <<'EOF'
 import socket, sys, time, resource
 port, n, pid = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
