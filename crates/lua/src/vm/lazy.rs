@@ -256,7 +256,7 @@ pub(crate) fn string_metamethods() -> &'static [(Box<[u8]>, ffi::lua_CFunction)]
     // entries are copied out; an error there aborts (no protected call: see
     // `build_templates`), so nothing unwinds over `all`.
     M.get_or_init(|| unsafe {
-        let L = ffi::luaL_newstate();
+        let L = crate::vm::state::node_state();
         assert!(!L.is_null(), "cannot create the template Lua state");
         ffi::luaL_requiref(L, c"string".as_ptr(), ffi::luaopen_string, 0);
         push_bytes(L, b"");
