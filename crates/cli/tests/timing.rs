@@ -15,7 +15,7 @@ fn timing_scripts_one_at_a_time() {
         .filter_map(|e| e.unwrap().file_name().to_string_lossy().strip_suffix(".lua").map(str::to_string))
         .collect();
     names.sort();
-    assert_eq!(names, ["time_slice", "wakeup_latency"]);
+    assert_eq!(names, ["slice_after_idle", "time_slice", "wakeup_latency"]);
     for name in names {
         common::run_lua_script(&dir, &name);
     }

@@ -26,6 +26,11 @@
 //!    worker is running a process; see `netpoll`);
 //! 6. now and then, lets the payload cache forget memory it has kept too long.
 //!
+//! Once the pool has been quiet for a slice (every worker parked, no run,
+//! no work in sight) the monitor rests until a worker leaves its park, or
+//! at most [`REST_LONGEST`]: an idle node wakes ten times a second, not
+//! two thousand.
+//!
 //! So preemption costs nothing until a process actually overruns its slice.
 
 use std::collections::HashSet;
@@ -43,11 +48,14 @@ const PREEMPT_AFTER: u64 = SLICE_TICKS;
 /// A run is declared stuck once it has lasted this many ticks (10 ms with
 /// the default 2 ms slice): it did not yield to five preemption signals.
 const STUCK_AFTER: u64 = 5 * SLICE_TICKS;
-/// Ticks between trims of the payload cache and of the replicas kept a moment (half a second by default).
+/// Ticks' worth of time between trims of the payload cache and of the replicas kept a moment (half a second by default).
 const TRIM_EVERY: u64 = 1000;
 /// A stuck run is named once it has lasted this many ticks (a second with
 /// the default 2 ms slice).
 const WARN_AFTER: u64 = 500 * SLICE_TICKS;
+/// The longest rest of the monitor while the pool is quiet: its chores
+/// that do not wait for a run (the trims) come at least this often.
+const REST_LONGEST: Duration = Duration::from_millis(100);
 /// Stuck processes remembered, so each is named once.
 const WARNED_MAX: usize = 4096;
 
@@ -73,6 +81,7 @@ pub(crate) fn run<H: Host>(host: &H, signal: Option<libc::c_int>, slice: Duratio
     // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
     let mut next_tick = Instant::now();
+    let mut quiet_ticks = 0;
     while !sched.is_stopping() {
         next_tick += monitor.tick;
         let now = Instant::now();
@@ -82,6 +91,16 @@ pub(crate) fn run<H: Host>(host: &H, signal: Option<libc::c_int>, slice: Duratio
             next_tick = now; // far behind (a stopped machine): start afresh
         }
         monitor.step(host);
+        // A pool quiet for a whole slice lets the monitor rest until a
+        // worker wakes (see `Scheduler::rest`). The epoch stands still
+        // meanwhile: no run is under way to be timed by it.
+        quiet_ticks = if sched.quiet() { quiet_ticks + 1 } else { 0 };
+        if quiet_ticks >= SLICE_TICKS {
+            if sched.rest(REST_LONGEST) {
+                next_tick = Instant::now();
+            }
+            quiet_ticks = 0;
+        }
     }
     // What the host keeps may hold it: let go of it as it stops.
     host.trim(true);
@@ -100,11 +119,13 @@ struct Monitor {
     warned: HashSet<Pid>,
     /// Per worker slot: the run it watches since that run overran its slice.
     overruns: Vec<Option<Overrun>>,
+    /// When the last trim was (the monitor's start before the first).
+    trimmed_at: Option<Instant>,
 }
 
 impl Monitor {
     fn new(signal: Option<libc::c_int>, slice: Duration) -> Monitor {
-        Monitor { signal, tick: slice / SLICE_TICKS as u32, warned: HashSet::new(), overruns: Vec::new() }
+        Monitor { signal, tick: slice / SLICE_TICKS as u32, warned: HashSet::new(), overruns: Vec::new(), trimmed_at: None }
     }
 
     /// One tick: steps 1 to 6 of the module doc.
@@ -153,7 +174,12 @@ impl Monitor {
         }
         sched.nudge();
         sched.poll_unwatched();
-        if epoch.is_multiple_of(TRIM_EVERY) {
+        // By the clock, not the epoch, which stands still while the monitor rests.
+        let now = host.now();
+        // (Counted from the monitor's start, a tick before its first step.)
+        let last = *self.trimmed_at.get_or_insert_with(|| now.checked_sub(tick).unwrap_or(now));
+        if now.saturating_duration_since(last) >= tick * TRIM_EVERY as u32 {
+            self.trimmed_at = Some(now);
             crate::payload::trim();
             host.trim(false);
         }

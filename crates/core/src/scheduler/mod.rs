@@ -120,6 +120,10 @@ pub(crate) struct Scheduler {
     poll_token: AtomicBool,
     /// The token's holder waits in the poll: it is woken by an interrupt.
     poll_blocked: AtomicBool,
+    /// The monitor rests while the pool is quiet (see `rest`).
+    monitor_resting: AtomicBool,
+    rest_lock: Mutex<()>,
+    rest_wake: Condvar,
 }
 
 #[derive(Default)]
@@ -204,6 +208,9 @@ impl Scheduler {
             netpoll: OnceLock::new(),
             poll_token: AtomicBool::new(false),
             poll_blocked: AtomicBool::new(false),
+            monitor_resting: AtomicBool::new(false),
+            rest_lock: Mutex::new(()),
+            rest_wake: Condvar::new(),
         }
     }
 
@@ -375,8 +382,55 @@ impl Scheduler {
         }
     }
 
+    /// Whether the pool is quiet: every active worker parked (on the
+    /// condition variable or, one of them where the node reads a network,
+    /// in its poll), none spinning, no run in progress and no work in
+    /// sight. Nothing then needs the monitor: no run to preempt or declare
+    /// stuck, no one to wake, no network left unread.
+    pub(crate) fn quiet(&self) -> bool {
+        let polling = self.poll_blocked.load(SeqCst);
+        let parked = self.idle.load(SeqCst) + usize::from(polling);
+        self.spinning.load(SeqCst) == 0
+            && parked >= self.active.load(SeqCst)
+            && (polling || self.netpoll.get().is_none())
+            && self.started_slots().iter().all(|s| s.watch.current().is_none())
+            && !self.has_visible_work()
+    }
+
+    /// The monitor's rest: while the pool is quiet it sleeps until a worker
+    /// leaves its park (`rouse_monitor`) or `longest` has passed, instead of
+    /// ticking 2,000 times a second for nothing (an idle node's monitor took
+    /// 3.6% of a core). True if it rested.
+    ///
+    /// No wake-up is lost: the monitor sets `monitor_resting` and then reads
+    /// the parked counts; a worker leaving its park changes its count and
+    /// then reads `monitor_resting` (all sequentially consistent), so one of
+    /// them sees the other; and a worker that sees it takes `rest_lock`,
+    /// which the monitor holds until it is waiting.
+    pub(crate) fn rest(&self, longest: Duration) -> bool {
+        let mut guard = self.rest_lock.lock();
+        self.monitor_resting.store(true, SeqCst);
+        let quiet = self.quiet() && !self.is_stopping();
+        if quiet {
+            self.rest_wake.wait_for(&mut guard, longest);
+        }
+        self.monitor_resting.store(false, SeqCst);
+        quiet
+    }
+
+    /// A worker leaving its park wakes the monitor if it rests: a run may
+    /// start, and runs are what the monitor watches. (The slow path only:
+    /// a worker that never parked never rested the monitor.)
+    fn rouse_monitor(&self) {
+        if self.monitor_resting.load(SeqCst) {
+            let _guard = self.rest_lock.lock();
+            self.rest_wake.notify_one();
+        }
+    }
+
     pub(crate) fn stop(&self) {
         self.stopping.store(true, SeqCst);
+        self.rouse_monitor();
         if let Some(net) = self.netpoll.get() {
             net.interrupt();
         }

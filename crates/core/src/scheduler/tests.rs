@@ -294,3 +294,51 @@ fn an_idle_worker_steals_the_queue_of_a_busy_one() {
     });
     assert!(all_ran_while_a_held.load(SeqCst), "the ten ran on the other worker while A held its own");
 }
+
+#[test]
+fn the_monitors_rest_ends_when_a_worker_leaves_its_park() {
+    // One worker, nothing to run: once it has parked the pool is quiet and
+    // the monitor may rest. Work from outside wakes the worker, and the
+    // worker wakes the resting monitor long before its rest would end.
+    let host = host(1, |_, _| false);
+    let procs = processes(1);
+    with_workers(host.clone(), 1, |h| {
+        await_until("the worker parks", || h.sched.quiet());
+        let resting = std::thread::scope(|scope| {
+            let rest = scope.spawn(|| {
+                let began = Instant::now();
+                (h.sched.rest(LIMIT * 10), began.elapsed())
+            });
+            await_until("the monitor rests", || h.sched.monitor_resting.load(SeqCst));
+            h.sched.schedule(procs[0]);
+            rest.join().expect("the resting thread ends")
+        });
+        assert!(resting.0, "a quiet pool lets the monitor rest");
+        assert!(resting.1 < LIMIT, "the rest ended when the worker woke, not at its end ({:?})", resting.1);
+        await_done(h, 1, "the process that woke the worker");
+    });
+}
+
+#[test]
+fn the_monitor_does_not_rest_while_a_run_is_under_way() {
+    // The one process holds its worker until the test has seen that the
+    // monitor would not rest.
+    let seen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let release = seen.clone();
+    let host = host_with(
+        1,
+        Box::new(move |_, _, _| {
+            await_until("the test looks at the pool", || release.load(SeqCst));
+            false
+        }),
+    );
+    let procs = processes(1);
+    with_workers(host.clone(), 1, |h| {
+        h.sched.schedule(procs[0]);
+        await_until("the run starts", || h.sched.started_slots()[0].watch.current().is_some());
+        assert!(!h.sched.quiet(), "a pool with a run under way is not quiet");
+        assert!(!h.sched.rest(LIMIT), "the monitor does not rest beside a run");
+        seen.store(true, SeqCst);
+        await_done(h, 1, "the run");
+    });
+}

@@ -254,6 +254,7 @@ impl Scheduler {
                 net.flush();
             }
             self.poll_blocked.store(false, SeqCst);
+            self.rouse_monitor();
             return;
         }
         let mut guard = self.park_lock.lock();
@@ -263,6 +264,8 @@ impl Scheduler {
             self.unpark.wait(&mut guard);
         }
         self.idle.fetch_sub(1, SeqCst);
+        drop(guard);
+        self.rouse_monitor();
     }
 }
 
