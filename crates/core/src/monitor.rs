@@ -26,10 +26,10 @@
 //!    worker is running a process; see `netpoll`);
 //! 6. now and then, lets the payload cache forget memory it has kept too long.
 //!
-//! Once the pool has been quiet for a slice (every worker parked, no run,
-//! no work in sight) the monitor rests until a worker leaves its park, or
-//! at most [`REST_LONGEST`]: an idle node wakes ten times a second, not
-//! two thousand.
+//! Once the pool has been found quiet at every tick for [`REST_AFTER`]
+//! ticks (every worker parked, no run, no work in sight) the monitor rests
+//! until a worker leaves its park, [`REST_LONGEST`] at a time: an idle
+//! node wakes ten times a second, not two thousand.
 //!
 //! So preemption costs nothing until a process actually overruns its slice.
 
@@ -53,6 +53,11 @@ const TRIM_EVERY: u64 = 1000;
 /// A stuck run is named once it has lasted this many ticks (a second with
 /// the default 2 ms slice).
 const WARN_AFTER: u64 = 500 * SLICE_TICKS;
+/// Ticks the pool must be found quiet at, in a row, before the monitor
+/// rests (50 ms with the default 2 ms slice): a pool that parks between
+/// the messages of a conversation is not idle, and waking a resting
+/// monitor would cost each message a futex wake-up.
+const REST_AFTER: u64 = 100;
 /// The longest rest of the monitor while the pool is quiet: its chores
 /// that do not wait for a run (the trims) come at least this often.
 const REST_LONGEST: Duration = Duration::from_millis(100);
@@ -91,14 +96,16 @@ pub(crate) fn run<H: Host>(host: &H, signal: Option<libc::c_int>, slice: Duratio
             next_tick = now; // far behind (a stopped machine): start afresh
         }
         monitor.step(host);
-        // A pool quiet for a whole slice lets the monitor rest until a
-        // worker wakes (see `Scheduler::rest`). The epoch stands still
-        // meanwhile: no run is under way to be timed by it.
+        // A pool found quiet at every tick for a while lets the monitor
+        // rest until a worker wakes (see `Scheduler::rest`), for as long as
+        // it stays quiet. The epoch stands still meanwhile (but for a step
+        // between rests, for the trims): no run is under way to be timed.
         quiet_ticks = if sched.quiet() { quiet_ticks + 1 } else { 0 };
-        if quiet_ticks >= SLICE_TICKS {
-            if sched.rest(REST_LONGEST) {
-                next_tick = Instant::now();
+        if quiet_ticks >= REST_AFTER {
+            while sched.rest(REST_LONGEST) && sched.quiet() && !sched.is_stopping() {
+                monitor.step(host);
             }
+            next_tick = Instant::now();
             quiet_ticks = 0;
         }
     }
