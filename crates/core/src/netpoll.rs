@@ -49,6 +49,14 @@ pub trait Netpoll: Send + Sync {
     fn fd(&self) -> Option<std::os::fd::RawFd> {
         None
     }
+
+    /// Whether a thread of the transport is writing what the workers left
+    /// (a long message going out): a spinning worker then keeps its core
+    /// rather than yield it to that thread for a whole time slice of the
+    /// kernel's (see the scheduler's `spin`).
+    fn writing_behind(&self) -> bool {
+        false
+    }
 }
 
 thread_local! {

@@ -250,6 +250,10 @@ impl Netpoll for Netpoller {
             source.flush();
         }
     }
+
+    fn writing_behind(&self) -> bool {
+        self.0.sockets().source.get().is_some_and(|s| s.writing_behind())
+    }
 }
 
 #[cfg(test)]

@@ -196,6 +196,7 @@ impl Scheduler {
         self.spinning.fetch_add(1, SeqCst);
         let net = self.netpoll.get();
         let mut start = Instant::now();
+        let mut yielded = false;
         let found = loop {
             let idle_work = match net {
                 Some(net) if self.hold_poll_token(local) => {
@@ -208,13 +209,19 @@ impl Scheduler {
                     } else if crate::idle::piece() {
                         true
                     } else {
-                        // Nothing came: the processor goes to whoever waits
-                        // for it meanwhile (on a machine with as many nodes
-                        // as cores, the other node's thread that will send
-                        // what this one waits for). A remote round trip
-                        // 24.5 -> 18.0 us on two nodes of a 2-core VM; a
-                        // spinner without the token yielding too was slower.
-                        std::thread::yield_now();
+                        // Nothing came: the processor goes, once, to
+                        // whoever waits for it (on a machine with as many
+                        // nodes as cores, often the other node's thread
+                        // that will send what this one waits for: a remote
+                        // round trip 22 -> 16 us on a 2-core VM). Not to a
+                        // long write of the transport's: that would keep
+                        // the core for a slice while replies wait.
+                        if !yielded {
+                            yielded = true;
+                            if !net.writing_behind() {
+                                std::thread::yield_now();
+                            }
+                        }
                         false
                     }
                 }

@@ -41,6 +41,10 @@ impl Netpoll for Cluster {
     fn fd(&self) -> Option<std::os::fd::RawFd> {
         Some(self.inner.poller.fd())
     }
+
+    fn writing_behind(&self) -> bool {
+        link::writing_behind()
+    }
 }
 
 impl Transport for Cluster {

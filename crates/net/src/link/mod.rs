@@ -77,6 +77,17 @@ pub(crate) struct Link {
     pub(crate) ended: AtomicBool,
     /// Bytes written to the socket so far (sealed records).
     pub(crate) sent: std::sync::atomic::AtomicU64,
+    /// The writer task has what a flush left to write (see `writing_behind`).
+    behind: AtomicBool,
+}
+
+/// Links whose writer task writes what a scheduler thread left.
+static WRITING_BEHIND: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Whether some link's writer task, on the I/O thread, is writing a long
+/// message that a flush left it (`Netpoll::writing_behind`).
+pub(crate) fn writing_behind() -> bool {
+    WRITING_BEHIND.load(Relaxed) > 0
 }
 
 
@@ -118,6 +129,7 @@ impl Link {
             theirs: Mutex::new(HashMap::new()),
             ended: AtomicBool::new(false),
             sent: std::sync::atomic::AtomicU64::new(0),
+            behind: AtomicBool::new(false),
         });
         tokio::spawn(link.clone().write_task(writer));
         Ok(link)

@@ -20,7 +20,19 @@ impl Link {
     /// takes the rest.
     pub(crate) fn flush(&self) {
         if self.write_out(FLUSH_BUDGET) == Wrote::Stopped {
+            self.set_behind(true);
             self.wake.notify_one();
+        }
+    }
+
+    /// Counts the link among those whose writer task writes what a flush
+    /// left, or no longer (`link::writing_behind`).
+    fn set_behind(&self, on: bool) {
+        if self.behind.swap(on, Relaxed) != on {
+            match on {
+                true => super::WRITING_BEHIND.fetch_add(1, Relaxed),
+                false => super::WRITING_BEHIND.fetch_sub(1, Relaxed),
+            };
         }
     }
 
@@ -147,6 +159,7 @@ impl Link {
             match self.write_out(usize::MAX) {
                 Wrote::Stopped => ready.clear_ready(),
                 Wrote::Done | Wrote::Busy => {
+                    self.set_behind(false);
                     drop(ready);
                     let draining = {
                         let out = self.outbox.lock();
@@ -164,6 +177,7 @@ impl Link {
                 Wrote::Failed => break,
             }
         }
+        self.set_behind(false);
         self.close();
     }
 }
