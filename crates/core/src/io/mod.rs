@@ -4,7 +4,7 @@
 //! links (`netpoll`): one netpoller per node, so a socket becoming ready
 //! costs one wake-up, of the process that waits on it.
 //!
-//! - [`poller`]: epoll and an eventfd, one-shot registrations;
+//! - [`poller`]: epoll and an eventfd; links level-triggered, sockets edge-triggered;
 //! - [`SocketCell`]: a socket's descriptor, shared by the handles that
 //!   processes hold on it;
 //! - [`Sockets`]: who waits on which descriptor, for reading or writing,

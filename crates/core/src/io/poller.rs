@@ -5,10 +5,12 @@
 //! The cluster's links and the processes' sockets (`crate::io`) each have
 //! one.
 //!
-//! A link is registered one-shot: one reader at a time gets its
-//! readiness, reads, and re-arms it. Re-arming reports it again at once if
-//! it is still ready, so a reader may stop after a budget and let others
-//! have their turn. A process's socket is registered once, edge-triggered
+//! A link is registered level-triggered: only the holder of the
+//! scheduler's poll token waits on the links' poller, so nobody else is
+//! told, and a link is reported at every wait while it has bytes: a reader
+//! may stop after a budget and let others have their turn, and nothing
+//! is re-armed after a read (it was one-shot, with an `epoll_ctl` after
+//! every message read). A process's socket is registered once, edge-triggered
 //! (`watch_edges`): its waiters keep what an edge said (`io::sockets`), so
 //! waiting on it never costs a system call of its own.
 
@@ -37,15 +39,11 @@ impl Poller {
         Ok(poller)
     }
 
-    /// Watches `fd` for bytes to read (or its closing), reported with `token`.
+    /// Watches `fd` for bytes to read (or its closing), level-triggered:
+    /// reported with `token` at every wait while it has any (see the
+    /// module's doc: for a poller only one thread at a time waits on).
     pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
-        self.ctl(libc::EPOLL_CTL_ADD, fd, token, Self::READ)
-    }
-
-    /// Reports `fd` again once it has bytes to read (at once if it has).
-    pub fn rearm(&self, fd: RawFd, token: u64) {
-        // An error means the link was removed meanwhile: nothing to report.
-        let _ = self.ctl(libc::EPOLL_CTL_MOD, fd, token, Self::READ);
+        self.ctl(libc::EPOLL_CTL_ADD, fd, token, (libc::EPOLLIN | libc::EPOLLRDHUP) as u32)
     }
 
     /// Watches `fd` for good, edge-triggered: reported with `token` each
@@ -104,7 +102,6 @@ impl Poller {
         unsafe { libc::write(self.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
     }
 
-    const READ: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLONESHOT) as u32;
 
     fn ctl(&self, op: libc::c_int, fd: RawFd, token: u64, events: u32) -> io::Result<()> {
         let mut event = libc::epoll_event { events, u64: token };
@@ -128,24 +125,28 @@ mod tests {
     use std::os::unix::net::UnixStream;
 
     #[test]
-    fn a_link_is_reported_once_until_rearmed() {
+    fn a_link_is_reported_at_every_wait_while_it_has_bytes() {
         let poller = Poller::new().unwrap();
-        let (mut a, b) = UnixStream::pair().unwrap();
+        let (mut a, mut b) = UnixStream::pair().unwrap();
         poller.add(b.as_raw_fd(), 7).unwrap();
         let mut ready = Vec::new();
         poller.wait(false, &mut ready);
         assert!(ready.is_empty());
-        a.write_all(b"x").unwrap();
+        a.write_all(b"xy").unwrap();
         poller.wait(true, &mut ready);
         assert_eq!(ready, [7]);
         ready.clear();
         poller.wait(false, &mut ready);
-        assert!(ready.is_empty(), "one-shot: not reported again before rearm");
-        poller.rearm(b.as_raw_fd(), 7);
+        assert_eq!(ready, [7], "bytes left: reported again, with nothing re-armed");
+        ready.clear();
+        let mut two = [0u8; 2];
+        std::io::Read::read_exact(&mut b, &mut two).unwrap();
         poller.wait(false, &mut ready);
-        assert_eq!(ready, [7], "bytes left: reported again at once");
+        assert!(ready.is_empty(), "all read: not reported");
         poller.remove(b.as_raw_fd());
-        poller.rearm(b.as_raw_fd(), 7);
+        a.write_all(b"z").unwrap();
+        poller.wait(false, &mut ready);
+        assert!(ready.is_empty(), "removed: never reported");
     }
 
     #[test]

@@ -112,18 +112,17 @@ impl Cluster {
         }
         // What arrived with the handshake's last bytes is read now: the
         // poller reports only what arrives from here on.
-        self.read_link(&link, false);
+        self.read_link(&link);
         Ok(peer)
     }
 
-    /// Reads what has arrived on `link`, up to a budget, and delivers it;
-    /// `rearm`: the caller was told by the poller, which must watch the
-    /// link again. True when the budget ended the read (more may wait).
-    pub(super) fn read_link(&self, link: &Arc<Link>, rearm: bool) -> bool {
+    /// Reads what has arrived on `link`, up to a budget, and delivers it.
+    /// True when the budget ended the read (more may wait; the poller
+    /// reports the link again at its next wait).
+    pub(super) fn read_link(&self, link: &Arc<Link>) -> bool {
         let drained = link.drain(&mut |frame, shared| self.receive(link, frame, shared));
         let more = matches!(drained, Ok(Drained::Budget));
         match drained {
-            Ok(Drained::Open | Drained::Budget) if rearm => self.inner.poller.rearm(link.fd(), link.token),
             Ok(Drained::Open | Drained::Budget) => {}
             Ok(Drained::Closed) => self.end(link),
             Err(e) => {

@@ -24,7 +24,7 @@ impl Netpoll for Cluster {
         for token in &ready {
             let link = self.inner.reading.lock().get(token).cloned();
             if let Some(link) = link {
-                self.read_link(&link, true);
+                self.read_link(&link);
             }
         }
         !ready.is_empty()

@@ -94,7 +94,7 @@ impl Cluster {
                     for link in gone {
                         // What it sent before it left, if it did, is read
                         // first: all of it, not one budget's worth.
-                        while self.read_link(&link, false) {}
+                        while self.read_link(&link) {}
                         self.end(&link);
                     }
                     // Gone for good, as far as this node knows: its alias may
