@@ -8,7 +8,10 @@
 //! Who reads, step by step:
 //!
 //! 1. One thread at a time holds the *poll token*. A worker out of work takes
-//!    it if it is free, and polls without waiting while it spins.
+//!    it if it is free, and polls without waiting while it spins (giving
+//!    its core away once, at the first poll that finds nothing, unless
+//!    [`Netpoll::writing_behind`]: the peer that will answer may be
+//!    waiting for that core).
 //! 2. If the worker still finds nothing it parks *in the poll* (it waits in
 //!    `poll(true)`), keeping the token; other idle workers park as usual.
 //!    Waking it is [`Netpoll::interrupt`].

@@ -40,9 +40,10 @@
 //! sleeping pool.
 //!
 //! On a node of a cluster, one worker out of work also reads the network
-//! while it spins, yielding the processor after each poll that found
-//! nothing, and parks in the network poll rather than on the condition
-//! variable (see `netpoll`).
+//! while it spins, yielding the processor once, at the first poll that
+//! finds nothing, unless the transport is writing a long message
+//! (`Netpoll::writing_behind`), and parks in the network poll rather than
+//! on the condition variable (see `netpoll`).
 //!
 //! **Stuck workers.** A process that cannot yield (a busy loop in a callback
 //! of a C function, a C function that blocks) holds its worker's thread. As

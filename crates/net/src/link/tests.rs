@@ -1,7 +1,8 @@
 //! Two links over a loopback TCP connection, without a cluster: frames
 //! queued on one come out of the other in order, sealed and opened; pids
 //! are named by alias as announced; flow control slows senders and lets
-//! them go; a closed link takes nothing. Waits are for the socket to be
+//! them go; a closed link takes nothing; a long message left to the
+//! writer task counts as written behind until it is. Waits are for the socket to be
 //! readable (poll), bounded; nothing sleeps.
 
 use std::net::{TcpListener, TcpStream};
@@ -214,4 +215,31 @@ fn small_parcels_go_among_frames_and_keep_their_order_behind_a_long_one() {
     let parcels: Vec<_> = got.iter().filter(|(kind, _)| *kind != 43).cloned().collect();
     assert_eq!(parcels, vec![(40, vec![(1, 3)]), (41, vec![(2, 3 * crate::frame::PART)]), (42, vec![(3, 3)])]);
     assert!(got.contains(&(43, vec![])), "{got:?}");
+}
+
+#[test]
+fn a_long_message_left_to_the_writer_task_counts_as_writing_behind_until_written() {
+    let p = pair();
+    // 16 MiB that b does not read yet: the socket fills, and a flush that
+    // finds it full leaves the rest to the writer task.
+    let len = 16 << 20;
+    let payload: synodic_core::Attachment = Arc::new(synodic_core::payload::Payload::from(vec![5u8; len]));
+    let mut w = Writer::message(1);
+    w.int(5);
+    assert!(p.here.push_service(Outgoing::carrying(40, Vec::new(), Message::with_attachments(w.finish_small(), vec![payload]))));
+    assert!(!p.here.behind.load(Relaxed), "queued, nothing left behind yet");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(LIMIT_MS as u64);
+    // (The writer task may be writing itself when a flush comes: that
+    // flush leaves nothing. Once the socket is full, one does.)
+    while !p.here.behind.load(Relaxed) {
+        assert!(std::time::Instant::now() < deadline, "no flush left the message to the writer task");
+        p.here.flush();
+        std::thread::yield_now();
+    }
+    assert!(writing_behind(), "the node knows a writer task writes behind");
+    assert_eq!(read(&p.there, 1).len(), 1, "the message came whole");
+    while p.here.behind.load(Relaxed) {
+        assert!(std::time::Instant::now() < deadline, "the writer task still counts as writing after it wrote all");
+        std::thread::yield_now();
+    }
 }
