@@ -278,7 +278,8 @@ local function prepare(code)
     for proc, f in pairs(code.persist) do persist(st, proc, f) end
     if st[ORDER] then sort(st[ORDER], by_name) end
   end
-  registry()[RUNNING] = st
+  local reg = registry()
+  reg[RUNNING], reg["synodic.stats"] = st, stats
   return st
 end
 loop.prepare = prepare
@@ -294,7 +295,6 @@ function loop.main(st, own, parent, r)
   local self = st[SELF]
   st[ID], self.id, st[STARTED] = id, id, clock()
   set_role("entity")
-  registry()["synodic.stats"] = stats
   local name, args
   if own ~= nil then
     name, args = own.name, own.args
