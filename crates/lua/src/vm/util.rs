@@ -254,6 +254,41 @@ pub(crate) unsafe fn start_deadline(L: *mut ffi::lua_State, timeout: Option<Dura
     }
 }
 
+/// Bit of a context's `deadline` marking a timeout not started yet (the
+/// rest of it, in nanoseconds): see [`defer_deadline`].
+const DEFERRED: u64 = 1 << 63;
+
+/// As [`start_deadline`], for a call that often finds what it waits for
+/// without blocking (a receive): the clock is read and the timer armed only
+/// when it first blocks ([`may_block`]). A call that a reply wakes (a
+/// synchronous call's receive) then reads the clock once, not twice.
+#[inline]
+pub(crate) unsafe fn defer_deadline(L: *mut ffi::lua_State, timeout: Option<Duration>) {
+    // SAFETY: `L` is a running process's state (lib.rs invariant 1), with a
+    // context entered for this resume.
+    let c = unsafe { ctx(L) };
+    // At most 1e9 s (`opt_seconds`): the nanoseconds fit under the bit.
+    c.deadline = timeout.and_then(|t| std::num::NonZeroU64::new(DEFERRED | (t.as_nanos() as u64).min(DEFERRED - 1)));
+}
+
+/// Before a call with a deadline blocks: false when the deadline has
+/// passed (it must return instead); a deferred deadline starts now.
+#[inline]
+pub(crate) unsafe fn may_block(L: *mut ffi::lua_State) -> bool {
+    // SAFETY: `L` is a running process's state (lib.rs invariant 1), with a context.
+    let deadline = unsafe { ctx(L) }.deadline;
+    match deadline.map(|d| d.get()) {
+        Some(d) if d & DEFERRED != 0 => {
+            let timeout = Duration::from_nanos(d & !DEFERRED);
+            // SAFETY: as above.
+            unsafe { start_deadline(L, (!timeout.is_zero()).then_some(timeout)) };
+            !timeout.is_zero()
+        }
+        // SAFETY: as above.
+        _ => !unsafe { deadline_passed(L) },
+    }
+}
+
 pub(crate) unsafe fn deadline_passed(L: *mut ffi::lua_State) -> bool {
     // SAFETY: `L` is a running process's state (lib.rs invariant 1), with a context.
     let c = unsafe { ctx(L) };

@@ -201,7 +201,7 @@ pub(super) unsafe extern "C-unwind" fn receive_match(L: *mut ffi::lua_State) -> 
         };
         ctx(L).rt().flush_queued();
         ffi::lua_settop(L, 2);
-        start_deadline(L, timeout);
+        defer_deadline(L, timeout);
         match_k(L, ffi::LUA_OK, 0)
     }
 }
@@ -218,7 +218,7 @@ unsafe extern "C-unwind" fn match_k(L: *mut ffi::lua_State, _status: c_int, curs
                 if wait::take_withdrawn(L) {
                     return wait::cannot_block(L, "receive_match");
                 }
-                if deadline_passed(L) {
+                if !may_block(L) {
                     return 0;
                 }
                 block_on_mailbox(L, match_k, next as ffi::lua_KContext, "receive_match")
