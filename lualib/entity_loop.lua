@@ -76,7 +76,8 @@ local ID <const>, NAME <const>, ERRORS <const>, SELF <const> = 5, 6, 7, 8
 -- procedure, and their names in the order they run), the seconds between
 -- frames (false: no frame rate) and its `init` (false: none).
 local METHODS <const>, PROCS <const>, ORDER <const>, PERIOD <const>, INIT <const> = 9, 10, 11, 12, 13
--- when it started (its clock), for the dashboard's frame rate.
+-- when its frames began (its clock; false: none yet), for the dashboard's
+-- frame rate.
 local STARTED <const> = 14
 
 -- The tags and `st`'s slots by name, for callers (`synodic.entity`). A
@@ -238,7 +239,10 @@ local function run(st)
     if no_procedures(st) then
       serve(st, true)
     else
-      next_frame = next_frame or clock()
+      if not next_frame then
+        next_frame = clock()
+        st[STARTED] = next_frame
+      end
       serve(st, nil)
       frame(st)
       local period = st[PERIOD]
@@ -257,7 +261,7 @@ local function by_name(a, b) return tostring(a) < tostring(b) end
 local function stats()
   local st = registry()[RUNNING]
   local frames, period = st[SELF].frame, st[PERIOD]
-  local took = clock() - st[STARTED]
+  local took = st[STARTED] and clock() - st[STARTED] or 0
   return format("entity %s: %d frames, %.1f frames/s%s", tostring(st[NAME] or st[ID]), frames, took > 0 and frames / took or 0,
     period and format(" (rate %.1f/s)", 1 / period) or "")
 end
@@ -293,7 +297,7 @@ function loop.main(st, own, parent, r)
   if st[DOING] == nil then st = prepare(st) end
   local id = self_pid()
   local self = st[SELF]
-  st[ID], self.id, st[STARTED] = id, id, clock()
+  st[ID], self.id = id, id
   set_role("entity")
   local name, args
   if own ~= nil then
