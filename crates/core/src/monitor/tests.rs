@@ -253,6 +253,21 @@ fn a_run_that_does_not_yield_is_signalled_again_once_a_slice_not_every_tick() {
 }
 
 #[test]
+fn a_worker_declared_stuck_is_signalled_once_more_so_its_next_process_is_rescued() {
+    // The handler moves a worker's "next" process out only once the worker
+    // is stuck; the monitor may rest from the next tick on, so it signals
+    // the worker again as it declares it stuck, whatever the slice's count.
+    let host = FakeHost::new(1);
+    host.start_run(0, processes(1)[0]);
+    let mut t = Ticker::new(Some(SIGNAL));
+    t.until(&host, STUCK_AFTER - 1, Doing::Computing);
+    let before = host.signal_count(0);
+    t.tick(&host, Doing::Computing);
+    assert!(host.is_stuck(0));
+    assert_eq!(host.signal_count(0), before + 2, "the slice's signal, then one as it is declared stuck");
+}
+
+#[test]
 fn a_run_that_yields_in_time_is_never_signalled_and_the_next_one_counts_afresh() {
     let host = FakeHost::new(1);
     let p = processes(2);

@@ -52,6 +52,13 @@ impl Process {
         self.flags.load(Relaxed) & (OVER_LIMIT | PROBED | KILLED) != 0
     }
 
+    /// Whether anything is asked of the process that its next preemption
+    /// answers (to end, to be interrupted, to be described): a monitor does
+    /// not rest beside its run (`Scheduler::quiet`).
+    pub(crate) fn awaits_preemption(&self) -> bool {
+        self.flags.load(Relaxed) & (OVER_LIMIT | PROBED | KILLED | INTERRUPTED) != 0
+    }
+
     /// Kills the process if `pid` is its tenant (the first reason given
     /// stands): it ends before it next runs (the caller wakes it). False
     /// when `pid` is no longer here.

@@ -104,6 +104,9 @@ impl Runtime {
                     return false;
                 }
                 self.wake(slot);
+                // A run in C code ends at its next preemption: the monitor
+                // may be resting beside it (see `Scheduler::quiet`).
+                self.scheduler().rouse_monitor();
                 true
             }
             Route::Elsewhere(node) => self.service::<Links>().kill(self, node, target, &reason),
@@ -118,6 +121,7 @@ impl Runtime {
     pub fn interrupt(&self, target: Pid) -> bool {
         let Some(slot) = self.live(target).filter(|slot| slot.interrupt(target)) else { return false };
         self.wake(slot);
+        self.scheduler().rouse_monitor();
         true
     }
 

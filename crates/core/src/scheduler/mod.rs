@@ -386,17 +386,26 @@ impl Scheduler {
 
     /// Whether the pool is quiet: every active worker parked (on the
     /// condition variable or, one of them where the node reads a network,
-    /// in its poll), none spinning, no run in progress and no work in
-    /// sight. Nothing then needs the monitor: no run to preempt or declare
-    /// stuck, no one to wake, no network left unread.
+    /// in its poll), none spinning, no run in progress but runs declared
+    /// stuck (a spare stands in for each) that nothing is asked of (a kill
+    /// waits for the run's next preemption, which the monitor's signal
+    /// brings), and no work in sight. Nothing
+    /// then needs the monitor: no run to preempt or declare stuck, no one
+    /// to wake, no network left unread.
     pub(crate) fn quiet(&self) -> bool {
         let polling = self.poll_blocked.load(SeqCst);
         let parked = self.idle.load(SeqCst) + usize::from(polling);
         self.spinning.load(SeqCst) == 0
             && parked >= self.active.load(SeqCst)
             && (polling || self.netpoll.get().is_none())
-            && self.started_slots().iter().all(|s| s.watch.current().is_none())
+            && self.started_slots().iter().all(|s| s.watch.current().is_none_or(|(p, _)| s.watch.stuck.load(SeqCst) && !p.awaits_preemption()))
             && !self.has_visible_work()
+    }
+
+    /// Whether a worker's run is declared stuck (in C code, a spare in its
+    /// place): the monitor may rest at once (see `monitor`).
+    pub(crate) fn has_stuck(&self) -> bool {
+        self.started_slots().iter().any(|s| s.watch.stuck.load(SeqCst))
     }
 
     /// The monitor's rest: while the pool is quiet it sleeps until a worker
@@ -420,10 +429,11 @@ impl Scheduler {
         quiet
     }
 
-    /// A worker leaving its park wakes the monitor if it rests: a run may
-    /// start, and runs are what the monitor watches. (The slow path only:
-    /// a worker that never parked never rested the monitor.)
-    fn rouse_monitor(&self) {
+    /// A worker leaving its park, or coming back from a stuck run, wakes
+    /// the monitor if it rests: a run may start, and runs are what the
+    /// monitor watches. (The slow paths only: a worker that never parked
+    /// or stuck never rested the monitor.)
+    pub(crate) fn rouse_monitor(&self) {
         if self.monitor_resting.load(SeqCst) {
             let _guard = self.rest_lock.lock();
             self.rest_wake.notify_one();

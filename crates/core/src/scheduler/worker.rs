@@ -117,7 +117,9 @@ impl Scheduler {
     pub(super) fn rejoin(&self, local: &Local) {
         // SAFETY: the slot of this worker.
         let slot = unsafe { &*local.slot };
-        slot.watch.stuck.store(false, Relaxed);
+        // (Sequentially consistent against the monitor's rest: `quiet`.)
+        slot.watch.stuck.store(false, SeqCst);
+        self.rouse_monitor();
         if self.active.fetch_add(1, AcqRel) < self.target {
             return;
         }

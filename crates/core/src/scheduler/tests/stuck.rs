@@ -292,3 +292,46 @@ fn a_parked_spare_is_woken_to_stand_in_before_any_new_thread_is_started() {
         assert_eq!(h.done.load(SeqCst), 4);
     });
 }
+
+#[test]
+fn a_pool_quiet_but_for_a_stuck_run_lets_the_monitor_rest_until_the_stuck_worker_comes_back() {
+    // A holds its worker (as a C function computing would). Declared stuck,
+    // with a thread standing in that finds nothing to do, the pool is quiet:
+    // the monitor may rest, and A's return ends the rest at once (its next
+    // run must be watched).
+    let procs = processes(1);
+    let a = procs[0];
+    let gate = Arc::new(Gate::default());
+    let held = gate.clone();
+    let host = host_with(
+        1,
+        Box::new(move |_, p, _| {
+            if std::ptr::eq(p, a) {
+                assert!(held.pass(), "the test opens the gate");
+            }
+            false
+        }),
+    );
+    with_workers(host.clone(), 1, |h| {
+        h.sched.schedule(a);
+        await_until("A holds its worker", || gate.has_someone_waiting());
+        assert!(!h.sched.quiet(), "a run under way, not declared stuck: not quiet");
+        declare_stuck(&h.sched, worker_of(&h.sched, a).expect("A runs"));
+        stand_in(h);
+        await_until("the thread standing in parks", || h.sched.quiet());
+        assert!(h.sched.has_stuck());
+        let resting = std::thread::scope(|scope| {
+            let rest = scope.spawn(|| {
+                let began = Instant::now();
+                (h.sched.rest(LIMIT * 10), began.elapsed())
+            });
+            await_until("the monitor rests", || h.sched.monitor_resting.load(SeqCst));
+            gate.open();
+            rest.join().expect("the resting thread ends")
+        });
+        assert!(resting.0, "quiet but for a stuck run: the monitor rests");
+        assert!(resting.1 < LIMIT, "the stuck worker's return ended the rest ({:?})", resting.1);
+        await_done(h, 1, "A");
+        assert!(!h.sched.has_stuck());
+    });
+}
