@@ -82,7 +82,7 @@ seconds() { grep -o '[0-9.]* s\(,\|$\)' | grep -o '^[0-9.]*'; }
 program() { case "$1" in nbody) echo "$src/nbody.lua" ;; volume) echo "$vsrc/volume.lua" ;; esac; }
 mpi_program() { echo "$work/$1_mpi"; }
 # syn APP NODES ARGS...: Synodic on NODES nodes of this machine.
-syn() { local app=$1 np=$2; shift 2; "$synodic" run --workers 1 --nodes "$np" --cookie-file "$work/cookie" "$(program "$app")" "$@" 2>"$work/run.err" | seconds; }
+syn() { local app=$1 np=$2; shift 2; "$synodic" run --workers 1 --bind --nodes "$np" --cookie-file "$work/cookie" "$(program "$app")" "$@" 2>"$work/run.err" | seconds; }
 mpi_tcp() { local app=$1 np=$2; shift 2; mpirun --oversubscribe --mca btl self,tcp --mca btl_tcp_if_include lo -np "$np" "$(mpi_program "$app")" "$@" 2>"$work/run.err" | seconds; }
 mpi_shm() { local app=$1 np=$2; shift 2; mpirun --oversubscribe -np "$np" "$(mpi_program "$app")" "$@" 2>"$work/run.err" | seconds; }
 

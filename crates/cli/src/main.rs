@@ -4,6 +4,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod alloc;
+mod bind;
 mod console;
 mod launch;
 mod logging;
@@ -71,6 +72,12 @@ struct RunArgs {
     /// The program spreads its work with spawn_on.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=256))]
     nodes: u16,
+    /// With --nodes: bind each node to a share of this machine's
+    /// processors, as mpirun binds its ranks (none when there are more
+    /// nodes than processors); a node then runs one worker per processor
+    /// of its share unless --workers says otherwise.
+    #[arg(long)]
+    bind: bool,
     #[command(flatten)]
     cluster: ClusterArgs,
     /// The Lua script to run (`-`: read it from standard input).
@@ -314,6 +321,19 @@ fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &Ru
     args.logging.apply();
     let mut config = Config { workers: args.workers.into(), max_process_memory: args.limits.max_process_memory, preempt_signal: Some(synodic_lua::vm::preempt::install()), pool_worker: Some(synodic_lua::pool_worker), ..Config::default() };
     let say_where = args.cluster.listen.is_some();
+    // Before the runtime starts: its threads inherit the binding.
+    let shares = match (args.bind && args.nodes > 1).then(|| bind::shares(args.nodes.into())) {
+        Some(Ok(shares)) => shares,
+        Some(Err(e)) => {
+            eprintln!("synodic: --bind: cannot read this machine's processors: {e}");
+            return 1;
+        }
+        None => None,
+    };
+    if let Some(Err(e)) = shares.as_ref().and_then(|s| s.first()).map(|mine| bind::bind_self(mine)) {
+        eprintln!("synodic: --bind: {e}");
+        return 1;
+    }
     if args.nodes > 1 {
         args.cluster.listen.get_or_insert_with(|| "127.0.0.1:0".into());
     }
@@ -331,7 +351,7 @@ fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &Ru
     let opened = open_cluster(&rt, &args.cluster, say_where).and_then(|cluster| {
         let Some(cluster) = cluster else { return Ok(()) };
         if args.nodes > 1 {
-            start_local_nodes(&rt, &cluster, &args)?;
+            start_local_nodes(&rt, &cluster, &args, shares.as_deref())?;
         }
         let count = usize::from(args.nodes) + start_others(&rt, &cluster, &args)?;
         if count > 1 {
@@ -456,7 +476,7 @@ struct Cluster {
 /// `run --nodes N`: starts N-1 `synodic node`s that join this one and end
 /// with it (the kernel kills them when this OS process dies, however it
 /// dies).
-fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow::Result<()> {
+fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs, shares: Option<&[Vec<usize>]>) -> anyhow::Result<()> {
     use anyhow::Context;
     let exe = std::env::current_exe().context("cannot find the synodic executable to start nodes")?;
     let cookie = args.cluster.cookie_path()?;
@@ -480,6 +500,9 @@ fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs) -> anyhow:
         cmd.args(args.limits.args());
         cmd.args(args.logging.args());
         ends_with_this_process(&mut cmd);
+        if let Some(share) = shares.and_then(|s| s.get(usize::from(i) - 1)) {
+            bind::bind_child(&mut cmd, share.clone());
+        }
         let mut child = cmd.spawn().with_context(|| format!("cannot start node {i} of {}", args.nodes))?;
         if let Some(pipe) = child.stdout.take() {
             output::forward(pipe, Some(child.id()));

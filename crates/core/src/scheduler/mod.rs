@@ -112,6 +112,8 @@ pub(crate) struct Scheduler {
     unpark: Condvar,
     spares: Mutex<Spares>,
     spare_wake: Condvar,
+    /// Workers the pool has too many of, back from stuck runs (see `rejoin`).
+    standing_down: AtomicUsize,
     stopping: AtomicBool,
     /// Ticks of the monitor: the scheduler's coarse clock, read where a
     /// clock call would cost too much.
@@ -205,6 +207,7 @@ impl Scheduler {
             unpark: Condvar::new(),
             spares: Mutex::new(Spares::default()),
             spare_wake: Condvar::new(),
+            standing_down: AtomicUsize::new(0),
             stopping: AtomicBool::new(false),
             epoch: AtomicU64::new(0),
             netpoll: OnceLock::new(),

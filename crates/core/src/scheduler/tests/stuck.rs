@@ -72,16 +72,18 @@ fn worker_of(sched: &Scheduler, p: &Process) -> Option<usize> {
 }
 
 #[test]
-fn a_stuck_workers_queue_is_run_by_the_thread_standing_in_and_the_worker_becomes_a_spare() {
+fn a_stuck_workers_queue_is_run_by_the_thread_standing_in_which_stands_down_when_the_worker_comes_back() {
     // One worker. A queues B and C on its worker's own queue, then holds
     // the worker. Nobody else can run them until the worker is declared
     // stuck and a thread stands in: that thread steals them. When A lets
-    // go, there are enough workers without the stuck one: it parks as a
-    // spare.
-    let procs = processes(3);
-    let (a, b, c) = (procs[0], procs[1], procs[2]);
+    // go, the pool has one worker too many: the thread that stood in parks
+    // as a spare, and the worker that came back runs what comes next.
+    let procs = processes(4);
+    let (a, b, c, d) = (procs[0], procs[1], procs[2], procs[3]);
     let gate = Arc::new(Gate::default());
     let held = gate.clone();
+    let d_ran_on = Arc::new(AtomicUsize::new(usize::MAX));
+    let d_on = d_ran_on.clone();
     let host = host_with(
         1,
         Box::new(move |h, p, _| {
@@ -89,6 +91,8 @@ fn a_stuck_workers_queue_is_run_by_the_thread_standing_in_and_the_worker_becomes
                 h.sched.schedule_back(b);
                 h.sched.schedule_back(c);
                 assert!(held.pass(), "the test opens the gate");
+            } else if std::ptr::eq(p, d) {
+                d_on.store(worker_of(&h.sched, p).unwrap_or(usize::MAX), SeqCst);
             }
             false
         }),
@@ -103,10 +107,13 @@ fn a_stuck_workers_queue_is_run_by_the_thread_standing_in_and_the_worker_becomes
         assert_eq!(first_run(h, a), Some(0));
         assert!(worker_of(&h.sched, a).is_some(), "A still holds its worker");
         gate.open();
-        await_until("the stuck worker parks as a spare", || parked_spares(&h.sched) == 1);
+        await_until("the thread that stood in parks as a spare", || parked_spares(&h.sched) == 1);
         assert_eq!(h.done.load(SeqCst), 3);
         assert_eq!(h.sched.active.load(SeqCst), 1, "one active worker, the target: the spare does not count");
-        assert!(!h.sched.slots[0].watch.stuck.load(SeqCst), "the spare is not stuck any more");
+        assert!(!h.sched.slots[0].watch.stuck.load(SeqCst), "the worker is not stuck any more");
+        h.sched.schedule(d);
+        await_done(h, 4, "D");
+        assert_eq!(d_ran_on.load(SeqCst), 0, "on the worker that came back");
     });
 }
 
@@ -249,10 +256,10 @@ fn a_stuck_worker_that_comes_back_before_anyone_stood_in_carries_on() {
 
 #[test]
 fn a_parked_spare_is_woken_to_stand_in_before_any_new_thread_is_started() {
-    // Worker 0 gets stuck on A and parks as a spare once A lets go (as in
-    // the first test). Then the thread that stood in (worker 1) gets stuck
-    // on C, which queued D behind itself: the spare comes back, takes D,
-    // and no third thread is started.
+    // Worker 0 gets stuck on A; the thread that stood in (worker 1) parks
+    // as a spare once A lets go (as in the first test). Then worker 0 gets
+    // stuck on C, which queued D behind itself: the spare comes back, takes
+    // D, and no third thread is started.
     let procs = processes(4);
     let (a, b, c, d) = (procs[0], procs[1], procs[2], procs[3]);
     let (first, second) = (Arc::new(Gate::default()), Arc::new(Gate::default()));
@@ -277,18 +284,18 @@ fn a_parked_spare_is_woken_to_stand_in_before_any_new_thread_is_started() {
         h.sched.schedule(b);
         await_done(h, 1, "B, on the thread standing in");
         first.open();
-        await_until("worker 0 parks as a spare", || parked_spares(&h.sched) == 1);
+        await_until("worker 1 parks as a spare", || parked_spares(&h.sched) == 1);
         h.sched.schedule(c);
-        await_until("C holds worker 1", || second.has_someone_waiting());
-        assert_eq!(worker_of(&h.sched, c), Some(1));
-        declare_stuck(&h.sched, 1);
+        await_until("C holds worker 0", || second.has_someone_waiting());
+        assert_eq!(worker_of(&h.sched, c), Some(0));
+        declare_stuck(&h.sched, 0);
         stand_in(h);
         await_done(h, 3, "A, B and D (D on the spare that came back)");
-        assert_eq!(first_run(h, d).map(|_| worker_of(&h.sched, c)), Some(Some(1)), "D ran while C held worker 1");
+        assert_eq!(first_run(h, d).map(|_| worker_of(&h.sched, c)), Some(Some(0)), "D ran while C held worker 0");
         assert_eq!(h.sched.started_slots().len(), 2, "no third thread: the spare stood in");
         assert_eq!(parked_spares(&h.sched), 0);
         second.open();
-        await_until("worker 1 parks as a spare in turn", || parked_spares(&h.sched) == 1);
+        await_until("worker 1 parks as a spare again", || parked_spares(&h.sched) == 1);
         assert_eq!(h.done.load(SeqCst), 4);
     });
 }
