@@ -21,7 +21,10 @@
 # (ratio: ÷ MPI over TCP; ratio_shm: ÷ MPI over shared memory).
 # Nodes and ranks are OS processes on this machine (2 cores: 4 of them are
 # oversubscribed, for both); each Synodic node runs one worker thread
-# (--workers 1), as each MPI rank is one thread. Runs alternate Synodic,
+# (--workers 1), as each MPI rank is one thread, and is bound to a core
+# (--bind) where mpirun binds each rank to one (2 of them; at 4 neither
+# binds). The delayed runs start their nodes one by one, unbound (mpirun
+# still binds its 2 ranks there). Runs alternate Synodic,
 # MPI over TCP, MPI over shared memory.
 # --quick: a small subset, one run each (the CI smoke); --delay MS: the
 # delay (0: no delayed tables); --delay-runs R: runs of each delayed cell;

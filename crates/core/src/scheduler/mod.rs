@@ -52,9 +52,12 @@
 //! the stuck worker's deques are stolen from as usual, and its "next"
 //! process is moved out by the preemption signal's handler
 //! ([`on_preempt_signal`]) into a rescue cell others take from. When the
-//! stuck thread comes back from its process and there are enough workers
-//! without it, it hands its queues to the injector and becomes a spare
-//! itself, parked until the monitor needs it again.
+//! stuck thread comes back from its process it keeps its place: if a spare
+//! stood in, the pool has one worker too many, and the next other worker
+//! to park hands its queues to the injector and becomes a spare instead,
+//! parked until the monitor needs it again (so the process that ran in C,
+//! woken next, stays on the thread whose cache it warmed). Meanwhile the
+//! monitor rests if nothing else runs (see `monitor`).
 //!
 //! In files: this one has the scheduler's state and how processes are put
 //! on run queues and workers woken; `worker.rs` a worker thread's loop
