@@ -49,9 +49,11 @@ mod tests;
 
 /// A run is preempted once it has lasted this many ticks.
 const PREEMPT_AFTER: u64 = SLICE_TICKS;
-/// A run is declared stuck once it has lasted this many ticks (10 ms with
-/// the default 2 ms slice): it did not yield to five preemption signals.
-const STUCK_AFTER: u64 = 5 * SLICE_TICKS;
+/// A run is declared stuck once it has lasted this many ticks (4 ms with
+/// the default 2 ms slice): it did not yield to two preemption signals.
+/// (10 ms until the monitor rested beside stuck runs: ticking until then
+/// took 1.5% from an N-body step of 24 ms in C, `bench/alua-apps`.)
+const STUCK_AFTER: u64 = 2 * SLICE_TICKS;
 /// Ticks' worth of time between trims of the payload cache and of the replicas kept a moment (half a second by default).
 const TRIM_EVERY: u64 = 1000;
 /// A stuck run is named once it has lasted this many ticks (a second with
