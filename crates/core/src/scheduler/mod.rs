@@ -334,6 +334,12 @@ impl Scheduler {
         if self.spinning.load(SeqCst) != 0 {
             return;
         }
+        self.wake_parked();
+    }
+
+    /// Wakes one parked worker, on the condition variable or else in the
+    /// network poll, if one is parked.
+    pub(super) fn wake_parked(&self) {
         if self.idle.load(SeqCst) > 0 {
             let _guard = self.park_lock.lock();
             self.unpark.notify_one();

@@ -134,14 +134,7 @@ impl Scheduler {
         }
         self.standing_down.fetch_add(1, SeqCst);
         local.stays.set(true);
-        if self.idle.load(SeqCst) > 0 {
-            let _guard = self.park_lock.lock();
-            self.unpark.notify_one();
-        } else if self.poll_blocked.load(SeqCst) {
-            if let Some(net) = self.netpoll.get() {
-                net.interrupt();
-            }
-        }
+        self.wake_parked();
     }
 
     /// Step 0 of parking: a worker stands down as a spare if the pool has
