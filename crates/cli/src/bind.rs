@@ -36,24 +36,27 @@ pub(crate) fn shares(nodes: usize) -> io::Result<Option<Vec<Vec<usize>>>> {
 
 /// Binds the calling thread, and every thread it starts from now on, to `cpus`.
 pub(crate) fn bind_self(cpus: &[usize]) -> io::Result<()> {
-    set(cpus)
+    apply(&cpu_set(cpus))
 }
 
 /// Has the process `cmd` starts bound to `cpus` (from its first instruction:
 /// its threads inherit it).
-pub(crate) fn bind_child(cmd: &mut std::process::Command, cpus: Vec<usize>) {
+pub(crate) fn bind_child(cmd: &mut std::process::Command, cpus: &[usize]) {
+    let set = cpu_set(cpus);
     // SAFETY: the closure runs in the forked child before exec and only
     // makes the `sched_setaffinity` system call on a set built before the
     // fork (no allocation, no lock: async-signal-safe).
-    let set = cpu_set(&cpus);
     unsafe {
-        cmd.pre_exec(move || {
-            // SAFETY: `set` is a valid cpu_set_t of its own size.
-            match libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) {
-                0 => Ok(()),
-                _ => Err(io::Error::last_os_error()),
-            }
-        });
+        cmd.pre_exec(move || apply(&set));
+    }
+}
+
+/// Binds the calling thread to `set`.
+fn apply(set: &libc::cpu_set_t) -> io::Result<()> {
+    // SAFETY: `set` is a valid cpu_set_t of its own size.
+    match unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) } {
+        0 => Ok(()),
+        _ => Err(io::Error::last_os_error()),
     }
 }
 
@@ -77,15 +80,6 @@ fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
         unsafe { libc::CPU_SET(c, &mut set) };
     }
     set
-}
-
-fn set(cpus: &[usize]) -> io::Result<()> {
-    let set = cpu_set(cpus);
-    // SAFETY: `set` is a valid cpu_set_t of its own size.
-    match unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } {
-        0 => Ok(()),
-        _ => Err(io::Error::last_os_error()),
-    }
 }
 
 #[cfg(test)]

@@ -330,9 +330,11 @@ fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &Ru
         }
         None => None,
     };
-    if let Some(Err(e)) = shares.as_ref().and_then(|s| s.first()).map(|mine| bind::bind_self(mine)) {
-        eprintln!("synodic: --bind: {e}");
-        return 1;
+    if let Some(mine) = shares.as_ref().and_then(|s| s.first()) {
+        if let Err(e) = bind::bind_self(mine) {
+            eprintln!("synodic: --bind: {e}");
+            return 1;
+        }
     }
     if args.nodes > 1 {
         args.cluster.listen.get_or_insert_with(|| "127.0.0.1:0".into());
@@ -501,7 +503,7 @@ fn start_local_nodes(rt: &Runtime, cluster: &Cluster, args: &RunArgs, shares: Op
         cmd.args(args.logging.args());
         ends_with_this_process(&mut cmd);
         if let Some(share) = shares.and_then(|s| s.get(usize::from(i) - 1)) {
-            bind::bind_child(&mut cmd, share.clone());
+            bind::bind_child(&mut cmd, share);
         }
         let mut child = cmd.spawn().with_context(|| format!("cannot start node {i} of {}", args.nodes))?;
         if let Some(pipe) = child.stdout.take() {

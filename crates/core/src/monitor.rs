@@ -30,10 +30,11 @@
 //! ticks (every worker parked, no run but stuck ones, no work in sight)
 //! the monitor rests until a worker leaves its park or a stuck one comes
 //! back, [`REST_LONGEST`] at a time: an idle node wakes ten times a second,
-//! not two thousand. A pool quiet but for a stuck run rests at once: that
-//! run is in C code, and a tick every half millisecond would only take the
-//! processor from it (an N-body step of 48 ms in C ran 3-4% slower than the
-//! same code under MPI, the monitor's 900 wake-ups a second the difference).
+//! not two thousand. A pool quiet but for a stuck run rests from its second
+//! quiet tick: that run is in C code, and a tick every half millisecond
+//! would only take the processor from it (an N-body step of 48 ms in C ran
+//! 5-10% slower than the same code under MPI, the monitor's ~2,000 wake-ups
+//! a second the difference).
 //!
 //! So preemption costs nothing until a process actually overruns its slice.
 

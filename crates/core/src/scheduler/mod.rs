@@ -401,9 +401,9 @@ impl Scheduler {
     /// in its poll), none spinning, no run in progress but runs declared
     /// stuck (a spare stands in for each) that nothing is asked of (a kill
     /// waits for the run's next preemption, which the monitor's signal
-    /// brings), and no work in sight. Nothing
-    /// then needs the monitor: no run to preempt or declare stuck, no one
-    /// to wake, no network left unread.
+    /// brings), and no work in sight. Nothing then needs the monitor: no
+    /// run to preempt or declare stuck, no one to wake, no network left
+    /// unread.
     pub(crate) fn quiet(&self) -> bool {
         let polling = self.poll_blocked.load(SeqCst);
         let parked = self.idle.load(SeqCst) + usize::from(polling);

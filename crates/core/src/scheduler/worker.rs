@@ -151,10 +151,7 @@ impl Scheduler {
         if local.polling.get() {
             // The network is read by someone else from now on.
             self.release_poll_token(local);
-            if self.idle.load(SeqCst) > 0 {
-                let _guard = self.park_lock.lock();
-                self.unpark.notify_one();
-            }
+            self.wake_parked();
         }
         self.park_as_spare(local);
         true
