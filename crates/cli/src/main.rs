@@ -374,7 +374,7 @@ fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &Ru
         }
         None => LuaProcess::main_script(script, std::mem::take(&mut args.args)),
     };
-    match rt.run_main(body) {
+    match rt.run_main_meanwhile(body, synodic_lua::prepare_node) {
         RunEnd::Exited(ExitReason::Normal) => 0,
         RunEnd::Exited(ExitReason::Error(e)) if e == synodic_core::MEMORY_LIMIT => {
             let limit = rt.max_process_memory().map_or_else(String::new, |b| format!(" of {b} bytes"));

@@ -39,6 +39,7 @@ script_tests!(
     stuck_workers,
     many_processes,
     main_ends,
+    threads_on_demand,
     channels,
     blocking_withdrawn,
     coroutines,

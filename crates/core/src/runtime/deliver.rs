@@ -29,6 +29,9 @@ impl Runtime {
             }
         }
         self.scheduler().schedule_back(slot);
+        // After the process is queued: the first worker finds it there. A
+        // second process starts the rest (see `Runtime::start`).
+        self.start_threads(self.shared.first_worker.get().is_some())?;
         Ok(pid)
     }
 
@@ -194,11 +197,13 @@ impl Runtime {
 
     /// Wakes `proc` at `at` (it re-checks its own deadline then).
     pub fn arm_timer(&self, proc: &'static Process, at: Instant) {
+        self.start_timers();
         self.shared.timers.arm(proc, at);
     }
 
     /// Sends `later` at `at` (`send_after`); returns its reference.
     pub fn send_at(&self, at: Instant, later: crate::timer::Later) -> u64 {
+        self.start_timers();
         self.shared.timers.send_at(at, later)
     }
 

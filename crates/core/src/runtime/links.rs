@@ -106,7 +106,7 @@ impl Runtime {
                 self.wake(slot);
                 // A run in C code ends at its next preemption: the monitor
                 // may be resting beside it (see `Scheduler::quiet`).
-                self.scheduler().rouse_monitor();
+                self.rouse_monitor();
                 true
             }
             Route::Elsewhere(node) => self.service::<Links>().kill(self, node, target, &reason),
@@ -121,8 +121,18 @@ impl Runtime {
     pub fn interrupt(&self, target: Pid) -> bool {
         let Some(slot) = self.live(target).filter(|slot| slot.interrupt(target)) else { return false };
         self.wake(slot);
-        self.scheduler().rouse_monitor();
+        self.rouse_monitor();
         true
+    }
+
+    /// Has the monitor deliver a kill or an interrupt to a process running
+    /// in C code or Lua: starts it if it has not started (a process alone
+    /// runs without one), and wakes it if it rests.
+    fn rouse_monitor(&self) {
+        if let Err(e) = self.start_threads(true) {
+            eprintln!("synodic: {e}");
+        }
+        self.scheduler().rouse_monitor();
     }
 
     /// `from`, linked to `to`, ended with `reason`: `to` gets the exit

@@ -132,10 +132,27 @@ pub(crate) struct Shared {
     pool_worker: Option<fn() -> Box<dyn Body>>,
     /// The tuple scope's hold on this node's tuple operations.
     scope: crate::scope::Gate,
+    /// The first worker, started with the first process (or why it could
+    /// not start); then the other workers and the monitor, started with
+    /// the second process or the first network source (see `start`).
+    first_worker: std::sync::OnceLock<Result<(), String>>,
+    threads_started: std::sync::OnceLock<Result<(), String>>,
+    /// The preemption signal and time slice the monitor is started with.
+    preempt_signal: Option<i32>,
+    /// The timer thread, started with the first timer.
+    timers_started: std::sync::Once,
 }
 
 impl Runtime {
-    /// Starts the worker threads, the monitor and the timer thread.
+    /// Makes a node's runtime. Its threads start when they have work: a
+    /// worker with the first process, which it finds queued (rather than
+    /// parking and being woken for it); the other workers and the monitor
+    /// with the second process, the first network source (whose reads the
+    /// workers do), or a kill or interrupt (which the monitor delivers to a
+    /// running process); the timer thread with the first timer. A process
+    /// alone needs no preemption. So `synodic -e ''` starts one worker, where
+    /// it started five threads (each ~50-100 µs of a start that lua does in
+    /// about a millisecond).
     pub fn start(config: Config) -> Result<Runtime, Error> {
         let workers = match config.workers {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -167,16 +184,40 @@ impl Runtime {
             pool_worker: config.pool_worker,
             time_slice: config.time_slice,
             scope: crate::scope::Gate::default(),
+            first_worker: std::sync::OnceLock::new(),
+            threads_started: std::sync::OnceLock::new(),
+            preempt_signal: config.preempt_signal,
+            timers_started: std::sync::Once::new(),
         });
-        let rt = Runtime { shared };
-        for _ in 0..rt.scheduler().target {
-            rt.start_worker().map_err(|e| Error::Start(format!("worker thread: {e}")))?;
+        Ok(Runtime { shared })
+    }
+
+    /// Starts the first worker, once, or with `all` the other workers and
+    /// the monitor too; an error says which thread could not start.
+    pub(crate) fn start_threads(&self, all: bool) -> Result<(), Error> {
+        let first = self.shared.first_worker.get_or_init(|| self.start_worker().map_err(|e| format!("worker thread: {e}")));
+        if !all {
+            return first.clone().map_err(Error::Start);
         }
-        let (monitor_rt, signal, slice) = (rt.clone(), config.preempt_signal, config.time_slice);
-        rt.start_thread("synodic-monitor", move || crate::monitor::run(&monitor_rt, signal, slice)).map_err(|e| Error::Start(format!("monitor thread: {e}")))?;
-        let timer_rt = rt.clone();
-        rt.start_thread("synodic-timers", move || timer_rt.shared.timers.run(|fired| timer_rt.fired(fired))).map_err(|e| Error::Start(format!("timer thread: {e}")))?;
-        Ok(rt)
+        let started = self.shared.threads_started.get_or_init(|| {
+            for _ in 1..self.scheduler().target {
+                self.start_worker().map_err(|e| format!("worker thread: {e}"))?;
+            }
+            let (monitor_rt, signal, slice) = (self.clone(), self.shared.preempt_signal, self.shared.time_slice);
+            self.start_thread("synodic-monitor", move || crate::monitor::run(&monitor_rt, signal, slice)).map_err(|e| format!("monitor thread: {e}"))
+        });
+        started.clone().map_err(Error::Start)
+    }
+
+    /// Starts the timer thread, once (a failure is logged: timers then
+    /// never fire, and nothing else is lost).
+    pub(crate) fn start_timers(&self) {
+        self.shared.timers_started.call_once(|| {
+            let timer_rt = self.clone();
+            if let Err(e) = self.start_thread("synodic-timers", move || timer_rt.shared.timers.run(|fired| timer_rt.fired(fired))) {
+                eprintln!("synodic: cannot start the timer thread: {e}");
+            }
+        });
     }
 
     /// Starts one more worker thread, counted as active (see `scheduler`).
@@ -241,6 +282,9 @@ impl Runtime {
     fn install_netpoller(&self) {
         if !self.shared.netpoller_installed.load(Relaxed) && !self.shared.netpoller_installed.swap(true, AcqRel) {
             self.scheduler().set_netpoll(Arc::new(crate::io::Netpoller(self.clone())));
+            if let Err(e) = self.start_threads(true) {
+                eprintln!("synodic: {e}");
+            }
         }
     }
 
@@ -310,11 +354,23 @@ impl Runtime {
     /// Runs `body` as the main process and blocks until the run ends: when
     /// that process ends, or when some process calls [`Runtime::halt`].
     pub fn run_main(&self, body: Box<dyn Body>) -> RunEnd {
-        let mut main = self.shared.main.lock();
-        match self.spawn(body) {
-            Ok(pid) => main.pid = Some(pid),
-            Err(e) => return RunEnd::Exited(ExitReason::Error(e.to_string())),
+        self.run_main_meanwhile(body, || {})
+    }
+
+    /// [`Runtime::run_main`], with `meanwhile` run on this thread as soon
+    /// as the main process is queued: work the main process will need,
+    /// done while its worker thread starts (which takes a while).
+    pub fn run_main_meanwhile(&self, body: Box<dyn Body>, meanwhile: impl FnOnce()) -> RunEnd {
+        {
+            // Locked across the spawn: the pid is known before its end is.
+            let mut main = self.shared.main.lock();
+            match self.spawn(body) {
+                Ok(pid) => main.pid = Some(pid),
+                Err(e) => return RunEnd::Exited(ExitReason::Error(e.to_string())),
+            }
         }
+        meanwhile();
+        let mut main = self.shared.main.lock();
         loop {
             if let Some(end) = &main.end {
                 return end.clone();

@@ -3,7 +3,7 @@
 //! `api/` and one entry here.
 
 use crate::api::{buffer, chan, control, coroutine, future, http, kernel, linda, log, socket};
-use crate::vm::module::{Code, Module, Registry};
+use crate::vm::module::{Code, Module, Registry, Sharing};
 
 /// The bytecode of `lualib/NAME.lua`, compiled by build.rs (or its
 /// source, where no compiler could be built there).
@@ -29,16 +29,16 @@ pub(crate) static MODULES: &[Module] = &[
     native(c"synodic.http.raw", http::open, Some(http::FUNCTIONS)),
     native(c"synodic.log.raw", log::open, Some(log::FUNCTIONS)),
     lua(c"synodic.alua", c"@lualib/alua.lua", lualib!("alua")),
-    lua(c"synodic.cli", c"@lualib/cli.lua", lualib!("cli")),
-    lua(c"synodic.repl", c"@lualib/repl.lua", lualib!("repl")),
+    private(c"synodic.cli", c"@lualib/cli.lua", lualib!("cli")),
+    private(c"synodic.repl", c"@lualib/repl.lua", lualib!("repl")),
     lua(c"synodic.gather", c"@lualib/gather.lua", lualib!("gather")),
-    lua(c"synodic.console", c"@lualib/console.lua", lualib!("console")),
+    private(c"synodic.console", c"@lualib/console.lua", lualib!("console")),
     lua(c"synodic.dashboard", c"@lualib/dashboard.lua", lualib!("dashboard")),
     lua(c"synodic.dashboard.data", c"@lualib/dashboard_data.lua", lualib!("dashboard_data")),
     lua(c"synodic.entity", c"@lualib/entity.lua", lualib!("entity")),
     Module {
         name: c"synodic.entity.loop",
-        code: Code::Lua { chunk: c"@lualib/entity_loop.lua", source: lualib!("entity_loop"), frozen: true },
+        code: Code::Lua { chunk: c"@lualib/entity_loop.lua", source: lualib!("entity_loop"), sharing: Sharing::Frozen },
         sendable: None,
     },
     Module { sendable: Some(&future::SENDABLE), ..lua(c"synodic.future", c"@lualib/future.lua", lualib!("future")) },
@@ -46,13 +46,13 @@ pub(crate) static MODULES: &[Module] = &[
     lua(c"synodic.skel", c"@lualib/skel.lua", lualib!("skel")),
     Module {
         name: c"synodic.socket.core",
-        code: Code::Lua { chunk: c"@lualib/socket_core.lua", source: lualib!("socket_core"), frozen: true },
+        code: Code::Lua { chunk: c"@lualib/socket_core.lua", source: lualib!("socket_core"), sharing: Sharing::Frozen },
         sendable: None,
     },
     lua(c"synodic.socket", c"@lualib/socket.lua", lualib!("socket")),
     Module {
         name: c"synodic.http.core",
-        code: Code::Lua { chunk: c"@lualib/http_core.lua", source: lualib!("http_core"), frozen: true },
+        code: Code::Lua { chunk: c"@lualib/http_core.lua", source: lualib!("http_core"), sharing: Sharing::Frozen },
         sendable: None,
     },
     lua(c"synodic.http", c"@lualib/http.lua", lualib!("http")),
@@ -69,5 +69,10 @@ const fn native(name: &'static std::ffi::CStr, open: mlua_sys::lua_CFunction, la
 }
 
 const fn lua(name: &'static std::ffi::CStr, chunk: &'static std::ffi::CStr, source: &'static [u8]) -> Module {
-    Module { name, code: Code::Lua { chunk, source, frozen: false }, sendable: None }
+    Module { name, code: Code::Lua { chunk, source, sharing: Sharing::Shared }, sendable: None }
+}
+
+/// A bundled module that one process of a run uses (see `Sharing::Private`).
+const fn private(name: &'static std::ffi::CStr, chunk: &'static std::ffi::CStr, source: &'static [u8]) -> Module {
+    Module { name, code: Code::Lua { chunk, source, sharing: Sharing::Private }, sendable: None }
 }

@@ -64,7 +64,7 @@ unsafe extern "C-unwind" fn load_bundled(L: *mut ffi::lua_State) -> c_int {
     }
     let name = bundled()[i].name;
     // SAFETY: as above; `raise` drops the message it is given before
-    // unwinding, and `why` is a static text.
+    // unwinding.
     if let Err(why) = unsafe { crate::vm::shared::push_module_chunk(L, i) } {
         return unsafe { raise(L, format!("bundled module {}: {why}", name.to_string_lossy())) };
     }

@@ -5,6 +5,7 @@
 //! they run) it reads from the one registry, `crate::api::registry`. A
 //! test (`the_lua_vm_layer_names_no_api_module` in `crates/cli/tests/layers.rs`) holds that boundary.
 
+pub(crate) mod arena;
 pub(crate) mod bundled;
 pub mod codec;
 pub mod command_line;

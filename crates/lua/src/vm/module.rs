@@ -29,15 +29,30 @@ pub(crate) enum Code {
     /// on first use, and `open` runs only for a program that reads the
     /// whole table some other way.
     Native { open: ffi::lua_CFunction, lazy: Option<&'static Functions> },
-    /// Written in Lua, bundled into the binary: compiled once per node into
-    /// the code every process shares (`vm::shared`). `source` is its
-    /// bytecode, compiled at build time (or its text); `chunk` names its
-    /// source for tracebacks. A `frozen` module's main chunk runs once, in
-    /// the node's shared state, and every process shares its functions.
-    Lua { chunk: &'static CStr, source: &'static [u8], frozen: bool },
+    /// Written in Lua, bundled into the binary. `source` is its bytecode,
+    /// compiled at build time (or its text); `chunk` names its source for
+    /// tracebacks; `sharing` says how processes get its code.
+    Lua { chunk: &'static CStr, source: &'static [u8], sharing: Sharing },
     /// Scheduler-aware replacements of some functions of the standard
     /// library `name` (the rest stay Lua's own).
     Replaces(&'static Functions),
+}
+
+/// How the processes of a node get a bundled module's code.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Sharing {
+    /// Loaded by each process that requires it, as a program's own module
+    /// is: for a module that one process of a run uses (the prompt, the
+    /// console, the dashboard), which would otherwise cost every run its
+    /// loading into the shared code at start (about 4 µs a kilobyte of
+    /// bytecode, whether or not anything requires it).
+    Private,
+    /// Compiled once per node into the code every process shares
+    /// (`vm::shared`).
+    Shared,
+    /// Shared, and its main chunk runs once, in the node's shared state:
+    /// every process shares its functions too.
+    Frozen,
 }
 
 /// The modules of the API, as its registry lists them.
@@ -90,7 +105,7 @@ pub(crate) struct Bundled {
     pub name: &'static CStr,
     pub chunk: &'static CStr,
     pub source: &'static [u8],
-    pub frozen: bool,
+    pub sharing: Sharing,
 }
 
 /// The bundled Lua modules, in the registry's order (their index is their
@@ -101,7 +116,7 @@ pub(crate) fn bundled() -> &'static [Bundled] {
         modules()
             .iter()
             .filter_map(|m| match m.code {
-                Code::Lua { chunk, source, frozen } => Some(Bundled { name: m.name, chunk, source, frozen }),
+                Code::Lua { chunk, source, sharing } => Some(Bundled { name: m.name, chunk, source, sharing }),
                 _ => None,
             })
             .collect()

@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 
 use mlua_sys as ffi;
 
-use crate::vm::module::{bundled, lazy_functions};
+use crate::vm::module::{bundled, lazy_functions, Sharing};
 use crate::vm::util::to_bytes;
 
 extern "C" {
@@ -57,8 +57,15 @@ struct Frozen {
     tables: Vec<FrozenField>,
 }
 
-/// A bundled module's main-chunk prototype, or why it did not compile.
-struct Module(Result<*const c_void, String>);
+/// What the node's shared code holds of a bundled module.
+enum Module {
+    /// Its main chunk's prototype.
+    Shared(*const c_void),
+    /// Nothing: each process that requires it loads it (`Sharing::Private`).
+    Private,
+    /// Why it did not compile.
+    Broken(String),
+}
 
 // SAFETY: the prototypes are frozen: no thread ever writes them
 // (csrc/shared.c), and the node's state that holds them is never closed.
@@ -100,7 +107,7 @@ fn shared() -> &'static Shared {
 /// vectors built here.
 unsafe fn build() -> Shared {
     // A new state of its own, used on this thread only.
-    let L = crate::vm::state::node_state();
+    let L = crate::vm::state::shared_state();
     assert!(!L.is_null(), "cannot create the node's shared Lua state");
     // SAFETY: `L` is the new state (checked above); the stack is checked
     // for room before the names are pushed.
@@ -122,12 +129,16 @@ unsafe fn build() -> Shared {
         // SAFETY: as above; a chunk that loads is left on the stack (one
         // slot a module, reserved above), its error message read before
         // anything else is pushed.
-        .map(|&crate::vm::module::Bundled { chunk, source, .. }| unsafe {
+        .map(|&crate::vm::module::Bundled { chunk, source, sharing, .. }| unsafe {
+            if sharing == Sharing::Private {
+                ffi::lua_pushnil(L);
+                return Module::Private;
+            }
             // Bytecode that build.rs compiled (or the source, if it could not).
             if ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), chunk.as_ptr(), c"bt".as_ptr()) != ffi::LUA_OK {
-                return Module(Err(String::from_utf8_lossy(to_bytes(L, -1).unwrap_or_default()).into_owned()));
+                return Module::Broken(String::from_utf8_lossy(to_bytes(L, -1).unwrap_or_default()).into_owned());
             }
-            Module(Ok(synodic_proto_of(L, -1)))
+            Module::Shared(synodic_proto_of(L, -1))
         })
         .collect();
     // SAFETY: as above; module `i`'s chunk (or error) is at `names + 1 + i`.
@@ -139,7 +150,7 @@ unsafe fn build() -> Shared {
         frozen
     };
     let mut protos = Vec::new();
-    for proto in modules.iter().filter_map(|m| m.0.as_ref().ok()) {
+    for proto in modules.iter().filter_map(|m| if let Module::Shared(proto) = m { Some(proto) } else { None }) {
         // SAFETY: `proto` is a frozen prototype of the node's state, which
         // lives for good; the walk writes at most `n` addresses into `tree`.
         let tree = unsafe {
@@ -190,7 +201,7 @@ unsafe fn freeze(L: *mut ffi::lua_State, i: usize, chunk: c_int) -> Option<Froze
     let name = module.name.to_bytes();
     // SAFETY: `L` is the node's state being built, `chunk` a stack index
     // (the caller's).
-    if !module.frozen || unsafe { ffi::lua_type(L, chunk) } != ffi::LUA_TFUNCTION {
+    if module.sharing != Sharing::Frozen || unsafe { ffi::lua_type(L, chunk) } != ffi::LUA_TFUNCTION {
         return None;
     }
     // SAFETY: as above; the chunk runs protected, and its result (a table
@@ -241,16 +252,30 @@ pub(crate) unsafe fn is_shared_function(L: *mut ffi::lua_State, idx: c_int) -> b
 }
 
 /// Pushes a fresh closure of bundled module `i`'s main chunk (as loading
-/// it would), or returns why it did not compile.
-pub(crate) unsafe fn push_module_chunk(L: *mut ffi::lua_State, i: usize) -> Result<(), &'static str> {
-    match &shared().modules[i].0 {
-        Ok(proto) => {
+/// it would: a private module is loaded here), or returns why it did not
+/// compile.
+pub(crate) unsafe fn push_module_chunk(L: *mut ffi::lua_State, i: usize) -> Result<(), String> {
+    match &shared().modules[i] {
+        Module::Shared(proto) => {
             // SAFETY: `L` is valid (lib.rs invariant 1); `proto` is a frozen
             // main-chunk prototype of the node's state, which lives for good.
             unsafe { synodic_push_shared(L, *proto) };
             Ok(())
         }
-        Err(why) => Err(why),
+        Module::Private => {
+            let crate::vm::module::Bundled { chunk, source, .. } = bundled()[i];
+            // SAFETY: as above; a failed load leaves its message on top,
+            // read and popped before returning.
+            unsafe {
+                if ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), chunk.as_ptr(), c"bt".as_ptr()) == ffi::LUA_OK {
+                    return Ok(());
+                }
+                let why = String::from_utf8_lossy(to_bytes(L, -1).unwrap_or_default()).into_owned();
+                ffi::lua_settop(L, -2);
+                Err(why)
+            }
+        }
+        Module::Broken(why) => Err(why.clone()),
     }
 }
 
@@ -373,7 +398,7 @@ mod tests {
         // A frozen module whose main chunk breaks a rule (or fails) is
         // loaded by each process instead, silently: its memory per process
         // is the symptom. So each is checked here.
-        for module in bundled().iter().filter(|m| m.frozen) {
+        for module in bundled().iter().filter(|m| m.sharing == Sharing::Frozen) {
             assert!(is_frozen_module(module.name.to_bytes()), "{:?} is listed as frozen but could not be frozen", module.name);
         }
         assert!(is_frozen_module(b"synodic.entity.loop"));

@@ -49,10 +49,25 @@ unsafe extern "C" fn node_alloc(_ud: *mut c_void, ptr: *mut c_void, _osize: usiz
 /// for the thread at start-up (~90 page faults and ~80 system calls). An
 /// error outside a protected call aborts with its message.
 pub(crate) fn node_state() -> *mut ffi::lua_State {
-    // SAFETY: `node_alloc` follows Lua's allocator contract and needs no
-    // user data; the panic function is set on the state just made.
+    state_over(node_alloc, std::ptr::null_mut())
+}
+
+/// The node's shared state (`vm::shared`), over memory of its own
+/// (`vm::arena`), or null when out of memory.
+pub(crate) fn shared_state() -> *mut ffi::lua_State {
+    let arena: &'static crate::vm::arena::Arena = crate::vm::arena::Arena::for_good();
+    state_over(crate::vm::arena::alloc, (arena as *const crate::vm::arena::Arena).cast_mut().cast())
+}
+
+/// A state over `alloc`, given `ud`, as `lua_Alloc`'s contract has it
+/// (`node_alloc` takes none; `arena::alloc` takes an arena that lives for
+/// good).
+fn state_over(alloc: ffi::lua_Alloc, ud: *mut c_void) -> *mut ffi::lua_State {
+    // SAFETY: both allocators follow Lua's allocator contract, with the
+    // user data each needs; the panic function is set on the state just
+    // made.
     unsafe {
-        let L = ffi::lua_newstate(node_alloc, std::ptr::null_mut());
+        let L = ffi::lua_newstate(alloc, ud);
         if !L.is_null() {
             ffi::lua_atpanic(L, panic_handler);
         }

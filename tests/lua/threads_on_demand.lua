@@ -1,0 +1,36 @@
+-- synodic-args: --workers 3
+-- A node starts its threads when they have work (Runtime::start): a run
+-- whose main process is alone has one worker beside the main and signal
+-- threads, and no monitor or timer thread; a second process starts the
+-- other workers and the monitor; the first timer starts the timer thread.
+-- Counted from the kernel's own list of this OS process's threads.
+local s = require "synodic"
+
+local function threads()
+  local names = {}
+  -- The shell's parent is this node.
+  local list = io.popen("cat /proc/$PPID/task/*/comm")
+  for line in list:lines() do
+    local name = line:gsub("%-%d*$", "")  -- names are cut at 15 bytes
+    names[name] = (names[name] or 0) + 1
+  end
+  list:close()
+  return names
+end
+
+local alone = threads()
+assert(alone["synodic-worker"] == 1, "one worker while the main process is alone, got " .. tostring(alone["synodic-worker"]))
+assert(not alone["synodic-monitor"], "no monitor while the main process is alone")
+assert(not alone["synodic-timers"], "no timer thread before the first timer")
+
+local me = s.self()
+s.spawn(function() s.send(me, "here") end)
+assert(s.receive() == "here")
+local two = threads()
+assert(two["synodic-worker"] == 3, "--workers 3 once a second process runs, got " .. tostring(two["synodic-worker"]))
+assert(two["synodic-monitor"] == 1, "a monitor once a second process runs")
+assert(not two["synodic-timers"], "still no timer thread")
+
+s.sleep(0.001)
+assert(threads()["synodic-timers"] == 1, "the first timer starts the timer thread")
+print("threads_on_demand ok")
