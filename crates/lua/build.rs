@@ -89,6 +89,7 @@ fn precompile_lualib(manifest: &Path, lua: &Path, out: &Path) {
     }
     cmd.arg(manifest.join("tools/luadump.c")).arg("-o").arg(&tool).arg("-lm");
     let mut dump = std::process::Command::new(&tool);
+    dump.arg(dest.join("strings.bin"));
     for source in &sources {
         let name = source.file_name().unwrap().to_string_lossy().into_owned();
         dump.arg(dest.join(format!("{name}c"))).arg(format!("@lualib/{name}")).arg(source);
@@ -96,6 +97,9 @@ fn precompile_lualib(manifest: &Path, lua: &Path, out: &Path) {
     let compiled = cmd.status().is_ok_and(|s| s.success()) && dump.status().is_ok_and(|s| s.success());
     if !compiled {
         println!("cargo:warning=lualib is bundled as source (the bytecode compiler could not be built or run)");
+        // No list of their strings either: a node then loads every bundled
+        // module at start, as it must (see `vm/shared.rs`).
+        std::fs::write(dest.join("strings.bin"), b"").expect("OUT_DIR is writable");
         for source in &sources {
             let name = source.file_name().unwrap().to_string_lossy().into_owned();
             std::fs::copy(source, dest.join(format!("{name}c"))).expect("OUT_DIR is writable");

@@ -8,6 +8,11 @@
 ** and its string table is published for states created afterwards. The
 ** frozen state never runs again; nothing in it is ever written. Building it
 ** is src/shared.rs; only what needs Lua's internals is here.
+**
+** Modules compiled later (on their first require) go into a loader state
+** that shares those strings: the node's state interned, before freezing,
+** every string the bundled bytecode holds, so a load there makes no string
+** of its own, and its prototypes can be frozen and shared in turn.
 */
 #include <string.h>
 
@@ -34,6 +39,37 @@ static void freeze_list (GCObject *o) {
     make_gray(o);
     setage(o, G_OLD);
   }
+}
+
+/* Interns the strings listed in buf (each a length byte and its bytes)
+** into L, whose collector is stopped, so that they stay. May raise a
+** memory error. */
+void synodic_intern_strings (lua_State *L, const unsigned char *buf, size_t len) {
+  size_t at = 0;
+  while (at < len) {
+    size_t n = buf[at++];
+    if (n > len - at) break;
+    luaS_newlstr(L, (const char *)buf + at, n);
+    at += n;
+  }
+}
+
+/* How many strings L holds of its own (not the node's shared ones). */
+int synodic_own_strings (lua_State *L) {
+  return G(L)->strt.nuse;
+}
+
+/* Freezes what L (a loader state, whose collector is stopped and whose
+** strings are all shared) has made so far: its prototypes may then be
+** shared as the node state's are. L may run again. */
+void synodic_freeze_loaded (lua_State *L) {
+  global_State *g = G(L);
+  /* No emergency collection either (a memory error in a later load would
+  ** run one): its sweep would turn frozen objects white again. */
+  g->gcstopem = 1;
+  freeze_list(g->allgc);
+  freeze_list(g->fixedgc);
+  freeze_list(g->finobj);
 }
 
 /* Freezes L, whose collector is stopped, and publishes its strings: from

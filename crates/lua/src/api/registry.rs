@@ -14,7 +14,11 @@ macro_rules! lualib {
 }
 
 /// The registry, as the VM layer reads it (installed by `start.rs`).
-pub(crate) static REGISTRY: Registry = Registry { modules: MODULES, frozen_sees: &[c"synodic", c"synodic.socket.raw", c"synodic.http.raw"] };
+pub(crate) static REGISTRY: Registry = Registry {
+    modules: MODULES,
+    frozen_sees: &[c"synodic", c"synodic.socket.raw", c"synodic.http.raw"],
+    strings: include_bytes!(concat!(env!("OUT_DIR"), "/lualib/strings.bin")),
+};
 
 /// Every module. Native modules with a lazy table come first in the order
 /// their tables are numbered; the bundled Lua ones are numbered in the

@@ -1,7 +1,7 @@
 //! The memory of the node's shared code (`vm::shared`): one region, handed
 //! out from its start, never given back. The shared state is built once per
 //! OS process, on the path of every run's start (`synodic -e ''` included),
-//! frozen, and never freed; its ~300 KB are thousands of small blocks
+//! frozen, and never freed; its ~150 KB are thousands of small blocks
 //! (prototypes, their code and constants, strings) that a general
 //! allocator served from fresh pages one by one, through its slow path.
 //!
@@ -15,11 +15,13 @@
 use std::cell::Cell;
 use std::ffi::c_void;
 
-/// The region's size: room to grow for the bundled modules (their shared
-/// state takes ~280 KB today); what is never touched costs nothing.
+/// The region's size: room to grow for the bundled modules (the node's
+/// shared state takes ~150 KB today: the frozen modules and every bundled
+/// string); what is never touched costs nothing.
 const SIZE: usize = 2 << 20;
-/// The part made resident up front.
-const POPULATE: usize = 320 << 10;
+/// The part made resident up front (for the node's state; a loader state,
+/// `vm::loader`, takes its pages as it goes).
+const POPULATE: usize = 160 << 10;
 /// Lua's blocks need this alignment (`LUAI_MAXALIGN`: a double, a pointer,
 /// a 64-bit integer).
 const ALIGN: usize = 16;
@@ -37,10 +39,10 @@ pub(crate) struct Arena {
 }
 
 impl Arena {
-    /// An arena of [`SIZE`] bytes, its first [`POPULATE`] made resident,
-    /// for a state that lives as long as the OS process.
-    pub(crate) fn for_good() -> &'static Arena {
-        Box::leak(Box::new(Arena::new(SIZE, POPULATE)))
+    /// An arena of [`SIZE`] bytes, its first [`POPULATE`] made resident
+    /// if `populate`, for a state that lives as long as the OS process.
+    pub(crate) fn for_good(populate: bool) -> &'static Arena {
+        Box::leak(Box::new(Arena::new(SIZE, if populate { POPULATE } else { 0 })))
     }
 
     fn new(size: usize, populate: usize) -> Arena {
@@ -53,7 +55,9 @@ impl Arena {
             if p == libc::MAP_FAILED {
                 0
             } else {
-                libc::madvise(p, populate.min(size), libc::MADV_POPULATE_WRITE);
+                if populate > 0 {
+                    libc::madvise(p, populate.min(size), libc::MADV_POPULATE_WRITE);
+                }
                 p as usize
             }
         };

@@ -15,6 +15,7 @@ pub(crate) mod dumps;
 pub(crate) mod heap;
 pub(crate) mod hot;
 pub(crate) mod lazy;
+pub(crate) mod loader;
 pub(crate) mod module;
 pub(crate) mod peek;
 pub(crate) mod plain;

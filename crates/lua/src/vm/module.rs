@@ -48,7 +48,7 @@ pub(crate) enum Sharing {
     /// bytecode, whether or not anything requires it).
     Private,
     /// Compiled once per node into the code every process shares
-    /// (`vm::shared`).
+    /// (`vm::shared`), on its first require (`vm::loader`).
     Shared,
     /// Shared, and its main chunk runs once, in the node's shared state:
     /// every process shares its functions too.
@@ -61,6 +61,11 @@ pub struct Registry {
     /// The modules a frozen module's main chunk may require (it gets their
     /// lazy functions, and nothing else).
     pub(crate) frozen_sees: &'static [&'static CStr],
+    /// Every short string the bundled modules' bytecode holds, each a
+    /// length byte and its bytes, listed by build.rs (empty where it could
+    /// not compile them): what lets a module join the shared code on its
+    /// first require (`vm::loader`).
+    pub(crate) strings: &'static [u8],
 }
 
 static REGISTRY: std::sync::OnceLock<&'static Registry> = std::sync::OnceLock::new();
@@ -80,6 +85,11 @@ fn registry() -> &'static Registry {
 /// The modules a frozen module's main chunk may require.
 pub(crate) fn frozen_sees() -> &'static [&'static CStr] {
     registry().frozen_sees
+}
+
+/// The strings of the bundled modules' bytecode (see [`Registry::strings`]).
+pub(crate) fn bundled_strings() -> &'static [u8] {
+    registry().strings
 }
 
 /// Every module, in the registry's order.

@@ -5,7 +5,10 @@
 //!
 //! Built once per OS process, before its first process state: a Lua state
 //! opens the standard libraries, interns the native modules' names and
-//! compiles each bundled module, then is frozen and never runs again. Its
+//! every string of the bundled modules' bytecode, and compiles the frozen
+//! modules (below), then is frozen and never runs again. The other bundled
+//! modules join the shared code on their first require (`vm::loader`):
+//! compiling all of them took half of `synodic -e ''`. Its
 //! strings and prototypes become read-only for every state made afterwards:
 //! loading an entity's loop is then one closure (about 100 bytes) instead
 //! of its prototypes and constants (7 to 12 KB), and a new state takes the
@@ -37,6 +40,7 @@ extern "C" {
     fn synodic_freezable(L: *mut ffi::lua_State, idx: c_int) -> c_int;
     fn synodic_push_frozen(L: *mut ffi::lua_State, f: *const c_void);
     fn synodic_push_frozen_table(L: *mut ffi::lua_State, t: *const c_void);
+    fn synodic_intern_strings(L: *mut ffi::lua_State, buf: *const u8, len: usize);
 }
 
 /// The functions a frozen module's main chunk finds in each module it may
@@ -58,10 +62,13 @@ struct Frozen {
 }
 
 /// What the node's shared code holds of a bundled module.
-enum Module {
+pub(super) enum Module {
     /// Its main chunk's prototype.
     Shared(*const c_void),
-    /// Nothing: each process that requires it loads it (`Sharing::Private`).
+    /// Nothing yet: it is compiled on its first require (`vm::loader`).
+    Later,
+    /// Nothing: each process that requires it loads it (`Sharing::Private`,
+    /// or a module the loader could not share).
     Private,
     /// Why it did not compile.
     Broken(String),
@@ -111,9 +118,11 @@ unsafe fn build() -> Shared {
     assert!(!L.is_null(), "cannot create the node's shared Lua state");
     // SAFETY: `L` is the new state (checked above); the stack is checked
     // for room before the names are pushed.
+    let strings = crate::vm::module::bundled_strings();
     let names = unsafe {
         ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
         ffi::luaL_openlibs(L);
+        synodic_intern_strings(L, strings.as_ptr(), strings.len());
         // Room for the names, the modules' chunks and what freezing pushes.
         let room = frozen_sees().map(|(_, f)| f.len()).sum::<usize>() + bundled().len() + 8;
         assert!(ffi::lua_checkstack(L, room as c_int) != 0, "no stack for the node's shared Lua state");
@@ -130,9 +139,11 @@ unsafe fn build() -> Shared {
         // slot a module, reserved above), its error message read before
         // anything else is pushed.
         .map(|&crate::vm::module::Bundled { chunk, source, sharing, .. }| unsafe {
-            if sharing == Sharing::Private {
+            // (Without the list of their strings, every module is compiled
+            // now: one compiled later would hold strings no process shares.)
+            if sharing == Sharing::Private || (sharing == Sharing::Shared && !strings.is_empty()) {
                 ffi::lua_pushnil(L);
-                return Module::Private;
+                return if sharing == Sharing::Private { Module::Private } else { Module::Later };
             }
             // Bytecode that build.rs compiled (or the source, if it could not).
             if ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), chunk.as_ptr(), c"bt".as_ptr()) != ffi::LUA_OK {
@@ -149,18 +160,7 @@ unsafe fn build() -> Shared {
         synodic_share(L);
         frozen
     };
-    let mut protos = Vec::new();
-    for proto in modules.iter().filter_map(|m| if let Module::Shared(proto) = m { Some(proto) } else { None }) {
-        // SAFETY: `proto` is a frozen prototype of the node's state, which
-        // lives for good; the walk writes at most `n` addresses into `tree`.
-        let tree = unsafe {
-            let n = synodic_proto_tree(*proto, std::ptr::null_mut(), 0);
-            let mut tree = vec![std::ptr::null(); n];
-            synodic_proto_tree(*proto, tree.as_mut_ptr(), n);
-            tree
-        };
-        protos.extend(tree.into_iter().map(|p| p as usize));
-    }
+    let mut protos: Vec<usize> = modules.iter().filter_map(|m| if let Module::Shared(proto) = m { Some(proto_tree(*proto)) } else { None }).flatten().collect();
     protos.sort_unstable();
     let mut frozen_functions: Vec<_> = frozen
         .iter()
@@ -170,6 +170,20 @@ unsafe fn build() -> Shared {
         .collect();
     frozen_functions.sort_unstable();
     Shared { modules, frozen, protos, frozen_functions }
+}
+
+/// The addresses of the prototypes under `proto` (itself included), a
+/// frozen main-chunk prototype, which lives for good.
+pub(super) fn proto_tree(proto: *const c_void) -> Vec<usize> {
+    // SAFETY: `proto` is a frozen prototype (the contract); the walk writes
+    // at most `n` addresses into `tree`.
+    let tree = unsafe {
+        let n = synodic_proto_tree(proto, std::ptr::null_mut(), 0);
+        let mut tree = vec![std::ptr::null(); n];
+        synodic_proto_tree(proto, tree.as_mut_ptr(), n);
+        tree
+    };
+    tree.into_iter().map(|p| p as usize).collect()
 }
 
 /// Makes `require` of the modules frozen modules see give their functions
@@ -247,7 +261,7 @@ pub(crate) unsafe fn is_shared_function(L: *mut ffi::lua_State, idx: c_int) -> b
     // (null when the value is not a Lua function).
     unsafe {
         let proto = synodic_proto_of(L, idx);
-        synodic_maybe_frozen(proto) != 0 && shared().protos.binary_search(&(proto as usize)).is_ok()
+        synodic_maybe_frozen(proto) != 0 && (shared().protos.binary_search(&(proto as usize)).is_ok() || crate::vm::loader::holds(proto as usize))
     }
 }
 
@@ -255,7 +269,11 @@ pub(crate) unsafe fn is_shared_function(L: *mut ffi::lua_State, idx: c_int) -> b
 /// it would: a private module is loaded here), or returns why it did not
 /// compile.
 pub(crate) unsafe fn push_module_chunk(L: *mut ffi::lua_State, i: usize) -> Result<(), String> {
-    match &shared().modules[i] {
+    let module = match &shared().modules[i] {
+        Module::Later => crate::vm::loader::module(i),
+        module => module,
+    };
+    match module {
         Module::Shared(proto) => {
             // SAFETY: `L` is valid (lib.rs invariant 1); `proto` is a frozen
             // main-chunk prototype of the node's state, which lives for good.
@@ -276,6 +294,7 @@ pub(crate) unsafe fn push_module_chunk(L: *mut ffi::lua_State, i: usize) -> Resu
             }
         }
         Module::Broken(why) => Err(why.clone()),
+        Module::Later => Err("not compiled (the loader gives no module for later)".into()),
     }
 }
 

@@ -55,7 +55,17 @@ pub(crate) fn node_state() -> *mut ffi::lua_State {
 /// The node's shared state (`vm::shared`), over memory of its own
 /// (`vm::arena`), or null when out of memory.
 pub(crate) fn shared_state() -> *mut ffi::lua_State {
-    let arena: &'static crate::vm::arena::Arena = crate::vm::arena::Arena::for_good();
+    arena_state(true)
+}
+
+/// The state later modules are compiled in (`vm::loader`), over memory of
+/// its own, or null when out of memory.
+pub(crate) fn loader_state() -> *mut ffi::lua_State {
+    arena_state(false)
+}
+
+fn arena_state(populate: bool) -> *mut ffi::lua_State {
+    let arena: &'static crate::vm::arena::Arena = crate::vm::arena::Arena::for_good(populate);
     state_over(crate::vm::arena::alloc, (arena as *const crate::vm::arena::Arena).cast_mut().cast())
 }
 

@@ -1,0 +1,137 @@
+//! Bundled modules compiled into the node's shared code on their first
+//! require, not at start (`vm::shared` compiles only the frozen ones): a
+//! run pays for the modules it uses. Each is compiled once per node, in a
+//! loader state that shares the node's strings; the node's state interned,
+//! before it froze, every string the bundled bytecode holds (a list
+//! build.rs makes), so the compiled code names only shared strings, and its
+//! prototypes, frozen as the node state's are, serve every process alike.
+//!
+//! A module whose code would hold a string of the loader's own (a list out
+//! of step with the bytecode) is not shared: each process then loads it
+//! itself, as a private module, and a fresh loader takes the next one. A
+//! unit test checks that no bundled module comes to that.
+
+use std::ffi::c_int;
+use std::sync::{Mutex, OnceLock};
+
+use mlua_sys as ffi;
+
+use crate::vm::module::bundled;
+use crate::vm::shared::{proto_tree, Module};
+use crate::vm::util::to_bytes;
+
+extern "C" {
+    fn synodic_own_strings(L: *mut ffi::lua_State) -> c_int;
+    fn synodic_freeze_loaded(L: *mut ffi::lua_State);
+    fn synodic_proto_of(L: *mut ffi::lua_State, idx: c_int) -> *const std::ffi::c_void;
+}
+
+/// A module compiled later, and its prototypes' addresses, sorted.
+struct Loaded {
+    module: Module,
+    protos: Box<[usize]>,
+}
+
+/// The loader state, used under the lock by one thread at a time.
+struct Loader(*mut ffi::lua_State);
+
+// SAFETY: the state is used only while `LOADER` is locked, by the thread
+// holding the lock; it is never closed.
+unsafe impl Send for Loader {}
+
+static LOADER: Mutex<Option<Loader>> = Mutex::new(None);
+
+/// One slot per bundled module, in the registry's order.
+fn slots() -> &'static [OnceLock<Loaded>] {
+    static SLOTS: OnceLock<Box<[OnceLock<Loaded>]>> = OnceLock::new();
+    SLOTS.get_or_init(|| bundled().iter().map(|_| OnceLock::new()).collect())
+}
+
+/// Bundled module `i`, compiled on the first call (never `Module::Later`).
+/// The node's shared code is built already (the caller's, through
+/// `shared::push_module_chunk`).
+pub(super) fn module(i: usize) -> &'static Module {
+    &slots()[i].get_or_init(|| load(i)).module
+}
+
+/// Whether `proto` is a prototype of a module compiled later.
+pub(super) fn holds(proto: usize) -> bool {
+    slots().iter().filter_map(OnceLock::get).any(|l| l.protos.binary_search(&proto).is_ok())
+}
+
+fn broken(why: String) -> Loaded {
+    Loaded { module: Module::Broken(why), protos: Box::new([]) }
+}
+
+/// Compiles bundled module `i` in the loader state (made on first use).
+fn load(i: usize) -> Loaded {
+    let mut loader = LOADER.lock().unwrap_or_else(|e| e.into_inner());
+    let L = match &*loader {
+        Some(Loader(L)) => *L,
+        None => {
+            let L = crate::vm::state::loader_state();
+            if L.is_null() {
+                return broken("not enough memory".into());
+            }
+            // SAFETY: the new state, on this thread; its collector never
+            // runs, so what it compiles stays (and stays where it is).
+            unsafe { ffi::lua_gc(L, ffi::LUA_GCSTOP, 0) };
+            *loader = Some(Loader(L));
+            L
+        }
+    };
+    let crate::vm::module::Bundled { chunk, source, .. } = bundled()[i];
+    // SAFETY: `L` is the loader state, used only under the lock held here.
+    // A chunk that loads stays on its stack for good (room checked first);
+    // a failed load's message is read and popped.
+    unsafe {
+        if ffi::lua_checkstack(L, 1) == 0 {
+            return broken("no stack left to compile it".into());
+        }
+        if ffi::luaL_loadbufferx(L, source.as_ptr().cast(), source.len(), chunk.as_ptr(), c"b".as_ptr()) != ffi::LUA_OK {
+            let why = String::from_utf8_lossy(to_bytes(L, -1).unwrap_or_default()).into_owned();
+            ffi::lua_settop(L, -2);
+            return broken(why);
+        }
+        if synodic_own_strings(L) != 0 {
+            // Its code holds a string no process shares: each loads it
+            // itself. This loader holds that string now; the next module
+            // gets a new one (this one is left as it is).
+            *loader = None;
+            return Loaded { module: Module::Private, protos: Box::new([]) };
+        }
+        synodic_freeze_loaded(L);
+        let proto = synodic_proto_of(L, -1);
+        let mut protos = proto_tree(proto);
+        protos.sort_unstable();
+        Loaded { module: Module::Shared(proto), protos: protos.into() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vm::module::Sharing;
+
+    #[test]
+    fn every_module_compiled_later_is_shared() {
+        crate::vm::shared::ensure();
+        if crate::vm::module::bundled_strings().is_empty() {
+            return; // no bytecode compiler at build time: all compiled at start
+        }
+        let mut later = 0;
+        for (i, b) in bundled().iter().enumerate() {
+            if b.sharing != Sharing::Shared {
+                continue;
+            }
+            later += 1;
+            match module(i) {
+                Module::Shared(proto) => assert!(holds(*proto as usize), "{:?}: its prototype is listed", b.name),
+                Module::Private => panic!("{:?} holds a string the build's list lacks (build.rs, tools/luadump.c)", b.name),
+                Module::Broken(why) => panic!("{:?} did not compile: {why}", b.name),
+                Module::Later => unreachable!(),
+            }
+        }
+        assert!(later > 0, "some bundled modules are compiled later");
+    }
+}
