@@ -1,7 +1,8 @@
 -- synodic-args: --workers 3
 -- A node starts its threads when they have work (Runtime::start): a run
--- whose main process is alone has one worker beside the main and signal
--- threads, and no monitor or timer thread; a second process starts the
+-- whose main process is alone runs it on the main thread, the node's first
+-- worker (Runtime::run_main_here), beside the signal thread, with no other
+-- worker, no monitor and no timer thread; a second process starts the
 -- other workers and the monitor; the first timer starts the timer thread.
 -- Counted from the kernel's own list of this OS process's threads.
 local s = require "synodic"
@@ -19,7 +20,8 @@ local function threads()
 end
 
 local alone = threads()
-assert(alone["synodic-worker"] == 1, "one worker while the main process is alone, got " .. tostring(alone["synodic-worker"]))
+assert(alone.synodic == 1 and alone["synodic-signals"] == 1, "the main thread and the signal thread")
+assert(not alone["synodic-worker"], "no worker thread while the main process is alone, got " .. tostring(alone["synodic-worker"]))
 assert(not alone["synodic-monitor"], "no monitor while the main process is alone")
 assert(not alone["synodic-timers"], "no timer thread before the first timer")
 
@@ -27,7 +29,7 @@ local me = s.self()
 s.spawn(function() s.send(me, "here") end)
 assert(s.receive() == "here")
 local two = threads()
-assert(two["synodic-worker"] == 3, "--workers 3 once a second process runs, got " .. tostring(two["synodic-worker"]))
+assert(two["synodic-worker"] == 2, "--workers 3 (the main thread and two more) once a second process runs, got " .. tostring(two["synodic-worker"]))
 assert(two["synodic-monitor"] == 1, "a monitor once a second process runs")
 assert(not two["synodic-timers"], "still no timer thread")
 

@@ -374,10 +374,20 @@ fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &Ru
         }
         None => LuaProcess::main_script(script, std::mem::take(&mut args.args)),
     };
-    match rt.run_main_meanwhile(body, synodic_lua::prepare_node) {
+    // This thread runs the main process (as the node's first worker, when
+    // none has started), and the run's end ends the OS process from
+    // whichever thread sees it.
+    let limit = rt.max_process_memory();
+    rt.run_main_here(body, move |end| exit(exit_status(end, limit)))
+}
+
+/// The exit status of a run that ended with `end`, said on stderr when the
+/// reason needs a word (the main process's memory limit, `limit` bytes).
+fn exit_status(end: RunEnd, limit: Option<u64>) -> i32 {
+    match end {
         RunEnd::Exited(ExitReason::Normal) => 0,
         RunEnd::Exited(ExitReason::Error(e)) if e == synodic_core::MEMORY_LIMIT => {
-            let limit = rt.max_process_memory().map_or_else(String::new, |b| format!(" of {b} bytes"));
+            let limit = limit.map_or_else(String::new, |b| format!(" of {b} bytes"));
             eprintln!("synodic: the main process went over its memory limit{limit} and was ended");
             1
         }

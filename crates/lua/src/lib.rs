@@ -93,5 +93,5 @@ mod start;
 pub mod vm;
 
 pub use error::Error;
-pub use start::{pool_worker, prepare_node};
+pub use start::pool_worker;
 pub use vm::process::LuaProcess;

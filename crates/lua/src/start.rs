@@ -46,16 +46,6 @@ impl LuaProcess {
     }
 }
 
-/// Builds what every process of the node starts from (the code they share,
-/// the template of a fresh state), if no process has yet: for a thread that
-/// would otherwise wait while the first process's worker starts
-/// (`Runtime::run_main_meanwhile`). Whichever thread comes first builds
-/// them; the other waits for it.
-pub fn prepare_node() {
-    ready();
-    let _ = crate::vm::template::base();
-}
-
 /// The body of the node's pool workers (`Config::pool_worker`).
 pub fn pool_worker() -> Box<dyn Body> {
     ready();

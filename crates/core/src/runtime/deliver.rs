@@ -31,7 +31,7 @@ impl Runtime {
         self.scheduler().schedule_back(slot);
         // After the process is queued: the first worker finds it there. A
         // second process starts the rest (see `Runtime::start`).
-        self.start_threads(self.shared.first_worker.get().is_some())?;
+        self.start_threads(self.shared.spawned.swap(true, AcqRel))?;
         Ok(pid)
     }
 

@@ -12,16 +12,18 @@
 //!    pid are dropped, and queued messages are freed;
 //! 4. names are released and each monitor gets `"DOWN", pid, reason`;
 //! 5. the slot goes back to the free list;
-//! 6. if it was the main process, the waiter in `run_main` returns.
+//! 6. if it was the main process, the run ends (`main_process.rs`).
 //!
 //! In files: this one starts and ends a node (`Config`, `Runtime::start`,
-//! `run_main`, `halt`, `shutdown`) and reaches its parts; `deliver.rs`
+//! `shutdown`) and reaches its parts; `main_process.rs` runs the main
+//! process and ends the run (`run_main`, `halt`); `deliver.rs`
 //! spawns processes and delivers messages and wake-ups; `watch.rs`
 //! monitors, names and the DOWN notices; `run.rs` runs a process's turn and
 //! ends it; `pool.rs` the node's task pool and load.
 
 mod deliver;
 mod links;
+mod main_process;
 mod pool;
 mod run;
 mod watch;
@@ -141,6 +143,12 @@ pub(crate) struct Shared {
     preempt_signal: Option<i32>,
     /// The timer thread, started with the first timer.
     timers_started: std::sync::Once,
+    /// Whether a process was spawned before (the second starts the rest
+    /// of the threads).
+    spawned: std::sync::atomic::AtomicBool,
+    /// What the run's end calls where the main thread works as the first
+    /// worker (`Runtime::run_main_here`).
+    on_end: std::sync::OnceLock<Box<dyn Fn(RunEnd) + Send + Sync>>,
 }
 
 impl Runtime {
@@ -188,6 +196,8 @@ impl Runtime {
             threads_started: std::sync::OnceLock::new(),
             preempt_signal: config.preempt_signal,
             timers_started: std::sync::Once::new(),
+            spawned: std::sync::atomic::AtomicBool::new(false),
+            on_end: std::sync::OnceLock::new(),
         });
         Ok(Runtime { shared })
     }
@@ -349,48 +359,6 @@ impl Runtime {
     /// The I/O layer's byte sinks (see `ports`).
     pub fn ports(&self) -> &Ports {
         &self.shared.ports
-    }
-
-    /// Runs `body` as the main process and blocks until the run ends: when
-    /// that process ends, or when some process calls [`Runtime::halt`].
-    pub fn run_main(&self, body: Box<dyn Body>) -> RunEnd {
-        self.run_main_meanwhile(body, || {})
-    }
-
-    /// [`Runtime::run_main`], with `meanwhile` run on this thread as soon
-    /// as the main process is queued: work the main process will need,
-    /// done while its worker thread starts (which takes a while).
-    pub fn run_main_meanwhile(&self, body: Box<dyn Body>, meanwhile: impl FnOnce()) -> RunEnd {
-        {
-            // Locked across the spawn: the pid is known before its end is.
-            let mut main = self.shared.main.lock();
-            match self.spawn(body) {
-                Ok(pid) => main.pid = Some(pid),
-                Err(e) => return RunEnd::Exited(ExitReason::Error(e.to_string())),
-            }
-        }
-        meanwhile();
-        let mut main = self.shared.main.lock();
-        loop {
-            if let Some(end) = &main.end {
-                return end.clone();
-            }
-            self.shared.main_ended.wait(&mut main);
-        }
-    }
-
-    /// The main process of the run, once `run_main` has started it.
-    pub fn main_pid(&self) -> Option<Pid> {
-        self.shared.main.lock().pid
-    }
-
-    /// Ends the run with `status`, whatever the main process is doing.
-    pub fn halt(&self, status: i32) {
-        let mut main = self.shared.main.lock();
-        if main.end.is_none() {
-            main.end = Some(RunEnd::Halted(status));
-            self.shared.main_ended.notify_all();
-        }
     }
 
     /// Stops the workers and the timer thread and waits for them. Processes

@@ -164,10 +164,8 @@ impl Runtime {
             self.exit_signal(pid, other, &reason);
         }
         self.shared.table.release(proc, reusable);
-        let mut main = self.shared.main.lock();
-        if main.pid == Some(pid) && main.end.is_none() {
-            main.end = Some(RunEnd::Exited(reason));
-            self.shared.main_ended.notify_all();
+        if self.shared.main.lock().pid == Some(pid) {
+            self.end_run(RunEnd::Exited(reason));
         }
     }
 }
