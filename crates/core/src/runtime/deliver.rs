@@ -155,7 +155,7 @@ impl Runtime {
     /// [`Process::set_hot_lines`]), since warming a hot process is wasted work.
     #[inline]
     pub fn wakes_cold(&self) -> bool {
-        self.shared.table.occupied() > self.shared.warm_above
+        self.shared.table.occupied() > self.shared.warm_above.load(Relaxed)
     }
 
     /// Starts loading what `proc`, about to be queued, will touch: its body,

@@ -117,7 +117,12 @@ pub(crate) struct Shared {
     sockets: crate::io::Sockets,
     netpoller_installed: std::sync::atomic::AtomicBool,
     /// See [`Runtime::wakes_cold`].
-    warm_above: usize,
+    /// (Read from the processor by the monitor as it starts, off a run's
+    /// path: the CPUID instructions trap to the hypervisor on a VM, ~30 µs.
+    /// Until then no one is warmed: a process alone has no one to warm.)
+    warm_above: std::sync::atomic::AtomicUsize,
+    /// Roughly the memory a process's work touches (`Config::process_bytes`).
+    process_bytes: usize,
     max_process_memory: Option<u64>,
     /// When the node started: the origin of `synodic.clock` and of deadlines.
     started: Instant,
@@ -154,13 +159,14 @@ pub(crate) struct Shared {
 impl Runtime {
     /// Makes a node's runtime. Its threads start when they have work: a
     /// worker with the first process, which it finds queued (rather than
-    /// parking and being woken for it); the other workers and the monitor
-    /// with the second process, the first network source (whose reads the
-    /// workers do), or a kill or interrupt (which the monitor delivers to a
-    /// running process); the timer thread with the first timer. A process
-    /// alone needs no preemption. So `synodic -e ''` starts one worker, where
-    /// it started five threads (each ~50-100 µs of a start that lua does in
-    /// about a millisecond).
+    /// parking and being woken for it), unless the main thread works as
+    /// the first worker (`run_main_here`); the other workers and the
+    /// monitor with the second process, the first network source (whose
+    /// reads the workers do), or a kill or interrupt (which the monitor
+    /// delivers to a running process); the timer thread with the first
+    /// timer. A process alone needs no preemption. So `synodic -e ''`
+    /// starts no thread of the runtime's, where it started four (each
+    /// ~50-100 µs of a start that lua does in about a millisecond).
     pub fn start(config: Config) -> Result<Runtime, Error> {
         let workers = match config.workers {
             0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -178,7 +184,8 @@ impl Runtime {
             timers: Timers::default(),
             sockets: crate::io::Sockets::default(),
             netpoller_installed: std::sync::atomic::AtomicBool::new(false),
-            warm_above: warm_above(crate::cache::last_level_bytes(), config.process_bytes),
+            warm_above: std::sync::atomic::AtomicUsize::new(usize::MAX),
+            process_bytes: config.process_bytes,
             max_process_memory: config.max_process_memory,
             started: Instant::now(),
             main: Mutex::new(MainWatch::default()),
@@ -214,7 +221,12 @@ impl Runtime {
                 self.start_worker().map_err(|e| format!("worker thread: {e}"))?;
             }
             let (monitor_rt, signal, slice) = (self.clone(), self.shared.preempt_signal, self.shared.time_slice);
-            self.start_thread("synodic-monitor", move || crate::monitor::run(&monitor_rt, signal, slice)).map_err(|e| format!("monitor thread: {e}"))
+            self.start_thread("synodic-monitor", move || {
+                let shared = &monitor_rt.shared;
+                shared.warm_above.store(warm_above(crate::cache::last_level_bytes(), shared.process_bytes), Relaxed);
+                crate::monitor::run(&monitor_rt, signal, slice)
+            })
+            .map_err(|e| format!("monitor thread: {e}"))
         });
         started.clone().map_err(Error::Start)
     }
