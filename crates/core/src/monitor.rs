@@ -192,7 +192,7 @@ impl Monitor {
                 }
             }
         }
-        while sched.active.load(Acquire) < sched.target && !sched.is_stopping() {
+        while sched.active.load(Acquire) < sched.target() && !sched.is_stopping() {
             if !replace_stuck(host) {
                 break;
             }

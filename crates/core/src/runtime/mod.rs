@@ -168,8 +168,8 @@ impl Runtime {
     /// starts no thread of the runtime's, where it started four (each
     /// ~50-100 µs of a start that lua does in about a millisecond).
     pub fn start(config: Config) -> Result<Runtime, Error> {
+        // 0: one per processor, counted when first needed (`Scheduler::target`).
         let workers = match config.workers {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
             n if n > MAX_WORKERS => return Err(Error::Start(format!("{n} workers asked for; at most {MAX_WORKERS}"))),
             n => n,
         };
@@ -217,7 +217,7 @@ impl Runtime {
             return first.clone().map_err(Error::Start);
         }
         let started = self.shared.threads_started.get_or_init(|| {
-            for _ in 1..self.scheduler().target {
+            for _ in 1..self.scheduler().target() {
                 self.start_worker().map_err(|e| format!("worker thread: {e}"))?;
             }
             let (monitor_rt, signal, slice) = (self.clone(), self.shared.preempt_signal, self.shared.time_slice);

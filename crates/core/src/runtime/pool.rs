@@ -57,7 +57,7 @@ impl Runtime {
 
     /// How many worker threads run processes.
     pub fn workers(&self) -> usize {
-        self.scheduler().target
+        self.scheduler().target()
     }
 
     /// How loaded this node is: live processes per worker thread, ×1000.
@@ -67,7 +67,7 @@ impl Runtime {
         // `async` tasks counts as it is placed.
         let (queued, idle) = self.shared.pool.lock().queued_and_idle();
         let busy = (self.shared.table.occupied() + queued).saturating_sub(idle);
-        let per_worker = busy * 1000 / self.scheduler().target.max(1);
+        let per_worker = busy * 1000 / self.scheduler().target().max(1);
         per_worker.min(u32::MAX as usize) as u32
     }
 

@@ -94,6 +94,20 @@ const SPIN: Duration = Duration::from_micros(30);
 /// Monitor ticks per time slice.
 pub(crate) const SLICE_TICKS: u64 = 4;
 /// Threads the pool may start beyond its workers, to stand in for stuck ones.
+/// The processors this OS process may run on (its CPU affinity), or those
+/// online if that cannot be read.
+fn processors() -> usize {
+    // SAFETY: a zeroed `cpu_set_t` is a valid empty set, and
+    // sched_getaffinity writes at most its size into it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            return libc::CPU_COUNT(&set).max(1) as usize;
+        }
+        libc::sysconf(libc::_SC_NPROCESSORS_ONLN).max(1) as usize
+    }
+}
+
 const MAX_SPARES: usize = 256;
 /// The most worker threads a runtime runs processes on.
 pub const MAX_WORKERS: usize = 1024;
@@ -107,7 +121,9 @@ pub(crate) struct Scheduler {
     started: AtomicUsize,
     /// Worker threads neither stuck nor spare; the monitor keeps it at `target`.
     pub(crate) active: AtomicUsize,
-    pub(crate) target: usize,
+    /// The workers to keep running: as given, or one per processor the
+    /// node may use, worked out when first needed (`Scheduler::target`).
+    target: OnceLock<usize>,
     idle: AtomicUsize,
     /// Workers out of work but still looking (see the module doc).
     spinning: AtomicUsize,
@@ -193,17 +209,22 @@ pub(crate) trait Host: Sync {
 }
 
 impl Scheduler {
-    /// A scheduler that keeps `workers` threads running processes.
+    /// A scheduler that keeps `workers` threads running processes (0: one
+    /// per processor the node may use).
     pub(crate) fn new(workers: usize) -> Scheduler {
-        let target = workers.clamp(1, MAX_WORKERS);
+        // With 0, the slots are made for every processor the node may run
+        // on (one system call), and how many of those a processor quota
+        // leaves it is read when first needed.
+        let given = (workers > 0).then(|| workers.min(MAX_WORKERS));
+        let room = given.unwrap_or_else(processors).clamp(1, MAX_WORKERS);
         Scheduler {
             injector: Injector::new(),
-            slots: (0..target + MAX_SPARES)
+            slots: (0..room + MAX_SPARES)
                 .map(|_| Slot { watch: Watch::default(), woken: OnceLock::new(), preempted: OnceLock::new(), rescue: AtomicPtr::default() })
                 .collect(),
             started: AtomicUsize::new(0),
             active: AtomicUsize::new(0),
-            target,
+            target: given.map_or_else(OnceLock::new, OnceLock::from),
             idle: AtomicUsize::new(0),
             spinning: AtomicUsize::new(0),
             park_lock: Mutex::new(()),
@@ -220,6 +241,15 @@ impl Scheduler {
             rest_lock: Mutex::new(()),
             rest_wake: Condvar::new(),
         }
+    }
+
+    /// The workers to keep running. Where none was given: the processors
+    /// this node may use, as the standard library counts them (its CPU
+    /// affinity and its cgroup's quota: reading the cgroup's files took
+    /// ~60 µs of every start, so it waits for the first need, which a
+    /// process alone never has), at most the slots made.
+    pub(crate) fn target(&self) -> usize {
+        *self.target.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, self.slots.len() - MAX_SPARES))
     }
 
     /// Has the workers read the network through `net` (see `netpoll`);

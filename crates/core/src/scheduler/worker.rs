@@ -135,7 +135,7 @@ impl Scheduler {
         // (Sequentially consistent against the monitor's rest: `quiet`.)
         slot.watch.stuck.store(false, SeqCst);
         self.rouse_monitor();
-        if self.active.fetch_add(1, AcqRel) < self.target {
+        if self.active.fetch_add(1, AcqRel) < self.target() {
             return;
         }
         self.standing_down.fetch_add(1, SeqCst);
