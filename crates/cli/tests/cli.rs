@@ -358,6 +358,11 @@ fn an_event_error_names_the_agent_and_the_agent_goes_on() {
 fn halt_ends_the_run_with_its_status() {
     let out = run_source("halt", "local s = require 'synodic' s.spawn(function() s.halt(7) end) s.receive()", &[]);
     assert_eq!(out.status.code(), Some(7));
+    // The main process computes on the main thread, the node's first
+    // worker (`Runtime::run_main_here`): the halt, on another worker, ends
+    // the run from there.
+    let out = run_source("halt_busy", "local s = require 'synodic' s.spawn(function() s.halt(5) end) while true do end", &[]);
+    assert_eq!(out.status.code(), Some(5), "{}", text(&out.stderr));
     let out = run_source("halt_bad", "require('synodic').halt('soon')", &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("exit status 0-255 expected"), "{}", text(&out.stderr));

@@ -31,7 +31,10 @@ impl Runtime {
         self.scheduler().schedule_back(slot);
         // After the process is queued: the first worker finds it there. A
         // second process starts the rest (see `Runtime::start`).
-        self.start_threads(self.shared.spawned.swap(true, AcqRel))?;
+        // (A load first: a swap on every spawn would bounce the line
+        // between workers.)
+        let second = self.shared.spawned.load(Relaxed) || self.shared.spawned.swap(true, AcqRel);
+        self.start_threads(second)?;
         Ok(pid)
     }
 

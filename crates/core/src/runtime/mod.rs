@@ -139,10 +139,11 @@ pub(crate) struct Shared {
     pool_worker: Option<fn() -> Box<dyn Body>>,
     /// The tuple scope's hold on this node's tuple operations.
     scope: crate::scope::Gate,
-    /// The first worker, started with the first process (or why it could
-    /// not start); then the other workers and the monitor, started with
-    /// the second process or the first network source (see `start`).
+    /// The first worker, started with the first process or claimed by the
+    /// main thread (or why it could not start; see `start`).
     first_worker: std::sync::OnceLock<Result<(), String>>,
+    /// The other workers and the monitor, started with the second process,
+    /// the first network source, a kill or an interrupt.
     threads_started: std::sync::OnceLock<Result<(), String>>,
     /// The preemption signal and time slice the monitor is started with.
     preempt_signal: Option<i32>,

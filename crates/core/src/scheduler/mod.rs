@@ -93,7 +93,6 @@ const INJECTOR_EVERY: u32 = 61;
 const SPIN: Duration = Duration::from_micros(30);
 /// Monitor ticks per time slice.
 pub(crate) const SLICE_TICKS: u64 = 4;
-/// Threads the pool may start beyond its workers, to stand in for stuck ones.
 /// The processors this OS process may run on (its CPU affinity), or those
 /// online if that cannot be read.
 fn processors() -> usize {
@@ -108,6 +107,7 @@ fn processors() -> usize {
     }
 }
 
+/// Threads the pool may start beyond its workers, to stand in for stuck ones.
 const MAX_SPARES: usize = 256;
 /// The most worker threads a runtime runs processes on.
 pub const MAX_WORKERS: usize = 1024;

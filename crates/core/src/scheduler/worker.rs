@@ -99,16 +99,10 @@ impl Scheduler {
                     local.in_run.set(true);
                     host.run_process(proc);
                     local.in_run.set(false);
-                    // Only a run that queued writes has any to flush (the
-                    // flag is the transport's, `netpoll::note_queued`), as
-                    // a receive does: a node with a network source (a
-                    // cluster, a dashboard) does not call into it after
-                    // every run. (Too small to see in the ring's spread.)
-                    if netpoll::take_queued() {
-                        if let Some(net) = sched.netpoll.get() {
-                            net.flush();
-                        }
-                    }
+                    // Only a run that queued writes has any to flush, as at
+                    // a receive: a node with a network source (a cluster, a
+                    // dashboard) does not call into it after every run.
+                    sched.flush_queued();
                     if slot.watch.end_run() {
                         sched.rejoin(&local);
                     }

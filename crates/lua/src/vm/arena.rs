@@ -124,7 +124,8 @@ impl Arena {
 /// `lua_Alloc` over the [`Arena`] given as the state's user data.
 pub(crate) unsafe extern "C" fn alloc(ud: *mut c_void, ptr: *mut c_void, osize: usize, nsize: usize) -> *mut c_void {
     // SAFETY: the state was made with a `&'static Arena` as its user data
-    // (`state::shared_state`), used by that state's thread only.
+    // (`state::arena_state`), and one thread at a time uses the state (the
+    // node's while it is built, the loader's under its lock).
     let arena = unsafe { &*(ud as *const Arena) };
     arena.realloc(ptr, osize, nsize)
 }

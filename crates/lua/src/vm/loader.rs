@@ -17,13 +17,12 @@ use std::sync::{Mutex, OnceLock};
 use mlua_sys as ffi;
 
 use crate::vm::module::bundled;
-use crate::vm::shared::{proto_tree, Module};
+use crate::vm::shared::{proto_tree, synodic_proto_of, Module};
 use crate::vm::util::to_bytes;
 
 extern "C" {
     fn synodic_own_strings(L: *mut ffi::lua_State) -> c_int;
     fn synodic_freeze_loaded(L: *mut ffi::lua_State);
-    fn synodic_proto_of(L: *mut ffi::lua_State, idx: c_int) -> *const std::ffi::c_void;
 }
 
 /// A module compiled later, and its prototypes' addresses, sorted.

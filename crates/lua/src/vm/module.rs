@@ -42,10 +42,10 @@ pub(crate) enum Code {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Sharing {
     /// Loaded by each process that requires it, as a program's own module
-    /// is: for a module that one process of a run uses (the prompt, the
-    /// console, the dashboard), which would otherwise cost every run its
-    /// loading into the shared code at start (about 4 µs a kilobyte of
-    /// bytecode, whether or not anything requires it).
+    /// is: for a module that one process of a run uses (the command line's
+    /// main process, the prompt, the console). Sharing it saves nothing,
+    /// and compiling `synodic.cli` in the loader's state (`vm::loader`)
+    /// would make that state at every start.
     Private,
     /// Compiled once per node into the code every process shares
     /// (`vm::shared`), on its first require (`vm::loader`).
