@@ -43,7 +43,6 @@ cc -O2 -shared -fPIC -I "$root/vendor/lua-5.4.8" -I "$root/include" "$root/examp
 export LUA_CPATH_5_4="$work/?.so;;"
 head -c 24 /dev/urandom | base64 > "$work/cookie"
 chmod 600 "$work/cookie"
-port=$((20000 + RANDOM % 20000))
 watcher=""
 bench_cleanup() { [ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true; }
 
@@ -51,20 +50,41 @@ field() { echo "$1" | grep -o "$2=[0-9.]*" | head -1 | cut -d= -f2; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "-" }'; }
 
+# dashboard_url PID ERR: the URL the run PID announced on its standard error
+# (the file ERR) as its dashboard came up. Each run's dashboard listens on a
+# port the system picks (127.0.0.1:0), so no port chosen here can be taken.
+dashboard_url() {
+  local url=""
+  until url=$(grep -o 'dashboard on http://[0-9.:]*/' "$2" 2>/dev/null | head -1 | cut -d' ' -f3) && [ -n "$url" ]; do
+    kill -0 "$1" 2>/dev/null || { echo "run.sh: the run ended before its dashboard came up: $(cat "$2")" >&2; return 1; }
+    sleep 0.05
+  done
+  echo "$url"
+}
+
 # once WHAT MODE: one run of the ring or the pipeline with no dashboard
 # (none), a dashboard nobody watches (unwatched) or a page open (watched);
 # prints its figure.
 once() {
-  local what=$1 mode=$2 flags=() p=$((port++))
-  [ "$mode" = none ] || flags=(--dashboard "127.0.0.1:$p")
-  if [ "$mode" = watched ]; then python3 "$here/watch.py" watch "http://127.0.0.1:$p/" & watcher=$!; fi
+  local what=$1 mode=$2 flags=() run url
+  [ "$mode" = none ] || flags=(--dashboard 127.0.0.1:0)
   if [ "$what" = ring ]; then
-    field "$("$synodic" run "${flags[@]}" "$root/examples/ring.lua" "$ring_n" "$ring_m" 2>/dev/null)" ns_per_send
+    "$synodic" run "${flags[@]}" "$root/examples/ring.lua" "$ring_n" "$ring_m" > "$work/once.out" 2> "$work/once.err" &
   else
-    "$synodic" run --nodes 2 --cookie-file "$work/cookie" "${flags[@]}" "$root/examples/skel/images.lua" "${images[@]}" optimised 2>/dev/null \
-      | grep -o '[0-9.]* s' | head -1 | cut -d' ' -f1
+    "$synodic" run --nodes 2 --cookie-file "$work/cookie" "${flags[@]}" "$root/examples/skel/images.lua" "${images[@]}" optimised > "$work/once.out" 2> "$work/once.err" &
   fi
+  run=$!
+  if [ "$mode" = watched ]; then
+    url=$(dashboard_url "$run" "$work/once.err") || exit 1
+    python3 "$here/watch.py" watch "$url" & watcher=$!
+  fi
+  wait "$run" || { echo "run.sh: $what ($mode) failed: $(cat "$work/once.err")" >&2; exit 1; }
   if [ -n "$watcher" ]; then kill "$watcher" 2>/dev/null || true; wait "$watcher" 2>/dev/null || true; watcher=""; fi
+  if [ "$what" = ring ]; then
+    field "$(cat "$work/once.out")" ns_per_send
+  else
+    grep -o '[0-9.]* s' "$work/once.out" | head -1 | cut -d' ' -f1
+  fi
 }
 
 declare -A got
@@ -99,14 +119,13 @@ for what in ring pipeline; do
 done
 
 # The refresh over many processes.
-p=$((port++))
-"$synodic" run --nodes 3 --cookie-file "$work/cookie" --dashboard "127.0.0.1:$p" "$here/many.lua" "$many" 600 > "$work/many.out" 2>"$work/many.err" &
+"$synodic" run --nodes 3 --cookie-file "$work/cookie" --dashboard 127.0.0.1:0 "$here/many.lua" "$many" 600 > "$work/many.out" 2>"$work/many.err" &
 run=$!
 until grep -q ready "$work/many.out" 2>/dev/null; do
   kill -0 "$run" 2>/dev/null || { echo "run.sh: many.lua ended: $(cat "$work/many.err")" >&2; exit 1; }
   sleep 0.1
 done
-line=$(python3 "$here/watch.py" refresh "http://127.0.0.1:$p/" 5)
+line=$(python3 "$here/watch.py" refresh "$(dashboard_url "$run" "$work/many.err")" 5) || { echo "run.sh: the refresh failed: $(cat "$work/many.err")" >&2; exit 1; }
 kill "$run" 2>/dev/null || true
 wait "$run" 2>/dev/null || true
 echo
