@@ -45,7 +45,19 @@ static void freeze_list (GCObject *o) {
 ** into L, whose collector is stopped, so that they stay. May raise a
 ** memory error. */
 void synodic_intern_strings (lua_State *L, const unsigned char *buf, size_t len) {
-  size_t at = 0;
+  size_t at = 0, count = 0;
+  int size = G(L)->strt.size;
+  /* The string table sized once for them all, not doubled (and rehashed)
+  ** five times on the way. */
+  while (at < len) {
+    at += 1 + buf[at];
+    count++;
+  }
+  while ((size_t)size < (size_t)G(L)->strt.nuse + count && size < (1 << 24))
+    size *= 2;
+  if (size > G(L)->strt.size)
+    luaS_resize(L, size);
+  at = 0;
   while (at < len) {
     size_t n = buf[at++];
     if (n > len - at) break;
