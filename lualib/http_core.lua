@@ -35,7 +35,7 @@ local parse_request, parse_response = raw.parse_request, raw.parse_response
 local connect, warn, sock_state = socket.connect, sockraw.warn, sockraw.state
 -- The socket methods this module uses, called directly (not through the
 -- socket's __index): the hot path of every request.
-local receiveany, send = socket.tcp_receiveany, socket.tcp_send
+local receiveany, send = socket.tcp_class.__index.receiveany, socket.tcp_class.__index.send
 local pcall, pairs, tostring, tonumber, type, setmetatable = pcall, pairs, tostring, tonumber, type, setmetatable
 local mtype, maxinteger = math.type, math.maxinteger
 local collect = collectgarbage

@@ -6,8 +6,8 @@
 -- LuaSocket's buffer.c.
 --
 -- A socket object is the native userdata itself (so it can be sent to
--- another process of the node); `tcp_NAME` and `udp_NAME` here are its
--- methods (its class, at the end, lists them), and what a handle keeps
+-- another process of the node); `tcp_methods.NAME` and `udp_methods.NAME`
+-- here are its methods (its class, at the end), and what a handle keeps
 -- (class, timeout, unread bytes) is in its state table (raw.state).
 --
 -- This module is the node's, not a process's (a frozen module, as
@@ -33,6 +33,9 @@ local min, max, floor, tointeger = math.min, math.max, math.floor, math.tointege
 local format = string.format
 
 local core = {}
+-- The sockets' methods, by kind. (Only the main chunk names these tables:
+-- a function that kept one could not be shared.)
+local tcp_methods, udp_methods = {}, {}
 
 local CHUNK = 65536
 -- Deadlines count on the node's monotonic clock, not the wall clock.
@@ -69,23 +72,23 @@ local function check(self, fname, class)
   return st
 end
 
-function core.tcp_settimeout(self, t, _mode)
+function tcp_methods.settimeout(self, t, _mode)
   state(self).timeout = (t and t >= 0) and t or nil
   return 1
 end
 
-function core.tcp_getfd(self) return self end
-function core.tcp_dirty(self) return #state(self).buf > 0 end
-function core.tcp_close(self)
+function tcp_methods.getfd(self) return self end
+function tcp_methods.dirty(self) return #state(self).buf > 0 end
+function tcp_methods.close(self)
   raw_close(self)
   return 1
 end
-function core.tcp_shutdown(self, how) return raw_shutdown(self, how) end
-function core.tcp_getsockname(self) return raw_sockname(self) end
-function core.tcp_getpeername(self) return raw_peername(self) end
-function core.tcp_setoption(self, name, value) return raw_setoption(self, name, value) end
-function core.tcp_setfd(self) error("setfd is not supported", 2) end
-function core.tcp_getfamily(self) return state(self).family or "inet" end
+function tcp_methods.shutdown(self, how) return raw_shutdown(self, how) end
+function tcp_methods.getsockname(self) return raw_sockname(self) end
+function tcp_methods.getpeername(self) return raw_peername(self) end
+function tcp_methods.setoption(self, name, value) return raw_setoption(self, name, value) end
+function tcp_methods.setfd(self) error("setfd is not supported", 2) end
+function tcp_methods.getfamily(self) return state(self).family or "inet" end
 
 -- The addresses of `host` of the socket's family.
 local function addresses(self, host)
@@ -101,7 +104,7 @@ local function addresses(self, host)
 end
 
 -- Connects to the first address of `host` that answers.
-function core.tcp_connect(self, host, port)
+function tcp_methods.connect(self, host, port)
   local st = check(self, "connect", "master")
   local deadline = deadline_of(st)
   local ips, err = addresses(self, host)
@@ -122,14 +125,14 @@ function core.tcp_connect(self, host, port)
   return nil, err
 end
 
-function core.tcp_bind(self, host, port)
+function tcp_methods.bind(self, host, port)
   check(self, "bind", "master")
   local ips, err = addresses(self, host)
   if not ips then return nil, err end
   return raw_bind(self, ips[1], port)
 end
 
-function core.tcp_listen(self, backlog)
+function tcp_methods.listen(self, backlog)
   local st = check(self, "listen", "master")
   -- A deeper queue than LuaSocket's 32: with a process per connection,
   -- bursts of hundreds of connections are normal.
@@ -149,7 +152,7 @@ local function backoff(self, pause)
   return min(pause * 2, 1)
 end
 
-function core.tcp_accept(self)
+function tcp_methods.accept(self)
   local st = check(self, "accept", "server")
   local deadline = deadline_of(st)
   local pause = 0.01
@@ -246,7 +249,7 @@ local function receive_count(self, st, n, deadline)
   return sub(all, 1, n)
 end
 
-function core.tcp_receive(self, pattern, prefix)
+function tcp_methods.receive(self, pattern, prefix)
   local st = check(self, "receive", "client")
   pattern = pattern or "*l"
   prefix = prefix or ""
@@ -267,7 +270,7 @@ end
 
 -- What has arrived (at least one byte, at most n): for proxies and
 -- parsers that take what comes (OpenResty's receiveany).
-function core.tcp_receiveany(self, n)
+function tcp_methods.receiveany(self, n)
   local st = check(self, "receiveany", "client")
   n = n or CHUNK
   if #st.buf > 0 then
@@ -287,7 +290,7 @@ end
 
 -- A second handle on this connection (a descriptor of its own), for a
 -- process that writes while another reads. Not LuaSocket's: Synodic's.
-function core.tcp_dup(self)
+function tcp_methods.dup(self)
   local st = check(self, "dup", "client")
   local c, err = raw_dup(self)
   if not c then return nil, err end
@@ -300,7 +303,7 @@ end
 -- verify = true}` (server_name: the host it connected to) and its
 -- handshake is done here, so a refused certificate is this call's error;
 -- a listener or an accepted connection gets `{cert_file =, key_file =}`.
-function core.tcp_tls(self, opts)
+function tcp_methods.tls(self, opts)
   local st = check(self, "tls")
   opts = opts or {}
   local server = opts.cert_file or opts.key_file or st.class == "server"
@@ -322,7 +325,7 @@ end
 
 -- Sends data[i..j]; returns the index of the last byte sent, or nil,
 -- err and that index. Waits while the peer's window is full.
-function core.tcp_send(self, data, i, j)
+function tcp_methods.send(self, data, i, j)
   local st = check(self, "send", "client")
   data = tostring(data)
   local len = #data
@@ -401,20 +404,20 @@ end
 -- UDP -----------------------------------------------------------------------
 
 
-function core.udp_settimeout(self, t) state(self).timeout = (t and t >= 0) and t or nil; return 1 end
-function core.udp_close(self) raw_close(self); return 1 end
-function core.udp_getsockname(self) return raw_sockname(self) end
-function core.udp_getpeername(self) return raw_peername(self) end
-function core.udp_setoption(self, name, value) return raw_setoption(self, name, value) end
-function core.udp_getfd(self) return self end
+function udp_methods.settimeout(self, t) state(self).timeout = (t and t >= 0) and t or nil; return 1 end
+function udp_methods.close(self) raw_close(self); return 1 end
+function udp_methods.getsockname(self) return raw_sockname(self) end
+function udp_methods.getpeername(self) return raw_peername(self) end
+function udp_methods.setoption(self, name, value) return raw_setoption(self, name, value) end
+function udp_methods.getfd(self) return self end
 
-function core.udp_setsockname(self, host, port)
+function udp_methods.setsockname(self, host, port)
   local ips, err = addresses(self, host)
   if not ips then return nil, err end
   return raw_bind(self, ips[1], port)
 end
 
-function core.udp_setpeername(self, host, port)
+function udp_methods.setpeername(self, host, port)
   local st = state(self)
   if host == "*" then
     st.class, st.peer = "unconnected", nil
@@ -429,7 +432,7 @@ function core.udp_setpeername(self, host, port)
   return 1
 end
 
-function core.udp_sendto(self, data, host, port)
+function udp_methods.sendto(self, data, host, port)
   local ips, err = addresses(self, host)
   if not ips then return nil, err end
   local deadline = deadline_of(state(self))
@@ -442,13 +445,13 @@ function core.udp_sendto(self, data, host, port)
   end
 end
 
-function core.udp_send(self, data)
+function udp_methods.send(self, data)
   local peer = state(self).peer
   if not peer then return nil, "not connected" end
   return self:sendto(data, peer[1], peer[2])
 end
 
-function core.udp_receivefrom(self, size)
+function udp_methods.receivefrom(self, size)
   local deadline = deadline_of(state(self))
   while true do
     local data, ip, port = raw_recvfrom(self, size or 8192)
@@ -459,7 +462,7 @@ function core.udp_receivefrom(self, size)
   end
 end
 
-function core.udp_receive(self, size)
+function udp_methods.receive(self, size)
   local data, err = self:receivefrom(size)
   if data then return data end
   return nil, err
@@ -486,22 +489,19 @@ function core.skip(d, ...)
 end
 
 -- The sockets' metatables, `tcp_class` and `udp_class`: their methods are
--- the functions `tcp_NAME` and `udp_NAME` above. Like those functions they
--- are the node's, made once and shared by every process as they are, so a
--- socket costs a process its userdata alone. Nothing may write them: the
--- native side only sets them as a socket's metatable, and `__metatable`
--- keeps them from programs (getmetatable gives "socket").
-local function class(kind)
-  local methods = {}
-  for name, f in pairs(core) do
-    local method = name:match("^" .. kind .. "_(.+)$")
-    if method then methods[method] = f end
-  end
+-- the functions of `tcp_methods` and `udp_methods` above. Like those
+-- functions they are the node's, made once and shared by every process as
+-- they are, so a socket costs a process its userdata alone. Nothing may
+-- write them: the native side only sets them as a socket's metatable, and
+-- `__metatable` keeps them from programs (getmetatable gives "socket").
+-- (Their keys are names in this file's code: a string made as the module
+-- loads would be the loading state's alone, and the class not shareable.)
+local function class(methods)
   return {
     __index = methods, __gc = raw.finalize, __close = raw.release, __tostring = raw.tostring,
     __name = "socket", __metatable = "socket",
   }
 end
-core.tcp_class, core.udp_class = class("tcp"), class("udp")
+core.tcp_class, core.udp_class = class(tcp_methods), class(udp_methods)
 
 return core

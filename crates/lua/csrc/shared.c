@@ -14,6 +14,8 @@
 ** every string the bundled bytecode holds, so a load there makes no string
 ** of its own, and its prototypes can be frozen and shared in turn.
 */
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lstate.h"
@@ -149,8 +151,9 @@ void synodic_push_shared (lua_State *L, const void *proto) {
 }
 
 /*
-** Frozen modules: a bundled module whose main chunk ran in the node's
-** state, before freezing, and whose functions (closures, with their
+** Frozen modules: a bundled module whose main chunk ran in a state that
+** shares the node's strings (the loader's: vm::loader), then frozen, and
+** whose functions (closures, with their
 ** upvalues) every process then shares as they are, as it shares code.
 ** A process never writes them: the check below admits only closures that
 ** assign no upvalue and make no closures, and whose upvalues hold values
@@ -164,15 +167,29 @@ void synodic_push_shared (lua_State *L, const void *proto) {
 
 #define MAX_FROZEN 256
 
-static const void *frozen[MAX_FROZEN];  /* sorted */
-static int nfrozen = 0;
+/* The frozen set: sorted addresses. Frozen modules are frozen on the first
+** require of one (vm::loader), while processes run and read the set (the
+** debug library's checks, on any thread), so a new set is built beside the
+** published one and then published whole: a reader sees the old set or the
+** new one. One writer at a time (under the loader's lock). A replaced set
+** is never freed, as a reader may still be searching it: a set is
+** published once per frozen module (three), 2 KB each. */
+typedef struct FrozenSet {
+  int n;
+  const void *p[MAX_FROZEN];
+} FrozenSet;
+
+static _Atomic(const FrozenSet *) frozen_set = NULL;
 
 static int is_frozen (const void *p) {
-  int lo = 0, hi = nfrozen - 1;
+  const FrozenSet *set = atomic_load_explicit(&frozen_set, memory_order_acquire);
+  int lo = 0, hi;
+  if (set == NULL) return 0;
+  hi = set->n - 1;
   while (lo <= hi) {
     int mid = (lo + hi) / 2;
-    if (frozen[mid] == p) return 1;
-    if ((const char *)frozen[mid] < (const char *)p) lo = mid + 1;
+    if (set->p[mid] == p) return 1;
+    if ((const char *)set->p[mid] < (const char *)p) lo = mid + 1;
     else hi = mid - 1;
   }
   return 0;
@@ -183,13 +200,30 @@ int synodic_is_frozen (const void *p) {
   return p != NULL && is_frozen(p);
 }
 
-static int add_frozen (const void *p) {
-  int i;
-  if (nfrozen == MAX_FROZEN) return 0;
-  for (i = nfrozen; i > 0 && (const char *)frozen[i - 1] > (const char *)p; i--)
-    frozen[i] = frozen[i - 1];
-  frozen[i] = p;
-  nfrozen++;
+static int frozen_count (void) {
+  const FrozenSet *set = atomic_load_explicit(&frozen_set, memory_order_acquire);
+  return set == NULL ? 0 : set->n;
+}
+
+/* Publishes the set with the n addresses of add besides (the caller has
+** checked there is room); 0 when out of memory (nothing published). */
+static int add_frozen (const void *const *add, int n) {
+  const FrozenSet *old = atomic_load_explicit(&frozen_set, memory_order_relaxed);
+  FrozenSet *set = (FrozenSet *)malloc(sizeof(FrozenSet));
+  int i, j;
+  if (set == NULL) return 0;
+  set->n = 0;
+  if (old != NULL) {
+    memcpy(set->p, old->p, old->n * sizeof(old->p[0]));
+    set->n = old->n;
+  }
+  for (j = 0; j < n; j++) {
+    for (i = set->n; i > 0 && (const char *)set->p[i - 1] > (const char *)add[j]; i--)
+      set->p[i] = set->p[i - 1];
+    set->p[i] = add[j];
+    set->n++;
+  }
+  atomic_store_explicit(&frozen_set, set, memory_order_release);
   return 1;
 }
 
@@ -209,6 +243,17 @@ static int admitted (const Admitted *a, const void *p) {
 }
 
 static int shareable (const TValue *v, Admitted *a, int tables);
+
+/* Whether short string ts is one of the node's: every state finds it at
+** this address. Before the node's strings are published (the node's state
+** freezing its own modules), all of that state's strings will be. */
+static int node_string (const TString *ts) {
+  const TString *s;
+  if (shared.hash == NULL) return 1;
+  for (s = shared.hash[lmod(ts->hash, shared.size)]; s != NULL; s = s->u.hnext)
+    if (s == ts) return 1;
+  return 0;
+}
 
 /* Whether closure cl may be shared (admitting it, and the closures its
 ** upvalues hold). */
@@ -246,7 +291,7 @@ static int shareable_table (Table *t, Admitted *a) {
   for (i = 0; i < cast_uint(sizenode(t)); i++) {
     Node *n = gnode(t, i);
     if (isempty(gval(n))) continue;
-    if (!keyisshrstr(n) || !shareable(gval(n), a, 1)) return 0;
+    if (!keyisshrstr(n) || !node_string(keystrval(n)) || !shareable(gval(n), a, 1)) return 0;
   }
   for (e = TM_INDEX; e <= TM_EQ; e++)
     luaT_gettm(t, cast(TMS, e), G(a->L)->tmname[e]);
@@ -260,9 +305,11 @@ static int shareable (const TValue *v, Admitted *a, int tables) {
   switch (ttypetag(v)) {
     case LUA_VNIL: case LUA_VFALSE: case LUA_VTRUE:
     case LUA_VNUMINT: case LUA_VNUMFLT:
-    case LUA_VSHRSTR: case LUA_VLNGSTR:
+    case LUA_VLNGSTR:
     case LUA_VLCF:
       return 1;
+    case LUA_VSHRSTR:  /* compared by address: it must be the node's */
+      return node_string(tsvalue(v));
     case LUA_VLCL:
       return shareable_closure(clLvalue(v), a);
     case LUA_VTABLE:
@@ -275,13 +322,12 @@ static int shareable (const TValue *v, Admitted *a, int tables) {
 /* Checks the table at idx, a module's, for freezing: 1 when each of its
 ** values is a function or a table (a class) that may be shared (all then
 ** recorded as frozen; L must be frozen next), 0 otherwise (nothing
-** recorded). Called while the node's shared state is built, before any
-** other state exists. */
+** recorded). Called by one thread at a time: as the node's shared state is
+** built, or under the loader's lock (vm::loader). */
 int synodic_freezable (lua_State *L, int idx) {
   const TValue *o = (idx > 0) ? s2v(L->ci->func.p + idx) : s2v(L->top.p + idx);
   Table *t;
   unsigned int i;
-  int j;
   Admitted a;
   a.n = 0;
   a.L = L;
@@ -294,10 +340,8 @@ int synodic_freezable (lua_State *L, int idx) {
     if (!keyisshrstr(n) || !(ttisLclosure(gval(n)) || ttistable(gval(n)))) return 0;
     if (!shareable(gval(n), &a, 1)) return 0;
   }
-  if (nfrozen + a.n > MAX_FROZEN) return 0;
-  for (j = 0; j < a.n; j++)
-    add_frozen(a.p[j]);
-  return 1;
+  if (frozen_count() + a.n > MAX_FROZEN) return 0;
+  return add_frozen(a.p, a.n);
 }
 
 /* Pushes the frozen function f. The caller has made room on the stack. */

@@ -1,7 +1,7 @@
 //! The memory of the node's shared code (`vm::shared`): one region, handed
 //! out from its start, never given back. The shared state is built once per
 //! OS process, on the path of every run's start (`synodic -e ''` included),
-//! frozen, and never freed; its ~150 KB are thousands of small blocks
+//! frozen, and never freed; its ~90 KB are thousands of small blocks
 //! (prototypes, their code and constants, strings) that a general
 //! allocator served from fresh pages one by one, through its slow path.
 //!
@@ -16,12 +16,13 @@ use std::cell::Cell;
 use std::ffi::c_void;
 
 /// The region's size: room to grow for the bundled modules (the node's
-/// shared state takes ~150 KB today: the frozen modules and every bundled
-/// string); what is never touched costs nothing.
+/// shared state takes ~90 KB today: the standard libraries and every
+/// bundled string); what is never touched costs nothing.
 const SIZE: usize = 2 << 20;
-/// The part made resident up front (for the node's state; a loader state,
-/// `vm::loader`, takes its pages as it goes).
-const POPULATE: usize = 160 << 10;
+/// The part made resident up front, a little more than the node's state
+/// takes (89.5 KB: a page made resident and not used costs as much as a
+/// fault). A loader state (`vm::loader`) takes its pages as it goes.
+const POPULATE: usize = 96 << 10;
 /// Lua's blocks need this alignment (`LUAI_MAXALIGN`: a double, a pointer,
 /// a 64-bit integer).
 const ALIGN: usize = 16;

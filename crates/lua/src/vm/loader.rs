@@ -10,19 +10,28 @@
 //! of step with the bytecode) is not shared: each process then loads it
 //! itself, as a private module, and a fresh loader takes the next one. A
 //! unit test checks that no bundled module comes to that.
+//!
+//! The frozen modules (`vm::shared`) are made here too, all at once on the
+//! first require of one: compiled as the others, their main chunks run in
+//! a state of their own that shares the node's strings (with the standard
+//! libraries and the functions of the modules they may require), which is
+//! then frozen and never runs again. The check that admits their values
+//! (`synodic_freezable`) admits only strings of the node's, so a string
+//! that state made for itself never reaches a process.
 
 use std::ffi::c_int;
 use std::sync::{Mutex, OnceLock};
 
 use mlua_sys as ffi;
 
-use crate::vm::module::bundled;
-use crate::vm::shared::{proto_tree, synodic_proto_of, Module};
+use crate::vm::module::{bundled, Sharing};
+use crate::vm::shared::{proto_tree, synodic_proto_of, FrozenSet, Module};
 use crate::vm::util::to_bytes;
 
 extern "C" {
     fn synodic_own_strings(L: *mut ffi::lua_State) -> c_int;
     fn synodic_freeze_loaded(L: *mut ffi::lua_State);
+    fn synodic_push_shared(L: *mut ffi::lua_State, proto: *const std::ffi::c_void);
 }
 
 /// A module compiled later, and its prototypes' addresses, sorted.
@@ -38,7 +47,15 @@ struct Loader(*mut ffi::lua_State);
 // holding the lock; it is never closed.
 unsafe impl Send for Loader {}
 
+/// The loader. Every slot is filled under this lock (so a thread filling
+/// one never waits for another that waits for the lock).
 static LOADER: Mutex<Option<Loader>> = Mutex::new(None);
+
+type Guard = std::sync::MutexGuard<'static, Option<Loader>>;
+
+fn lock() -> Guard {
+    LOADER.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// One slot per bundled module, in the registry's order.
 fn slots() -> &'static [OnceLock<Loaded>] {
@@ -50,7 +67,11 @@ fn slots() -> &'static [OnceLock<Loaded>] {
 /// The node's shared code is built already (the caller's, through
 /// `shared::push_module_chunk`).
 pub(super) fn module(i: usize) -> &'static Module {
-    &slots()[i].get_or_init(|| load(i)).module
+    if let Some(loaded) = slots()[i].get() {
+        return &loaded.module;
+    }
+    let mut loader = lock();
+    &slots()[i].get_or_init(|| load(&mut loader, i)).module
 }
 
 /// Whether `proto` is a prototype of a module compiled later.
@@ -62,23 +83,27 @@ fn broken(why: String) -> Loaded {
     Loaded { module: Module::Broken(why), protos: Box::new([]) }
 }
 
-/// Compiles bundled module `i` in the loader state (made on first use).
-fn load(i: usize) -> Loaded {
-    let mut loader = LOADER.lock().unwrap_or_else(|e| e.into_inner());
-    let L = match &*loader {
-        Some(Loader(L)) => *L,
-        None => {
-            let L = crate::vm::state::loader_state();
-            if L.is_null() {
-                return broken("not enough memory".into());
-            }
-            // SAFETY: the new state, on this thread; its collector never
-            // runs, so what it compiles stays (and stays where it is).
-            unsafe { ffi::lua_gc(L, ffi::LUA_GCSTOP, 0) };
-            *loader = Some(Loader(L));
-            L
-        }
-    };
+/// The loader state, made on first use; null when out of memory.
+fn state(loader: &mut Guard) -> *mut ffi::lua_State {
+    if let Some(Loader(L)) = &**loader {
+        return *L;
+    }
+    let L = crate::vm::state::loader_state();
+    if !L.is_null() {
+        // SAFETY: the new state, on this thread; its collector never
+        // runs, so what it compiles stays (and stays where it is).
+        unsafe { ffi::lua_gc(L, ffi::LUA_GCSTOP, 0) };
+        **loader = Some(Loader(L));
+    }
+    L
+}
+
+/// Compiles bundled module `i` in the loader state.
+fn load(loader: &mut Guard, i: usize) -> Loaded {
+    let L = state(loader);
+    if L.is_null() {
+        return broken("not enough memory".into());
+    }
     let crate::vm::module::Bundled { chunk, source, .. } = bundled()[i];
     // SAFETY: `L` is the loader state, used only under the lock held here.
     // A chunk that loads stays on its stack for good (room checked first);
@@ -96,7 +121,7 @@ fn load(i: usize) -> Loaded {
             // Its code holds a string no process shares: each loads it
             // itself. This loader holds that string now; the next module
             // gets a new one (this one is left as it is).
-            *loader = None;
+            **loader = None;
             return Loaded { module: Module::Private, protos: Box::new([]) };
         }
         synodic_freeze_loaded(L);
@@ -105,6 +130,40 @@ fn load(i: usize) -> Loaded {
         protos.sort_unstable();
         Loaded { module: Module::Shared(proto), protos: protos.into() }
     }
+}
+
+/// Makes the frozen modules: compiles each (if no require did yet), runs
+/// its main chunk in a state made for them, and freezes what they made. A
+/// module that cannot be frozen gets `None` (each process then runs its
+/// chunk).
+pub(super) fn freeze_frozen() -> FrozenSet {
+    let mut loader = lock();
+    let mut frozen: Vec<_> = bundled().iter().map(|_| None).collect();
+    let L = crate::vm::state::loader_state();
+    if L.is_null() {
+        return FrozenSet::new(frozen);
+    }
+    // The state is used on this thread alone (the lock serializes the
+    // makers of frozen values), frozen at the end, and never runs again.
+    // SAFETY: `L` is that new state, its collector stopped first so what
+    // the chunks make stays put; each closure is pushed with room checked,
+    // and `freeze` leaves the module's table on the stack.
+    unsafe {
+        ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
+        ffi::luaL_openlibs(L);
+        crate::vm::shared::provide_frozen_sees(L);
+        for (i, b) in bundled().iter().enumerate() {
+            if b.sharing != Sharing::Frozen || ffi::lua_checkstack(L, 4) == 0 {
+                continue;
+            }
+            if let Module::Shared(proto) = slots()[i].get_or_init(|| load(&mut loader, i)).module {
+                synodic_push_shared(L, proto);
+                frozen[i] = crate::vm::shared::freeze(L, i, ffi::lua_gettop(L));
+            }
+        }
+        synodic_freeze_loaded(L);
+    }
+    FrozenSet::new(frozen)
 }
 
 #[cfg(test)]

@@ -5,18 +5,19 @@
 //!
 //! Built once per OS process, before its first process state: a Lua state
 //! opens the standard libraries, interns the native modules' names and
-//! every string of the bundled modules' bytecode, and compiles the frozen
-//! modules (below), then is frozen and never runs again. The other bundled
-//! modules join the shared code on their first require (`vm::loader`):
-//! compiling all of them took half of `synodic -e ''`. Its
+//! every string of the bundled modules' bytecode, then is frozen and never
+//! runs again. The bundled modules join the shared code on their first
+//! require (`vm::loader`): compiling all of them took half of `synodic -e
+//! ''`, and the frozen ones (below) a tenth of what was left. Its
 //! strings and prototypes become read-only for every state made afterwards:
 //! loading an entity's loop is then one closure (about 100 bytes) instead
 //! of its prototypes and constants (7 to 12 KB), and a new state takes the
 //! metamethod names as they are instead of interning 25 strings.
 //!
-//! Some bundled modules are *frozen* (`frozen` in the registry): their main chunk runs
-//! in the node's state too, before it is frozen, and every process shares
-//! the functions it made, closures and upvalues included, as it shares the
+//! Some bundled modules are *frozen* (`Sharing::Frozen` in the registry):
+//! their main chunks run once per node, all together on the first require
+//! of one, in the loader's state, which is then frozen again, and every
+//! process shares the functions they made, closures and upvalues included, as it shares the
 //! code (`csrc/shared.c` checks that no process could write them). A
 //! process's `require` of one gets a table of its own holding the shared
 //! functions, and a function of one arrives in a message as the shared
@@ -56,9 +57,31 @@ type FrozenField = (Box<[u8]>, usize);
 /// A frozen module's shared values, by field name: its functions, and its
 /// read-only tables (classes: metatables, given only to userdata, whose
 /// `__metatable` field hides them from programs; see `csrc/shared.c`).
-struct Frozen {
+pub(super) struct Frozen {
     functions: Vec<FrozenField>,
     tables: Vec<FrozenField>,
+}
+
+/// The frozen modules' shared values, once they are made.
+pub(super) struct FrozenSet {
+    /// Each bundled module's, if it is frozen, in the registry's order.
+    modules: Vec<Option<Frozen>>,
+    /// Every frozen function's address, sorted, with its module's index in
+    /// the bundled modules and its field's in the module's `Frozen`.
+    functions: Vec<(usize, usize, usize)>,
+}
+
+impl FrozenSet {
+    pub(super) fn new(modules: Vec<Option<Frozen>>) -> FrozenSet {
+        let mut functions: Vec<_> = modules
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| Some((i, f.as_ref()?)))
+            .flat_map(|(i, f)| f.functions.iter().enumerate().map(move |(j, (_, g))| (*g, i, j)))
+            .collect();
+        functions.sort_unstable();
+        FrozenSet { modules, functions }
+    }
 }
 
 /// What the node's shared code holds of a bundled module.
@@ -83,16 +106,31 @@ unsafe impl Sync for Module {}
 struct Shared {
     /// Each bundled module's, in the registry's order.
     modules: Vec<Module>,
-    /// Each bundled module's functions if it is frozen, in the registry's order.
-    frozen: Vec<Option<Frozen>>,
     /// Every shared prototype's address, sorted.
     protos: Vec<usize>,
-    /// Every frozen function's address, sorted, with its module's index in
-    /// the bundled modules and its field's in the module's `Frozen`.
-    frozen_functions: Vec<(usize, usize, usize)>,
+    /// The frozen modules, when they were made with the rest (a build
+    /// without the list of strings); otherwise [`FROZEN`] has them.
+    frozen: Option<FrozenSet>,
 }
 
 static SHARED: OnceLock<Shared> = OnceLock::new();
+
+/// The frozen modules, made on first use by the loader (`vm::loader`).
+static FROZEN: OnceLock<FrozenSet> = OnceLock::new();
+
+/// The frozen modules' shared values, made on the first call.
+fn frozen_set() -> &'static FrozenSet {
+    match &shared().frozen {
+        Some(set) => set,
+        None => FROZEN.get_or_init(crate::vm::loader::freeze_frozen),
+    }
+}
+
+/// The frozen modules' shared values if they are made (no function is
+/// frozen before).
+fn frozen_set_if_made() -> Option<&'static FrozenSet> {
+    shared().frozen.as_ref().or_else(|| FROZEN.get())
+}
 
 /// Builds and publishes the node's shared strings and code, once; every
 /// state made after this returns shares them.
@@ -141,7 +179,7 @@ unsafe fn build() -> Shared {
         .map(|&crate::vm::module::Bundled { chunk, source, sharing, .. }| unsafe {
             // (Without the list of their strings, every module is compiled
             // now: one compiled later would hold strings no process shares.)
-            if sharing == Sharing::Private || (sharing == Sharing::Shared && !strings.is_empty()) {
+            if sharing == Sharing::Private || !strings.is_empty() {
                 ffi::lua_pushnil(L);
                 return if sharing == Sharing::Private { Module::Private } else { Module::Later };
             }
@@ -152,24 +190,20 @@ unsafe fn build() -> Shared {
             Module::Shared(synodic_proto_of(L, -1))
         })
         .collect();
-    // SAFETY: as above; module `i`'s chunk (or error) is at `names + 1 + i`.
-    // Then the whole state is shared and frozen; `L` is never used again.
-    let frozen: Vec<Option<Frozen>> = unsafe {
-        provide_frozen_sees(L);
-        let frozen = (0..bundled().len()).map(|i| freeze(L, i, names + 1 + i as c_int)).collect();
+    // SAFETY: as above; module `i`'s chunk (or error) is at `names + 1 + i`
+    // (none is, when the loader makes the frozen modules). Then the whole
+    // state is shared and frozen; `L` is never used again.
+    let frozen = unsafe {
+        let frozen = strings.is_empty().then(|| {
+            provide_frozen_sees(L);
+            FrozenSet::new((0..bundled().len()).map(|i| freeze(L, i, names + 1 + i as c_int)).collect())
+        });
         synodic_share(L);
         frozen
     };
     let mut protos: Vec<usize> = modules.iter().filter_map(|m| if let Module::Shared(proto) = m { Some(proto_tree(*proto)) } else { None }).flatten().collect();
     protos.sort_unstable();
-    let mut frozen_functions: Vec<_> = frozen
-        .iter()
-        .enumerate()
-        .filter_map(|(i, f)| Some((i, f.as_ref()?)))
-        .flat_map(|(i, f)| f.functions.iter().enumerate().map(move |(j, (_, g))| (*g, i, j)))
-        .collect();
-    frozen_functions.sort_unstable();
-    Shared { modules, frozen, protos, frozen_functions }
+    Shared { modules, protos, frozen }
 }
 
 /// The addresses of the prototypes under `proto` (itself included), a
@@ -187,9 +221,9 @@ pub(super) fn proto_tree(proto: *const c_void) -> Vec<usize> {
 }
 
 /// Makes `require` of the modules frozen modules see give their functions
-/// in the node's state, for frozen modules' main chunks (which keep only
-/// functions).
-unsafe fn provide_frozen_sees(L: *mut ffi::lua_State) {
+/// in state `L` (the loader's, or the node's), for frozen modules' main
+/// chunks (which keep only functions).
+pub(super) unsafe fn provide_frozen_sees(L: *mut ffi::lua_State) {
     // SAFETY: `L` is the node's state being built (the caller's); each new
     // table is filled at -1, stored in `package.loaded` (at -2), which is
     // popped at the end.
@@ -208,13 +242,17 @@ unsafe fn provide_frozen_sees(L: *mut ffi::lua_State) {
 }
 
 /// Runs bundled module `i`'s main chunk (at `chunk` on the stack) if it is
-/// one of [`FROZEN`], and returns its functions if they may be shared. The
-/// module table stays on the stack, to be frozen with the rest.
-unsafe fn freeze(L: *mut ffi::lua_State, i: usize, chunk: c_int) -> Option<Frozen> {
+/// frozen, and returns its functions if they may be shared. The module
+/// table stays on the stack, to be frozen with the rest.
+///
+/// # Safety
+/// `L` shares the node's strings and is used by this thread alone (the
+/// loader's, under its lock, or the node's being built), with its
+/// collector stopped; `chunk` is a stack index.
+pub(super) unsafe fn freeze(L: *mut ffi::lua_State, i: usize, chunk: c_int) -> Option<Frozen> {
     let module = &bundled()[i];
     let name = module.name.to_bytes();
-    // SAFETY: `L` is the node's state being built, `chunk` a stack index
-    // (the caller's).
+    // SAFETY: the contract above.
     if module.sharing != Sharing::Frozen || unsafe { ffi::lua_type(L, chunk) } != ffi::LUA_TFUNCTION {
         return None;
     }
@@ -298,9 +336,13 @@ pub(crate) unsafe fn push_module_chunk(L: *mut ffi::lua_State, i: usize) -> Resu
     }
 }
 
-/// Bundled module `i`'s shared functions, if it is frozen.
+/// Bundled module `i`'s shared functions, if it is frozen (made now if
+/// they are not yet).
 fn frozen_fields(i: usize) -> Option<&'static [FrozenField]> {
-    shared().frozen[i].as_ref().map(|f| &f.functions[..])
+    if bundled().get(i)?.sharing != Sharing::Frozen {
+        return None;
+    }
+    frozen_set().modules[i].as_ref().map(|f| &f.functions[..])
 }
 
 /// The address of the shared table `field` of frozen module `module` (a
@@ -308,7 +350,10 @@ fn frozen_fields(i: usize) -> Option<&'static [FrozenField]> {
 /// userdata's metatable is compared with.
 pub(crate) fn frozen_table(module: &[u8], field: &[u8]) -> Option<usize> {
     let i = crate::vm::bundled::index_of(module)?;
-    let tables = &shared().frozen[i].as_ref()?.tables;
+    if bundled()[i].sharing != Sharing::Frozen {
+        return None;
+    }
+    let tables = &frozen_set().modules[i].as_ref()?.tables;
     tables.iter().find(|(n, _)| &**n == field).map(|(_, t)| *t)
 }
 
@@ -366,10 +411,10 @@ pub(crate) unsafe fn frozen_name(p: *const c_void) -> Option<Vec<u8>> {
         return None;
     }
     let p = p as usize;
-    let shared = shared();
-    let at = shared.frozen_functions.binary_search_by_key(&p, |&(g, _, _)| g).ok()?;
-    let (_, module, field) = shared.frozen_functions[at];
-    let (field, _) = &shared.frozen[module].as_ref()?.functions[field];
+    let set = frozen_set_if_made()?;
+    let at = set.functions.binary_search_by_key(&p, |&(g, _, _)| g).ok()?;
+    let (_, module, field) = set.functions[at];
+    let (field, _) = &set.modules[module].as_ref()?.functions[field];
     Some([bundled()[module].name.to_bytes(), b"\0", field].concat())
 }
 
