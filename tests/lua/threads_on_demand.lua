@@ -1,9 +1,10 @@
 -- synodic-args: --workers 3
 -- A node starts its threads when they have work (Runtime::start): a run
 -- whose main process is alone runs it on the main thread, the node's first
--- worker (Runtime::run_main_here), beside the signal thread, with no other
--- worker, no monitor and no timer thread; a second process starts the
--- other workers and the monitor; the first timer starts the timer thread.
+-- worker (Runtime::run_main_here), with no other worker, no monitor, no
+-- timer thread, and no signal thread until the run lasts (10 ms of
+-- computing, runtime/lasting.rs); a second process starts the other
+-- workers and the monitor; the first timer starts the timer thread.
 -- Counted from the kernel's own list of this OS process's threads.
 local s = require "synodic"
 
@@ -20,10 +21,18 @@ local function threads()
 end
 
 local alone = threads()
-assert(alone.synodic == 1 and alone["synodic-signals"] == 1, "the main thread and the signal thread")
+assert(alone.synodic == 1, "the main thread")
+assert(not alone["synodic-signals"], "no signal thread in a run's first milliseconds")
 assert(not alone["synodic-worker"], "no worker thread while the main process is alone, got " .. tostring(alone["synodic-worker"]))
 assert(not alone["synodic-monitor"], "no monitor while the main process is alone")
 assert(not alone["synodic-timers"], "no timer thread before the first timer")
+
+-- Computing (not waiting) for longer than 10 ms: the run lasts.
+local t0 = s.clock()
+while s.clock() - t0 < 0.05 do end
+local lasting = threads()
+assert(lasting["synodic-signals"] == 1, "the signal thread once the run lasts")
+assert(lasting.synodic == 1 and not lasting["synodic-worker"] and not lasting["synodic-monitor"], "and nothing else")
 
 local me = s.self()
 s.spawn(function() s.send(me, "here") end)

@@ -319,7 +319,14 @@ fn run_with(mut args: RunArgs, start_others: impl FnOnce(&Runtime, &Cluster, &Ru
     let script = args.script.as_deref().map(|p| p.to_string_lossy().into_owned()).unwrap_or_default();
     signals::install();
     args.logging.apply();
-    let mut config = Config { workers: args.workers.into(), max_process_memory: args.limits.max_process_memory, preempt_signal: Some(synodic_lua::vm::preempt::install()), pool_worker: Some(synodic_lua::pool_worker), ..Config::default() };
+    let mut config = Config {
+        workers: args.workers.into(),
+        max_process_memory: args.limits.max_process_memory,
+        preempt_signal: Some(synodic_lua::vm::preempt::install()),
+        pool_worker: Some(synodic_lua::pool_worker),
+        on_lasting: Some(signals::start_waiting),
+        ..Config::default()
+    };
     let say_where = args.cluster.listen.is_some();
     // Before the runtime starts: its threads inherit the binding.
     let shares = match (args.bind && args.nodes > 1).then(|| bind::shares(args.nodes.into())) {
@@ -399,6 +406,8 @@ fn exit_status(end: RunEnd, limit: Option<u64>) -> i32 {
 /// `synodic node`: a node that runs no program of its own.
 fn node(mut args: NodeArgs) -> i32 {
     signals::install();
+    // A node lasts.
+    signals::start_waiting();
     args.logging.apply();
     if args.quiet {
         signals::quiet();

@@ -460,6 +460,48 @@ fn a_terminated_run_keeps_its_output() {
     }
 }
 
+/// A signal that comes while a lone main process computes, before the run
+/// has started its signal thread (runtime/lasting.rs), is taken once it
+/// does: the run ends as it would later, its output flushed, with the
+/// signal's status.
+#[test]
+fn a_signal_in_the_first_milliseconds_of_a_computing_run_ends_it() {
+    use std::io::Read;
+    let dir = common::scratch_dir("term-early");
+    let prog = dir.join("spin.lua");
+    std::fs::write(&prog, "for i = 1, 5 do print('line', i) end\nio.stderr:write('ready\\n')\nwhile true do end\n").unwrap();
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let mut child = common::synodic_command()
+            .arg("run")
+            .arg(&prog)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let mut guard = common::KillOnDrop(child);
+        let mut ready = [0u8; 6];
+        stderr.read_exact(&mut ready).unwrap();
+        assert_eq!(&ready, b"ready\n");
+        // SAFETY: the child is alive (it is computing) and not yet reaped.
+        unsafe { libc::kill(guard.0.id() as libc::pid_t, signal) };
+        // Read to their ends in a thread: a run the signal did not end fails
+        // here after the limit (and the guard kills it).
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (mut out, mut said) = (String::new(), String::new());
+            let _ = stdout.read_to_string(&mut out);
+            let _ = stderr.read_to_string(&mut said);
+            let _ = tx.send((out, said));
+        });
+        let (out, said) = rx.recv_timeout(common::LIMIT).unwrap_or_else(|_| panic!("signal {signal} did not end the computing run"));
+        assert_eq!(out.lines().count(), 5, "signal {signal}: {out:?}");
+        let name = if signal == libc::SIGTERM { "terminated" } else { "interrupted" };
+        assert!(said.contains(&format!("synodic: {name}")), "signal {signal}: {said:?}");
+        assert_eq!(guard.0.wait().unwrap().code(), Some(128 + signal));
+    }
+}
+
 /// A program printing to a closed pipe ends, killed by SIGPIPE, as `lua` does.
 #[test]
 fn a_broken_pipe_ends_the_run() {

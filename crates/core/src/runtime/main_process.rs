@@ -38,6 +38,7 @@ impl Runtime {
         let here = self.shared.first_worker.set(Ok(())).is_ok();
         if here {
             let _ = self.shared.on_end.set(Box::new(end));
+            self.arm_lasting();
             if let Err(ended) = self.start_main(body) {
                 self.end_run(ended);
             }

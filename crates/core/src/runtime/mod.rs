@@ -22,6 +22,7 @@
 //! ends it; `pool.rs` the node's task pool and load.
 
 mod deliver;
+mod lasting;
 mod links;
 mod main_process;
 mod pool;
@@ -75,11 +76,14 @@ pub struct Config {
     /// The body of the node's pool workers (see `pool`); without one, tasks
     /// for the pool wait forever.
     pub pool_worker: Option<fn() -> Box<dyn Body>>,
+    /// Called once, as soon as the run is no longer a short one (see
+    /// `runtime/lasting.rs`): what only a lasting run is worth starting.
+    pub on_lasting: Option<fn()>,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { workers: 0, node_name: "local".into(), preempt_signal: None, time_slice: Duration::from_millis(2), process_bytes: 8 << 10, max_process_memory: None, pool_worker: None }
+        Config { workers: 0, node_name: "local".into(), preempt_signal: None, time_slice: Duration::from_millis(2), process_bytes: 8 << 10, max_process_memory: None, pool_worker: None, on_lasting: None }
     }
 }
 
@@ -155,6 +159,8 @@ pub(crate) struct Shared {
     /// What the run's end calls where the main thread works as the first
     /// worker (`Runtime::run_main_here`).
     on_end: std::sync::OnceLock<Box<dyn Fn(RunEnd) + Send + Sync>>,
+    /// Whether the run lasts yet (`Config::on_lasting`).
+    lasting: lasting::Lasting,
 }
 
 impl Runtime {
@@ -206,6 +212,7 @@ impl Runtime {
             timers_started: std::sync::Once::new(),
             spawned: std::sync::atomic::AtomicBool::new(false),
             on_end: std::sync::OnceLock::new(),
+            lasting: lasting::Lasting::new(config.on_lasting),
         });
         Ok(Runtime { shared })
     }
@@ -218,6 +225,8 @@ impl Runtime {
             return first.clone().map_err(Error::Start);
         }
         let started = self.shared.threads_started.get_or_init(|| {
+            // Before the threads: they inherit what it sets up.
+            self.lasting();
             for _ in 1..self.scheduler().target() {
                 self.start_worker().map_err(|e| format!("worker thread: {e}"))?;
             }

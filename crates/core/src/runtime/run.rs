@@ -44,6 +44,8 @@ impl Runtime {
         }
         match step {
             Step::Preempted => {
+                // The monitor's preemption, or the main thread's timer (see `lasting`).
+                self.lasting();
                 proc.note_slice();
                 // SAFETY: this worker took the body above and is still the process's only runner.
                 unsafe { proc.put_body(body) };
@@ -51,6 +53,7 @@ impl Runtime {
                 self.scheduler().schedule_preempted(proc);
             }
             Step::Blocked => {
+                self.lasting();
                 // SAFETY: as above; the process is not parked yet, so no one else can run it.
                 unsafe { proc.put_body(body) };
                 if proc.park() {
