@@ -58,6 +58,12 @@ impl Template {
         Template { module, entries: Vec::new() }
     }
 
+    /// A template of `entries`, whose names differ (a table's keys).
+    fn of_entries(module: &'static str, entries: Vec<(Vec<u8>, Entry)>) -> Template {
+        assert!(entries.len() <= 64, "a lazy table has at most 64 entries (one bit each)");
+        Template { module, entries: entries.into_iter().map(|(name, entry)| (name.into_boxed_slice(), entry)).collect() }
+    }
+
     fn with(mut self, name: &[u8], entry: Entry) -> Template {
         self.entries.retain(|(n, _)| &**n != name);
         self.entries.push((name.into(), entry));

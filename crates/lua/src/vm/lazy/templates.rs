@@ -46,28 +46,30 @@ pub(super) unsafe fn build_templates() -> Vec<Template> {
     for (name, opener) in LIBRARIES {
         globals = globals.with(name.as_bytes(), Entry::Make(make_loaded));
         loaded = loaded.with(name.as_bytes(), Entry::Make(make_library));
-        let mut library = Template::new(name);
         // The io functions find their files through registry entries that
         // only the opener makes: io is made whole.
         // SAFETY: as above; `entries_of` leaves the stack as it found it.
-        for (field, entry) in unsafe { entries_of(L, opener, name == "io") } {
-            library = library.with(&field, entry);
-        }
-        all.push(library);
+        all.push(Template::of_entries(name, unsafe { entries_of(L, opener, name == "io") }));
     }
     // SAFETY: `L` is not used again; the entries read are copies (names)
     // or C functions, which outlive it.
     unsafe { ffi::lua_close(L) };
     let mut templates = vec![globals, loaded];
-    ORIGINALS.get_or_init(|| all.iter().flat_map(|t| t.functions().map(move |(n, f)| ((t.module, n.to_vec()), f))).collect());
-    templates.extend(all.into_iter().map(|t| match t.module {
+    let mut replaced = Vec::new();
+    templates.extend(all.into_iter().map(|t| {
         // The scheduler-aware replacements.
-        "debug" => t.with_functions(&[(c"gethook", crate::vm::preempt::gethook)]),
-        library => match crate::vm::module::replacements().find(|(name, _)| *name == library) {
-            Some((_, functions)) => t.with_functions(functions),
-            None => t,
-        },
+        let functions: &[(&std::ffi::CStr, ffi::lua_CFunction)] = match t.module {
+            "debug" => &[(c"gethook", crate::vm::preempt::gethook)],
+            library => crate::vm::module::replacements().find(|(name, _)| *name == library).map_or(&[], |(_, functions)| functions),
+        };
+        for (name, _) in functions {
+            if let Some((_, f)) = t.functions().find(|(n, _)| *n == name.to_bytes()) {
+                replaced.push((t.module, name.to_bytes(), f));
+            }
+        }
+        t.with_functions(functions)
     }));
+    let _ = REPLACED.set(replaced);
     for (module, _, functions) in crate::vm::module::native() {
         if let Some(functions) = functions {
             templates.push(Template::new(module.to_str().expect("a module's name is ASCII")).with_functions(functions));
@@ -77,15 +79,19 @@ pub(super) unsafe fn build_templates() -> Vec<Template> {
     templates
 }
 
-/// The standard libraries' own functions, before Synodic replaced some.
+/// The standard libraries' own functions that Synodic replaced (a few):
+/// library, name, function.
 #[allow(clippy::type_complexity)]
-static ORIGINALS: OnceLock<std::collections::HashMap<(&str, Vec<u8>), ffi::lua_CFunction>> = OnceLock::new();
+static REPLACED: OnceLock<Vec<(&str, &[u8], ffi::lua_CFunction)>> = OnceLock::new();
 
 /// A standard library's own function `module.name`, even where a template
 /// has a replacement (which may call it).
 pub(crate) fn original(module: &str, name: &[u8]) -> Option<ffi::lua_CFunction> {
-    templates();
-    ORIGINALS.get()?.get(&(module, name.to_vec())).copied()
+    let templates = templates();
+    if let Some((_, _, f)) = REPLACED.get()?.iter().find(|(m, n, _)| *m == module && *n == name) {
+        return Some(*f);
+    }
+    templates.iter().find(|t| t.module == module)?.functions().find(|(n, _)| *n == name).map(|(_, f)| f)
 }
 
 /// The entries a library opener makes, read from the template state: plain
