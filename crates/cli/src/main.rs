@@ -2,10 +2,13 @@
 //! command line, starts a node's runtime, runs the main process, and turns
 //! its end into an exit status.
 #![deny(unsafe_op_in_unsafe_fn)]
+// The entry point is `entry::main`, without Rust's runtime start-up.
+#![cfg_attr(not(test), no_main)]
 
 mod alloc;
 mod bind;
 mod console;
+mod entry;
 mod launch;
 mod logging;
 mod lua_cli;
@@ -253,7 +256,9 @@ fn hostname() -> String {
     }
 }
 
-fn main() {
+/// The command, from `entry::main`.
+#[cfg_attr(test, allow(dead_code))]
+fn command() {
     alloc::configure();
     more_open_files();
     if let Some(args) = lua_cli::lua_command(std::env::args_os().skip(1)) {

@@ -502,6 +502,23 @@ fn a_signal_in_the_first_milliseconds_of_a_computing_run_ends_it() {
     }
 }
 
+/// A standard stream the run was started with closed is opened on
+/// /dev/null (crates/cli/src/entry.rs), as `lua` finds it: no descriptor
+/// the node or the program opens takes its place (the node's own event
+/// descriptor took fd 1 without this, and output went nowhere, failing),
+/// so printing succeeds and a file the program writes gets what it wrote.
+#[test]
+fn a_closed_standard_stream_never_becomes_a_file_the_program_opens() {
+    let dir = common::scratch_dir("closed-stdout");
+    let file = dir.join("f.txt");
+    let code = format!("local f = assert(io.open('{}', 'w')) assert(io.stdout:write('out\\n'):flush()) f:write('written') f:close()", file.display());
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg("exec \"$0\" -e \"$1\" 0<&- 1>&-").arg(env!("CARGO_BIN_EXE_synodic")).arg(&code);
+    let out = common::output_within(cmd, common::LIMIT, "synodic with its stdout closed");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "written");
+}
+
 /// A program printing to a closed pipe ends, killed by SIGPIPE, as `lua` does.
 #[test]
 fn a_broken_pipe_ends_the_run() {
