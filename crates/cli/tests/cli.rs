@@ -437,39 +437,25 @@ fn warnings_go_to_stderr_once_turned_on() {
 /// to a pipe is flushed first.
 #[test]
 fn a_terminated_run_keeps_its_output() {
-    use std::io::Read;
-    let dir = common::scratch_dir("term");
-    let prog = dir.join("term.lua");
-    std::fs::write(&prog, "for i = 1, 5 do print('line', i) end\nio.stderr:write('ready\\n')\nrequire('synodic').sleep(60)\n").unwrap();
-    for signal in [libc::SIGTERM, libc::SIGINT] {
-        let mut child = common::synodic_command()
-            .arg("run")
-            .arg(&prog)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-        let guard = common::KillOnDrop(child);
-        assert_eq!(common::first_line_within(stderr, common::LIMIT, "the program"), "ready\n");
-        // SAFETY: the child is alive (it is waiting in sleep) and not yet reaped.
-        unsafe { libc::kill(guard.0.id() as libc::pid_t, signal) };
-        let mut out = String::new();
-        std::io::BufReader::new(stdout).read_to_string(&mut out).unwrap();
-        assert_eq!(out.lines().count(), 5, "signal {signal}: {out:?}");
-    }
+    signalled_run_keeps_its_output("term", "require('synodic').sleep(60)");
 }
 
 /// A signal that comes while a lone main process computes, before the run
 /// has started its signal thread (runtime/lasting.rs), is taken once it
-/// does: the run ends as it would later, its output flushed, with the
-/// signal's status.
+/// does: the run ends as it would later.
 #[test]
 fn a_signal_in_the_first_milliseconds_of_a_computing_run_ends_it() {
-    use std::io::Read;
-    let dir = common::scratch_dir("term-early");
-    let prog = dir.join("spin.lua");
-    std::fs::write(&prog, "for i = 1, 5 do print('line', i) end\nio.stderr:write('ready\\n')\nwhile true do end\n").unwrap();
+    signalled_run_keeps_its_output("term-early", "while true do end");
+}
+
+/// Runs a program that prints five lines, says it is ready, then runs
+/// `then`; SIGTERM, then SIGINT, must end it with those lines flushed, the
+/// signal named on stderr and 128 + the signal as its status.
+fn signalled_run_keeps_its_output(scratch: &str, then: &str) {
+    use std::io::{BufRead, Read};
+    let dir = common::scratch_dir(scratch);
+    let prog = dir.join("term.lua");
+    std::fs::write(&prog, format!("for i = 1, 5 do print('line', i) end\nio.stderr:write('ready\\n')\n{then}\n")).unwrap();
     for signal in [libc::SIGTERM, libc::SIGINT] {
         let mut child = common::synodic_command()
             .arg("run")
@@ -478,26 +464,26 @@ fn a_signal_in_the_first_milliseconds_of_a_computing_run_ends_it() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let (mut stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
         let mut guard = common::KillOnDrop(child);
-        let mut ready = [0u8; 6];
-        stderr.read_exact(&mut ready).unwrap();
-        assert_eq!(&ready, b"ready\n");
-        // SAFETY: the child is alive (it is computing) and not yet reaped.
-        unsafe { libc::kill(guard.0.id() as libc::pid_t, signal) };
-        // Read to their ends in a thread: a run the signal did not end fails
-        // here after the limit (and the guard kills it).
-        let (tx, rx) = std::sync::mpsc::channel();
+        // Both streams are read in threads: a run that hangs fails here
+        // after the limit (and the guard kills it).
+        let (said, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || std::io::BufReader::new(stderr).lines().map_while(Result::ok).try_for_each(|l| said.send(l)));
+        let (printed, out) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let (mut out, mut said) = (String::new(), String::new());
-            let _ = stdout.read_to_string(&mut out);
-            let _ = stderr.read_to_string(&mut said);
-            let _ = tx.send((out, said));
+            let mut all = String::new();
+            let _ = stdout.read_to_string(&mut all);
+            let _ = printed.send(all);
         });
-        let (out, said) = rx.recv_timeout(common::LIMIT).unwrap_or_else(|_| panic!("signal {signal} did not end the computing run"));
+        assert_eq!(lines.recv_timeout(common::LIMIT).as_deref(), Ok("ready"));
+        // SAFETY: the child is alive (waiting or computing) and not yet reaped.
+        unsafe { libc::kill(guard.0.id() as libc::pid_t, signal) };
+        let out = out.recv_timeout(common::LIMIT).unwrap_or_else(|_| panic!("signal {signal} did not end the run ({then})"));
         assert_eq!(out.lines().count(), 5, "signal {signal}: {out:?}");
         let name = if signal == libc::SIGTERM { "terminated" } else { "interrupted" };
-        assert!(said.contains(&format!("synodic: {name}")), "signal {signal}: {said:?}");
+        let rest: Vec<String> = lines.iter().collect();
+        assert!(rest.iter().any(|l| *l == format!("synodic: {name}")), "signal {signal}: {rest:?}");
         assert_eq!(guard.0.wait().unwrap().code(), Some(128 + signal));
     }
 }
