@@ -1,6 +1,6 @@
 //! Bundled modules compiled into the node's shared code on their first
-//! require, not at start (`vm::shared` compiles only the frozen ones): a
-//! run pays for the modules it uses. Each is compiled once per node, in a
+//! require, not at start (the node's shared state, `vm::shared`, interns
+//! their strings and compiles none): a run pays for the modules it uses. Each is compiled once per node, in a
 //! loader state that shares the node's strings; the node's state interned,
 //! before it froze, every string the bundled bytecode holds (a list
 //! build.rs makes), so the compiled code names only shared strings, and its
@@ -25,13 +25,12 @@ use std::sync::{Mutex, OnceLock};
 use mlua_sys as ffi;
 
 use crate::vm::module::{bundled, Sharing};
-use crate::vm::shared::{proto_tree, synodic_proto_of, FrozenSet, Module};
+use crate::vm::shared::{proto_tree, synodic_proto_of, synodic_push_shared, FrozenSet, Module};
 use crate::vm::util::to_bytes;
 
 extern "C" {
     fn synodic_own_strings(L: *mut ffi::lua_State) -> c_int;
     fn synodic_freeze_loaded(L: *mut ffi::lua_State);
-    fn synodic_push_shared(L: *mut ffi::lua_State, proto: *const std::ffi::c_void);
 }
 
 /// A module compiled later, and its prototypes' addresses, sorted.

@@ -36,7 +36,7 @@ extern "C" {
     fn synodic_share(L: *mut ffi::lua_State);
     pub(super) fn synodic_proto_of(L: *mut ffi::lua_State, idx: c_int) -> *const c_void;
     fn synodic_maybe_frozen(o: *const c_void) -> c_int;
-    fn synodic_push_shared(L: *mut ffi::lua_State, proto: *const c_void);
+    pub(super) fn synodic_push_shared(L: *mut ffi::lua_State, proto: *const c_void);
     fn synodic_proto_tree(proto: *const c_void, out: *mut *const c_void, cap: usize) -> usize;
     fn synodic_freezable(L: *mut ffi::lua_State, idx: c_int) -> c_int;
     fn synodic_push_frozen(L: *mut ffi::lua_State, f: *const c_void);
