@@ -24,8 +24,12 @@ local function node(boss)
   local f = assert(io.open("/proc/self/stat"))
   local pid, parent = f:read("a"):match("^(%d+) %b() %S+ (%d+)")
   f:close()
+  -- The node's threads, found by trying the thread ids after its own
+  -- (they were made as it started). Not by listing the directory with
+  -- `ls`: a call that blocks for 4 ms gets the worker declared stuck, and
+  -- a spare thread (named as a worker) stands in for it.
   local workers = 0
-  for tid in io.popen("ls /proc/" .. pid .. "/task"):lines() do
+  for tid = tonumber(pid), tonumber(pid) + 4096 do
     local comm = io.open("/proc/" .. pid .. "/task/" .. tid .. "/comm")
     if comm then
       if comm:read("l"):match("^synodic%-worker") then workers = workers + 1 end
