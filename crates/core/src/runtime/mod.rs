@@ -225,7 +225,8 @@ impl Runtime {
             return first.clone().map_err(Error::Start);
         }
         let started = self.shared.threads_started.get_or_init(|| {
-            // Before the threads: they inherit what it sets up.
+            // A run with more threads than the main one lasts (what that
+            // starts, the command's signal thread, may as well come first).
             self.lasting();
             for _ in 1..self.scheduler().target() {
                 self.start_worker().map_err(|e| format!("worker thread: {e}"))?;

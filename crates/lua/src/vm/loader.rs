@@ -87,12 +87,20 @@ fn state(loader: &mut Guard) -> *mut ffi::lua_State {
     if let Some(Loader(L)) = &**loader {
         return *L;
     }
+    let L = stopped_state();
+    if !L.is_null() {
+        **loader = Some(Loader(L));
+    }
+    L
+}
+
+/// A new state sharing the node's strings, whose collector never runs (so
+/// what it makes stays, and stays where it is); null when out of memory.
+fn stopped_state() -> *mut ffi::lua_State {
     let L = crate::vm::state::loader_state();
     if !L.is_null() {
-        // SAFETY: the new state, on this thread; its collector never
-        // runs, so what it compiles stays (and stays where it is).
+        // SAFETY: the new state, on this thread, at rest.
         unsafe { ffi::lua_gc(L, ffi::LUA_GCSTOP, 0) };
-        **loader = Some(Loader(L));
     }
     L
 }
@@ -138,17 +146,16 @@ fn load(loader: &mut Guard, i: usize) -> Loaded {
 pub(super) fn freeze_frozen() -> FrozenSet {
     let mut loader = lock();
     let mut frozen: Vec<_> = bundled().iter().map(|_| None).collect();
-    let L = crate::vm::state::loader_state();
+    let L = stopped_state();
     if L.is_null() {
         return FrozenSet::new(frozen);
     }
     // The state is used on this thread alone (the lock serializes the
     // makers of frozen values), frozen at the end, and never runs again.
-    // SAFETY: `L` is that new state, its collector stopped first so what
-    // the chunks make stays put; each closure is pushed with room checked,
+    // SAFETY: `L` is that new state, its collector stopped so what the
+    // chunks make stays put; each closure is pushed with room checked,
     // and `freeze` leaves the module's table on the stack.
     unsafe {
-        ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
         ffi::luaL_openlibs(L);
         crate::vm::shared::provide_frozen_sees(L);
         for (i, b) in bundled().iter().enumerate() {

@@ -336,13 +336,19 @@ pub(crate) unsafe fn push_module_chunk(L: *mut ffi::lua_State, i: usize) -> Resu
     }
 }
 
-/// Bundled module `i`'s shared functions, if it is frozen (made now if
-/// they are not yet).
-fn frozen_fields(i: usize) -> Option<&'static [FrozenField]> {
+/// Bundled module `i`'s shared values, if it is frozen (the frozen
+/// modules are made now if they are not yet; another module's require
+/// never makes them).
+fn frozen_module(i: usize) -> Option<&'static Frozen> {
     if bundled().get(i)?.sharing != Sharing::Frozen {
         return None;
     }
-    frozen_set().modules[i].as_ref().map(|f| &f.functions[..])
+    frozen_set().modules[i].as_ref()
+}
+
+/// Bundled module `i`'s shared functions, if it is frozen.
+fn frozen_fields(i: usize) -> Option<&'static [FrozenField]> {
+    frozen_module(i).map(|f| &f.functions[..])
 }
 
 /// The address of the shared table `field` of frozen module `module` (a
@@ -350,10 +356,7 @@ fn frozen_fields(i: usize) -> Option<&'static [FrozenField]> {
 /// userdata's metatable is compared with.
 pub(crate) fn frozen_table(module: &[u8], field: &[u8]) -> Option<usize> {
     let i = crate::vm::bundled::index_of(module)?;
-    if bundled()[i].sharing != Sharing::Frozen {
-        return None;
-    }
-    let tables = &frozen_set().modules[i].as_ref()?.tables;
+    let tables = &frozen_module(i)?.tables;
     tables.iter().find(|(n, _)| &**n == field).map(|(_, t)| *t)
 }
 
