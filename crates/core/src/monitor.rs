@@ -1,16 +1,14 @@
 //! The monitor: one thread that watches the workers, as Go's `sysmon` does.
-//! Running processes are never interrupted on a hot path; instead, once per
-//! tick (a quarter of a time slice) the monitor:
+//! Running processes are never interrupted on a hot path; instead, at each
+//! step the monitor:
 //!
 //! 1. advances the scheduler's epoch, the coarse clock workers read to be
-//!    fair to outside wake-ups and to computing processes;
+//!    fair to outside wake-ups and to computing processes, by the ticks (a
+//!    quarter of a time slice each) since its last step;
 //! 2. signals every worker whose run has lasted a time slice: the body
 //!    layer's handler for that signal makes the running process yield at its
-//!    next instruction (for Lua: a count hook). A run is signalled at the
-//!    fourth tick after the one it started in, so a slice lasts 1.5 to 2 ms
-//!    of a 2 ms setting (2 ms when processes take turns computing, since
-//!    each run then starts at a tick), and again once a slice while it
-//!    goes on (in a C function, say);
+//!    next instruction (for Lua: a count hook), and again once a slice while
+//!    it goes on (in a C function, say);
 //! 3. declares stuck a worker whose run has gone on [`STUCK_AFTER`] ticks,
 //!    and whose thread has since its overrun either computed for that long
 //!    (a process that cannot yield) or slept in the kernel for that long (a
@@ -26,12 +24,25 @@
 //!    worker is running a process; see `netpoll`);
 //! 6. now and then, lets the payload cache forget memory it has kept too long.
 //!
-//! Once the pool has been found quiet at every tick for [`REST_AFTER`]
+//! **Steps of a tick or of a slice.** While a run has overrun its slice and
+//! is not stuck (processes compete for the processor), or the last steps
+//! found work for steps 4 and 5, the monitor steps every tick: a run is
+//! then signalled 1.5 to 2 ms into a 2 ms slice (2 ms when processes take
+//! turns computing, since each run then starts at a step). Once a whole
+//! slice has passed without any of that, it steps once a slice: a run is
+//! then signalled 2 to 4 ms in, and ticking resumes. A worker running short
+//! runs of C (a scanline of a ray caster, 0.5 ms) thus loses its processor
+//! to the monitor 500 times a second rather than 2,000; on a node bound to
+//! one core that was 5% of `bench/alua-apps`' static scanlines. A run's age
+//! is counted from the step that first saw it, so it is never overstated
+//! whatever the steps' length.
+//!
+//! Once the pool has been found quiet at every step for [`REST_AFTER`]
 //! ticks (every worker parked, no run but stuck ones, no work in sight)
 //! the monitor rests until a worker leaves its park or a stuck one comes
 //! back, [`REST_LONGEST`] at a time: an idle node wakes ten times a second,
 //! not two thousand. A pool quiet but for a stuck run rests from its second
-//! quiet tick: that run is in C code, and a tick every half millisecond
+//! quiet step: that run is in C code, and a step every half millisecond
 //! would only take the processor from it (an N-body step of 48 ms in C ran
 //! 5-10% slower than the same code under MPI, the monitor's ~2,000 wake-ups
 //! a second the difference).
@@ -60,7 +71,7 @@ const TRIM_EVERY: u64 = 1000;
 /// A stuck run is named once it has lasted this many ticks (a second with
 /// the default 2 ms slice).
 const WARN_AFTER: u64 = 500 * SLICE_TICKS;
-/// Ticks the pool must be found quiet at, in a row, before the monitor
+/// Ticks' worth of steps the pool must be found quiet at, in a row, before the monitor
 /// rests (50 ms with the default 2 ms slice): a pool that parks between
 /// the messages of a conversation is not idle, and waking a resting
 /// monitor would cost each message a futex wake-up.
@@ -75,10 +86,23 @@ const WARNED_MAX: usize = 4096;
 /// its thread's processor time and time waited for a processor then.
 #[derive(Clone, Copy)]
 struct Overrun {
-    run_started: u64,
     since: Instant,
     cpu: Duration,
     waited: Duration,
+    /// The epoch at which it was last signalled.
+    signalled: u64,
+}
+
+/// The run a worker slot was last seen running.
+#[derive(Clone, Copy)]
+struct Seen {
+    /// The process, and the epoch its run started at: together they tell
+    /// one run from the next.
+    run: (usize, u64),
+    /// The epoch of the step that first saw it: the run has lasted at least
+    /// the ticks since.
+    first_seen: u64,
+    overrun: Option<Overrun>,
 }
 
 /// The monitor thread's loop, until the runtime stops. `signal` is the
@@ -87,44 +111,44 @@ struct Overrun {
 pub(crate) fn run<H: Host>(host: &H, signal: Option<libc::c_int>, slice: Duration) {
     let sched = host.scheduler();
     let mut monitor = Monitor::new(signal, slice);
-    // Ticks keep to a fixed schedule, not a sleep after each (which would
+    // Steps keep to a fixed schedule, not a sleep after each (which would
     // add the wake-up's lateness every time), and the kernel is asked not
     // to round the sleeps up (its default slack is 50 us, a tenth of a tick).
     // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
-    let mut next_tick = Instant::now();
-    let mut quiet_ticks = 0;
+    let mut next_step = Instant::now();
+    let (mut quiet_ticks, mut quiet_steps) = (0, 0);
     while !sched.is_stopping() {
-        next_tick += monitor.tick;
+        next_step += monitor.tick * monitor.step_ticks() as u32;
         let now = Instant::now();
-        if next_tick > now {
-            std::thread::sleep(next_tick - now);
+        if next_step > now {
+            std::thread::sleep(next_step - now);
         } else {
-            next_tick = now; // far behind (a stopped machine): start afresh
+            next_step = now; // far behind (a stopped machine): start afresh
         }
-        monitor.step(host);
-        // A pool found quiet at every tick for a while lets the monitor
+        let ticks = monitor.step(host);
+        // A pool found quiet at every step for a while lets the monitor
         // rest until a worker wakes (see `Scheduler::rest`), for as long as
         // it stays quiet. The epoch stands still meanwhile (but for a step
         // between rests, for the trims): no run is under way to be timed.
-        quiet_ticks = if sched.quiet() { quiet_ticks + 1 } else { 0 };
-        // (Beside a stuck run, from the second quiet tick: the first may
+        (quiet_ticks, quiet_steps) = if sched.quiet() { (quiet_ticks + ticks, quiet_steps + 1) } else { (0, 0) };
+        // (Beside a stuck run, from the second quiet step: the first may
         // come before the signal's handler has moved the stuck worker's
         // "next" process where it is seen.)
-        if quiet_ticks >= REST_AFTER || (quiet_ticks >= 2 && sched.has_stuck()) {
+        if quiet_ticks >= REST_AFTER || (quiet_steps >= 2 && sched.has_stuck()) {
             while sched.rest(REST_LONGEST) && sched.quiet() && !sched.is_stopping() {
                 monitor.step(host);
             }
-            next_tick = Instant::now();
-            quiet_ticks = 0;
+            next_step = Instant::now();
+            (quiet_ticks, quiet_steps) = (0, 0);
         }
     }
     // What the host keeps may hold it: let go of it as it stops.
     host.trim(true);
 }
 
-/// What the monitor keeps from one tick to the next. The loop above only
-/// paces the ticks; each tick's work is [`Monitor::step`], which reads the
+/// What the monitor keeps from one step to the next. The loop above only
+/// paces the steps; each step's work is [`Monitor::step`], which reads the
 /// time and the workers' threads through the host alone (so the tests
 /// drive it tick by tick, with a clock of their own).
 struct Monitor {
@@ -134,59 +158,102 @@ struct Monitor {
     tick: Duration,
     /// Stuck processes named already.
     warned: HashSet<Pid>,
-    /// Per worker slot: the run it watches since that run overran its slice.
-    overruns: Vec<Option<Overrun>>,
+    /// Per worker slot: the run it was last seen running.
+    runs: Vec<Option<Seen>>,
+    /// Steps a tick long still to come before steps a slice long: set to a
+    /// slice's worth whenever a step finds something that wants ticking.
+    ticking: u64,
     /// When the last trim was (the monitor's start before the first).
     trimmed_at: Option<Instant>,
 }
 
 impl Monitor {
     fn new(signal: Option<libc::c_int>, slice: Duration) -> Monitor {
-        Monitor { signal, tick: slice / SLICE_TICKS as u32, warned: HashSet::new(), overruns: Vec::new(), trimmed_at: None }
+        Monitor {
+            signal,
+            tick: slice / SLICE_TICKS as u32,
+            warned: HashSet::new(),
+            runs: Vec::new(),
+            ticking: SLICE_TICKS,
+            trimmed_at: None,
+        }
     }
 
-    /// One tick: steps 1 to 6 of the module doc.
-    fn step<H: Host>(&mut self, host: &H) {
+    /// How many ticks the next step comes after this one: one, or a
+    /// slice's worth (see the module doc).
+    fn step_ticks(&self) -> u64 {
+        if self.ticking > 0 {
+            1
+        } else {
+            SLICE_TICKS
+        }
+    }
+
+    /// One step: steps 1 to 6 of the module doc. Returns the ticks it
+    /// stood for.
+    fn step<H: Host>(&mut self, host: &H) -> u64 {
         let sched = host.scheduler();
         let tick = self.tick;
-        let epoch = sched.epoch.fetch_add(1, Relaxed) + 1;
+        let ticks = self.step_ticks();
+        let epoch = sched.epoch.fetch_add(ticks, Relaxed) + ticks;
         let slots = sched.started_slots();
-        self.overruns.resize(slots.len(), None);
+        self.runs.resize(slots.len(), None);
+        // Whether a run competes for the processor (overran, not stuck).
+        let mut competing = false;
         for (index, slot) in slots.iter().enumerate() {
-            let Some((proc, started)) = slot.watch.current() else { continue };
-            let age = epoch.saturating_sub(started);
+            let Some((proc, started)) = slot.watch.current() else {
+                self.runs[index] = None;
+                continue;
+            };
+            let run = (proc as *const _ as usize, started);
+            let seen = match &mut self.runs[index] {
+                Some(seen) if seen.run == run => seen,
+                other => other.insert(Seen { run, first_seen: epoch, overrun: None }),
+            };
+            // The ticks it has lasted at the least, and one more: at most
+            // that many when steps are a tick long.
+            let age = epoch - seen.first_seen + 1;
             if age < PREEMPT_AFTER {
                 continue;
             }
-            // Once a slice: a run that did not yield to the first signal is
-            // in C code, which a signal every tick would only interrupt.
-            if let Some(signal) = self.signal.filter(|_| (age - PREEMPT_AFTER).is_multiple_of(SLICE_TICKS)) {
-                host.signal(index, signal);
-            }
-            let seen = match self.overruns[index] {
-                Some(o) if o.run_started == started => o,
-                _ => {
+            let stuck = slot.watch.stuck.load(Acquire);
+            competing |= !stuck;
+            let overrun = match &mut seen.overrun {
+                Some(o) => o,
+                None => {
                     let (cpu, waited) = (host.cpu_time(index), host.run_queue_wait(index));
-                    self.overruns[index] = Some(Overrun { run_started: started, since: host.now(), cpu, waited });
+                    let since = host.now();
+                    if let Some(signal) = self.signal {
+                        host.signal(index, signal);
+                    }
+                    seen.overrun = Some(Overrun { since, cpu, waited, signalled: epoch });
                     continue;
                 }
             };
-            if slot.watch.stuck.load(Acquire) {
+            // Once a slice: a run that did not yield to the first signal is
+            // in C code, which a signal every tick would only interrupt.
+            if epoch - overrun.signalled >= SLICE_TICKS {
+                overrun.signalled = epoch;
+                if let Some(signal) = self.signal {
+                    host.signal(index, signal);
+                }
+            }
+            if stuck {
                 // By the clock: the epoch stands still while the monitor rests.
-                let held = host.now().saturating_duration_since(seen.since) + tick * PREEMPT_AFTER as u32;
+                let held = host.now().saturating_duration_since(overrun.since) + tick * PREEMPT_AFTER as u32;
                 if held >= tick * WARN_AFTER as u32 {
                     warn_once(&mut self.warned, proc.pid(), index, held);
                 }
                 continue;
             }
-            if age < STUCK_AFTER || !held_for(host, index, seen, tick * (STUCK_AFTER - PREEMPT_AFTER) as u32) {
+            if age < STUCK_AFTER || !held_for(host, index, *overrun, tick * (STUCK_AFTER - PREEMPT_AFTER) as u32) {
                 continue;
             }
             if !slot.watch.stuck.swap(true, AcqRel) {
                 sched.active.fetch_sub(1, AcqRel);
                 // Once more, now that it is stuck: the handler then moves
                 // the worker's "next" process where others find it (the
-                // monitor may rest from the next tick on).
+                // monitor may rest from the next step on).
                 if let Some(signal) = self.signal {
                     host.signal(index, signal);
                 }
@@ -197,8 +264,9 @@ impl Monitor {
                 break;
             }
         }
-        sched.nudge();
-        sched.poll_unwatched();
+        let nudged = sched.nudge();
+        let delivered = sched.poll_unwatched();
+        self.ticking = if competing || nudged || delivered { SLICE_TICKS } else { self.ticking.saturating_sub(1) };
         // By the clock, not the epoch, which stands still while the monitor rests.
         let now = host.now();
         // (Counted from the monitor's start, a tick before its first step.)
@@ -208,6 +276,7 @@ impl Monitor {
             crate::payload::trim();
             host.trim(false);
         }
+        ticks
     }
 }
 

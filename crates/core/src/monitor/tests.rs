@@ -151,11 +151,16 @@ impl FakeHost {
     }
 }
 
-/// Drives a monitor tick by tick; before each tick the clock moves on by
-/// one tick, and each thread as its `how` says.
+/// Drives a monitor tick by tick; at each tick the clock moves on by one
+/// tick, and each thread as its `how` says; the monitor steps at the ticks
+/// it would wake at (every tick, or once a slice: see the module doc).
 struct Ticker {
     monitor: Monitor,
     ticks: u64,
+    /// Ticks since the monitor's last step.
+    since_step: u64,
+    /// The ticks at which the monitor stepped.
+    steps: Vec<u64>,
 }
 
 /// What one worker's thread does while a tick passes.
@@ -174,7 +179,7 @@ enum Doing {
 
 impl Ticker {
     fn new(signal: Option<libc::c_int>) -> Ticker {
-        Ticker { monitor: Monitor::new(signal, SLICE), ticks: 0 }
+        Ticker { monitor: Monitor::new(signal, SLICE), ticks: 0, since_step: 0, steps: Vec::new() }
     }
 
     /// One tick, worker 0's thread doing `doing`.
@@ -192,8 +197,13 @@ impl Ticker {
                 t.waited += TICK;
             }
         });
-        self.monitor.step(host);
         self.ticks += 1;
+        self.since_step += 1;
+        if self.since_step == self.monitor.step_ticks() {
+            assert_eq!(self.monitor.step(host), self.since_step, "a step stands for the ticks since the last");
+            self.since_step = 0;
+            self.steps.push(self.ticks);
+        }
     }
 
     /// Ticks until the tick numbered `n` (counted from the first) is done.
@@ -211,14 +221,57 @@ fn processes(n: usize) -> Vec<&'static Process> {
 }
 
 #[test]
-fn each_tick_moves_the_schedulers_epoch_on_by_one() {
+fn the_epoch_follows_the_ticks_stepping_each_tick_at_first_then_once_a_slice_while_nothing_competes() {
     let host = FakeHost::new(2);
     let mut t = Ticker::new(Some(SIGNAL));
-    for n in 1..=10 {
-        t.tick(&host, Doing::Computing);
-        assert_eq!(host.sched.epoch.load(SeqCst), n);
-    }
+    t.until(&host, 6 * SLICE_TICKS, Doing::Computing);
+    assert_eq!(host.sched.epoch.load(SeqCst), 6 * SLICE_TICKS, "the epoch counts ticks, whatever the steps' length");
+    let first_slice: Vec<u64> = (1..=SLICE_TICKS).collect();
+    let then: Vec<u64> = (2..=6).map(|k| k * SLICE_TICKS).collect();
+    assert_eq!(t.steps, [first_slice, then].concat(), "a step a tick for a slice, then one a slice");
     assert!(host.signals.lock().is_empty(), "no worker runs anything: nobody is signalled");
+}
+
+#[test]
+fn short_runs_let_the_monitor_step_once_a_slice() {
+    // A worker running C code in pieces shorter than a slice (a scanline):
+    // nothing to preempt, so nothing to tick for.
+    let host = FakeHost::new(1);
+    let p = processes(2);
+    let mut t = Ticker::new(Some(SIGNAL));
+    for i in 0..40 {
+        host.start_run(0, p[i % 2]);
+        t.until(&host, t.ticks + 3, Doing::Computing);
+        assert!(!host.end_run(0));
+    }
+    assert_eq!(host.signal_count(0), 0, "no run overran");
+    let late = t.steps.iter().filter(|&&k| k > 2 * SLICE_TICKS).count() as u64;
+    assert_eq!(late, (t.ticks - 2 * SLICE_TICKS) / SLICE_TICKS, "once a slice after the first");
+}
+
+#[test]
+fn a_run_that_overruns_between_steps_a_slice_apart_is_signalled_within_two_slices_and_ticking_resumes() {
+    let host = FakeHost::new(1);
+    let p = processes(1)[0];
+    let mut t = Ticker::new(Some(SIGNAL));
+    t.until(&host, 3 * SLICE_TICKS, Doing::Computing);
+    assert_eq!(t.monitor.step_ticks(), SLICE_TICKS, "nothing competes: steps a slice long");
+    // The run starts just after a step, at the worst moment; and just before one.
+    for late in [0, SLICE_TICKS - 1] {
+        let start = t.ticks + late;
+        t.until(&host, start, Doing::Computing);
+        host.start_run(0, p);
+        let before = host.signal_count(0);
+        while host.signal_count(0) == before {
+            t.tick(&host, Doing::AsleepButCountedAsWaiting);
+        }
+        let lasted = t.ticks - start;
+        assert!((SLICE_TICKS..=2 * SLICE_TICKS).contains(&lasted), "signalled {lasted} ticks in");
+        assert_eq!(t.monitor.step_ticks(), 1, "a run competes: a step a tick again");
+        assert!(!host.end_run(0));
+        t.until(&host, t.ticks + 2 * SLICE_TICKS, Doing::Computing);
+        assert_eq!(t.monitor.step_ticks(), SLICE_TICKS, "a slice without it: a step a slice again");
+    }
 }
 
 #[test]
@@ -407,9 +460,9 @@ fn when_no_thread_can_be_started_the_pool_stays_short_and_the_monitor_goes_on() 
     assert!(host.is_stuck(0));
     assert_eq!(host.active(), 1, "one short of the target: the failed start is not counted");
     assert_eq!(host.started.load(SeqCst), 0);
-    // Threads can be had again: the next tick makes up for it.
+    // Threads can be had again: the next step makes up for it.
     host.can_start.store(true, SeqCst);
-    t.tick(&host, Doing::Computing);
+    t.until(&host, t.ticks + t.monitor.step_ticks(), Doing::Computing);
     assert_eq!((host.active(), host.started.load(SeqCst)), (2, 1));
 }
 

@@ -18,7 +18,8 @@
 //!
 //! Wake-ups from outside the pool (timers, I/O threads, a worker whose
 //! process is stuck) go to a global injector, which every worker looks at
-//! at least once per monitor tick. Other workers steal from a worker's
+//! at least once per monitor step (a quarter slice while processes compete
+//! for the processor, a slice otherwise) and every [`INJECTOR_EVERY`] runs. Other workers steal from a worker's
 //! deques when they run out of work.
 //!
 //! A worker that runs out of work:
@@ -381,24 +382,27 @@ impl Scheduler {
     }
 
     /// Wakes a parked worker if work waits where only a looking worker
-    /// finds it (the monitor calls this every tick).
-    pub(crate) fn nudge(&self) {
-        if (self.idle.load(SeqCst) > 0 || self.poll_blocked.load(SeqCst)) && self.has_visible_work() {
+    /// finds it (the monitor calls this every step); true when work waited so.
+    pub(crate) fn nudge(&self) -> bool {
+        let waiting = (self.idle.load(SeqCst) > 0 || self.poll_blocked.load(SeqCst)) && self.has_visible_work();
+        if waiting {
             self.wake_one();
         }
+        waiting
     }
 
     /// Step 4 of `netpoll`: the monitor reads the network if no worker
     /// holds the token (all run processes); what it delivers goes to the
     /// injector. If workers are parked meanwhile, one is woken to take the
-    /// token over, so that the network is read at once again.
-    pub(crate) fn poll_unwatched(&self) {
-        let Some(net) = self.netpoll.get() else { return };
+    /// token over, so that the network is read at once again. True when
+    /// anything was delivered.
+    pub(crate) fn poll_unwatched(&self) -> bool {
+        let Some(net) = self.netpoll.get() else { return false };
         if self.poll_token.compare_exchange(false, true, AcqRel, Relaxed).is_err() {
-            return;
+            return false;
         }
         netpoll::set_flushes_here(true);
-        net.poll(false);
+        let delivered = net.poll(false);
         net.flush();
         netpoll::set_flushes_here(false);
         self.poll_token.store(false, SeqCst);
@@ -407,6 +411,7 @@ impl Scheduler {
             let _guard = self.park_lock.lock();
             self.unpark.notify_one();
         }
+        delivered
     }
 
     /// Takes the poll token for this worker, if it is free; true when the

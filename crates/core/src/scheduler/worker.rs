@@ -183,8 +183,8 @@ impl Scheduler {
         let epoch = self.epoch.load(Relaxed);
         let ticks = local.ticks.get().wrapping_add(1);
         local.ticks.set(ticks);
-        // Wake-ups from outside (timers first of all) wait at most a tick
-        // plus the run in progress.
+        // Wake-ups from outside (timers first of all) wait at most a
+        // monitor step or INJECTOR_EVERY runs, plus the run in progress.
         if epoch != local.injector_seen.get() || ticks.is_multiple_of(INJECTOR_EVERY) {
             local.injector_seen.set(epoch);
             if let Some(p) = self.steal_injector(local) {
