@@ -24,18 +24,20 @@
 //!    worker is running a process; see `netpoll`);
 //! 6. now and then, lets the payload cache forget memory it has kept too long.
 //!
-//! **Steps of a tick or of a slice.** While a run has overrun its slice and
-//! is not stuck (processes compete for the processor), or the last steps
-//! found work for steps 4 and 5, the monitor steps every tick: a run is
-//! then signalled 1.5 to 2 ms into a 2 ms slice (2 ms when processes take
-//! turns computing, since each run then starts at a step). Once a whole
-//! slice has passed without any of that, it steps once a slice: a run is
-//! then signalled 2 to 4 ms in, and ticking resumes. A worker running short
-//! runs of C (a scanline of a ray caster, 0.5 ms) thus loses its processor
-//! to the monitor 500 times a second rather than 2,000; on a node bound to
-//! one core that was 5% of `bench/alua-apps`' static scanlines. A run's age
-//! is counted from the step that first saw it, so it is never overstated
-//! whatever the steps' length.
+//! **Steps of a tick or of a slice.** While processes compete for the
+//! processor (a run has overrun its slice, is not stuck, and other work
+//! waits its turn), or the last steps found work for steps 4 and 5, the
+//! monitor steps every tick: a run is then signalled 1.5 to 2 ms into a
+//! 2 ms slice (2 ms when processes take turns computing, since each run
+//! then starts at a step). Once a whole slice has passed without any of
+//! that, it steps once a slice: a run is then signalled 2 to 4 ms in (one
+//! that computes alone, every second step), and ticking resumes when
+//! others wait. A worker running C code in short runs (a scanline of a ray
+//! caster, 0.5 ms) or in one long run that nothing else waits behind thus
+//! loses its processor to the monitor 500 times a second rather than
+//! 2,000; on a node bound to one core that was 5% of `bench/alua-apps`'
+//! static scanlines. A run's age is counted from the step that first saw
+//! it, so it is never overstated whatever the steps' length.
 //!
 //! Once the pool has been found quiet at every step for [`REST_AFTER`]
 //! ticks (every worker parked, no run but stuck ones, no work in sight)
@@ -198,8 +200,8 @@ impl Monitor {
         let epoch = sched.epoch.fetch_add(ticks, Relaxed) + ticks;
         let slots = sched.started_slots();
         self.runs.resize(slots.len(), None);
-        // Whether a run competes for the processor (overran, not stuck).
-        let mut competing = false;
+        // Whether a run has overrun its slice, unstuck.
+        let mut overran = false;
         for (index, slot) in slots.iter().enumerate() {
             let Some((proc, started)) = slot.watch.current() else {
                 self.runs[index] = None;
@@ -217,7 +219,7 @@ impl Monitor {
                 continue;
             }
             let stuck = slot.watch.stuck.load(Acquire);
-            competing |= !stuck;
+            overran |= !stuck;
             let overrun = match &mut seen.overrun {
                 Some(o) => o,
                 None => {
@@ -266,6 +268,10 @@ impl Monitor {
         }
         let nudged = sched.nudge();
         let delivered = sched.poll_unwatched();
+        // Runs compete when one overran while others wait their turn (alone,
+        // it is preempted once a step all the same: its sends go out as
+        // each run ends).
+        let competing = overran && sched.has_visible_work();
         self.ticking = if competing || nudged || delivered { SLICE_TICKS } else { self.ticking.saturating_sub(1) };
         // By the clock, not the epoch, which stands still while the monitor rests.
         let now = host.now();

@@ -250,28 +250,44 @@ fn short_runs_let_the_monitor_step_once_a_slice() {
 }
 
 #[test]
-fn a_run_that_overruns_between_steps_a_slice_apart_is_signalled_within_two_slices_and_ticking_resumes() {
+fn a_run_that_overruns_between_steps_a_slice_apart_is_signalled_within_two_slices_and_ticking_resumes_if_others_wait() {
     let host = FakeHost::new(1);
-    let p = processes(1)[0];
+    let p = processes(2);
     let mut t = Ticker::new(Some(SIGNAL));
     t.until(&host, 3 * SLICE_TICKS, Doing::Computing);
     assert_eq!(t.monitor.step_ticks(), SLICE_TICKS, "nothing competes: steps a slice long");
+    // Another process waits its turn (on the injector: the test is no worker).
+    host.sched.schedule(p[1]);
     // The run starts just after a step, at the worst moment; and just before one.
     for late in [0, SLICE_TICKS - 1] {
         let start = t.ticks + late;
         t.until(&host, start, Doing::Computing);
-        host.start_run(0, p);
+        host.start_run(0, p[0]);
         let before = host.signal_count(0);
         while host.signal_count(0) == before {
             t.tick(&host, Doing::AsleepButCountedAsWaiting);
         }
         let lasted = t.ticks - start;
         assert!((SLICE_TICKS..=2 * SLICE_TICKS).contains(&lasted), "signalled {lasted} ticks in");
-        assert_eq!(t.monitor.step_ticks(), 1, "a run competes: a step a tick again");
+        assert_eq!(t.monitor.step_ticks(), 1, "runs compete: a step a tick again");
         assert!(!host.end_run(0));
         t.until(&host, t.ticks + 2 * SLICE_TICKS, Doing::Computing);
         assert_eq!(t.monitor.step_ticks(), SLICE_TICKS, "a slice without it: a step a slice again");
     }
+}
+
+#[test]
+fn a_run_computing_alone_is_signalled_once_a_step_a_slice_apart() {
+    // Nothing waits behind it: ticking would only take the processor from it.
+    let host = FakeHost::new(1);
+    let mut t = Ticker::new(Some(SIGNAL));
+    t.until(&host, 2 * SLICE_TICKS, Doing::Computing);
+    host.start_run(0, processes(1)[0]);
+    let start = t.ticks;
+    t.until(&host, start + 10 * SLICE_TICKS, Doing::AsleepButCountedAsWaiting);
+    assert_eq!(t.monitor.step_ticks(), SLICE_TICKS);
+    assert_eq!(t.steps.iter().filter(|&&k| k > start).count(), 10, "a step a slice throughout");
+    assert_eq!(host.signal_count(0), 9, "signalled at every step but the one that first saw it");
 }
 
 #[test]
@@ -407,7 +423,9 @@ fn holding_is_counted_from_the_overrun_not_from_the_runs_start() {
     // computes: it is stuck only once it has computed for the whole
     // stretch since then, not at the stuck mark.
     let host = FakeHost::new(1);
-    host.start_run(0, processes(1)[0]);
+    let p = processes(2);
+    host.start_run(0, p[0]);
+    host.sched.schedule(p[1]); // waits its turn: the monitor ticks
     let mut t = Ticker::new(Some(SIGNAL));
     t.until(&host, PREEMPT_AFTER + 3, Doing::WaitingForProcessor);
     t.until(&host, STUCK_AFTER, Doing::Computing);
@@ -422,8 +440,9 @@ fn a_new_run_on_the_same_worker_is_watched_afresh() {
     // B starts at once, first waits for a processor, then computes. B's
     // overrun is measured from B's own: A's processor time does not count.
     let host = FakeHost::new(1);
-    let p = processes(2);
+    let p = processes(3);
     host.start_run(0, p[0]);
+    host.sched.schedule(p[2]); // waits its turn: the monitor ticks
     let mut t = Ticker::new(Some(SIGNAL));
     t.until(&host, STUCK_AFTER - 1, Doing::Computing);
     assert!(!host.end_run(0));

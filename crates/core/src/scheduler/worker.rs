@@ -290,7 +290,7 @@ impl Scheduler {
         found
     }
 
-    pub(super) fn has_visible_work(&self) -> bool {
+    pub(crate) fn has_visible_work(&self) -> bool {
         !self.injector.is_empty()
             || self.started_slots().iter().any(|s| {
                 s.woken.get().is_some_and(|q| !q.is_empty()) || s.preempted.get().is_some_and(|q| !q.is_empty()) || !s.rescue.load(Relaxed).is_null()
