@@ -116,30 +116,34 @@ rows() {
 
 # Detection: a node is killed with SIGKILL once the watcher says "ready".
 syn_detect() {
-  local victim_log="$work/victim.log" victim addr t0
+  local victim_log="$work/victim.log" victim addr t0 watcher from
+  : > "$victim_log" # there before the node's shell opens it
   "$synodic" node --listen 127.0.0.1:0 --name "victim$$" --cookie-file "$work/cookie" 2> "$victim_log" &
   victim=$!
   disown "$victim" # killed on purpose: no job notice
   until grep -q "listening on" "$victim_log"; do sleep 0.01; done
   addr=$(grep -o 'listening on .*' "$victim_log" | awk '{print $3}')
   coproc W { "$synodic" run --join "$addr" --cookie-file "$work/cookie" "$here/detect.lua" "victim$$@$host" 2>/dev/null; }
-  read -r _ <&"${W[0]}"
+  # (bash unsets W and W_PID once the coprocess has ended: kept at once)
+  watcher=$W_PID from=${W[0]}
+  read -r _ <&"$from"
   t0=$(now_ns); kill -9 "$victim"
-  read -r _ <&"${W[0]}" || true
+  read -r _ <&"$from" || true
   echo $(( ($(now_ns) - t0) / 1000000 ))
-  wait "$W_PID" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
 }
 erl_detect() {
-  local peer t0
+  local peer t0 watcher from
   peer=$(erl_peer)
   until epmd -names 2>/dev/null | grep -q "bench_peer_$$"; do sleep 0.05; done
   coproc E { erl -sname "bench_watch_$$" -setcookie bench -noshell -pa "$work" -run detect main "bench_peer_$$@$host"; }
-  read -r _ <&"${E[0]}"
+  watcher=$E_PID from=${E[0]}
+  read -r _ <&"$from"
   t0=$(now_ns); kill -9 "$peer"
-  read -r _ <&"${E[0]}" || true
+  read -r _ <&"$from" || true
   echo $(( ($(now_ns) - t0) / 1000000 ))
   wait "$peer" 2>/dev/null || true
-  wait "$E_PID" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
 }
 
 echo "| measure | Synodic | Synodic --no-encryption | Erlang | Erlang TLS | Synodic ÷ Erlang | Synodic ÷ Erlang TLS | goal |"
