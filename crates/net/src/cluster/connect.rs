@@ -120,7 +120,16 @@ impl Cluster {
     /// True when the budget ended the read (more may wait; the poller
     /// reports the link again at its next wait).
     pub(super) fn read_link(&self, link: &Arc<Link>) -> bool {
-        let drained = link.drain(&mut |frame, shared| self.receive(link, frame, shared));
+        self.read_link_counting(link).0
+    }
+
+    /// [`Self::read_link`], and how many frames it delivered.
+    pub(super) fn read_link_counting(&self, link: &Arc<Link>) -> (bool, usize) {
+        let mut frames = 0;
+        let drained = link.drain(&mut |frame, shared| {
+            frames += 1;
+            self.receive(link, frame, shared)
+        });
         let more = matches!(drained, Ok(Drained::Budget));
         match drained {
             Ok(Drained::Open | Drained::Budget) => {}
@@ -130,7 +139,7 @@ impl Cluster {
                 self.end(link);
             }
         }
-        more
+        (more, frames)
     }
 
     /// Step 4: the link is over; whoever waited on its peer is told.
