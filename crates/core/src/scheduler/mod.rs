@@ -19,7 +19,8 @@
 //! Wake-ups from outside the pool (timers, I/O threads, a worker whose
 //! process is stuck) go to a global injector, which every worker looks at
 //! at least once per monitor step (a quarter slice while processes compete
-//! for the processor, a slice otherwise) and every [`INJECTOR_EVERY`] runs. Other workers steal from a worker's
+//! for the processor, a slice otherwise) and every [`INJECTOR_EVERY`]
+//! runs. Other workers steal from a worker's
 //! deques when they run out of work.
 //!
 //! A worker that runs out of work:

@@ -1,7 +1,8 @@
 //! Bundled modules compiled into the node's shared code on their first
 //! require, not at start (the node's shared state, `vm::shared`, interns
-//! their strings and compiles none): a run pays for the modules it uses. Each is compiled once per node, in a
-//! loader state that shares the node's strings; the node's state interned,
+//! their strings and compiles none): a run pays for the modules it uses.
+//! Each is compiled once per node, in a loader state that shares the
+//! node's strings; the node's state interned,
 //! before it froze, every string the bundled bytecode holds (a list
 //! build.rs makes), so the compiled code names only shared strings, and its
 //! prototypes, frozen as the node state's are, serve every process alike.
