@@ -53,6 +53,16 @@ pub trait Netpoll: Send + Sync {
         None
     }
 
+    /// As `poll(false)`, when [`Netpoll::fd`], nested in the netpoller,
+    /// was reported readable: what made it so must be taken from it, or
+    /// it stays readable. (An epoll instance nested in another is reported
+    /// while its ready list holds an entry, even one whose bytes were read
+    /// since without a wait on it: a `poll(false)` that reads a socket
+    /// straight away would leave the netpoller reporting it for good.)
+    fn poll_reported(&self) -> bool {
+        self.poll(false)
+    }
+
     /// Whether a thread of the transport is writing what the workers left
     /// (a long message going out): a spinning worker then keeps its core
     /// rather than yield it to that thread for a whole time slice of the

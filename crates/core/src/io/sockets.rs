@@ -225,7 +225,7 @@ impl Netpoll for Netpoller {
         }
         let (mut woken, mut any) = (Vec::new(), false);
         poller.wait_events(wait, &mut |token, events| match token {
-            SOURCE => any |= source.is_some_and(|s| s.poll(false)),
+            SOURCE => any |= source.is_some_and(|s| s.poll_reported()),
             fd => sockets.ready(fd as RawFd, events, &mut woken),
         });
         any |= !woken.is_empty();

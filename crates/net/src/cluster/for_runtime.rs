@@ -32,15 +32,13 @@ impl Netpoll for Cluster {
                 _ => {}
             }
         }
-        let mut ready = Vec::new();
-        self.inner.poller.wait(wait, &mut ready);
-        for token in &ready {
-            let link = self.inner.reading.lock().get(token).cloned();
-            if let Some(link) = link {
-                self.read_link(&link);
-            }
-        }
-        !ready.is_empty()
+        self.poll_links(wait)
+    }
+
+    fn poll_reported(&self) -> bool {
+        // Through the links' poller, never straight to the one link: its
+        // ready list is what the netpoller sees (see the trait).
+        self.poll_links(false)
     }
 
     fn interrupt(&self) {
@@ -57,6 +55,22 @@ impl Netpoll for Cluster {
 
     fn writing_behind(&self) -> bool {
         link::writing_behind()
+    }
+}
+
+impl Cluster {
+    /// Waits on the links' poller (with `wait`) and reads every link it
+    /// reports; true when it reported any.
+    fn poll_links(&self, wait: bool) -> bool {
+        let mut ready = Vec::new();
+        self.inner.poller.wait(wait, &mut ready);
+        for token in &ready {
+            let link = self.inner.reading.lock().get(token).cloned();
+            if let Some(link) = link {
+                self.read_link(&link);
+            }
+        }
+        !ready.is_empty()
     }
 }
 
