@@ -87,12 +87,26 @@ program() {
   fi
 }
 
-# watch_page RUN ERR: opens a page (watch.py watch) on the dashboard of the
-# run RUN, whose standard error is the file ERR; sets `watcher`.
+# ready_page: starts the page (watch.py watch, its address to come on its
+# standard input) and waits until Python has started, so that its start
+# costs the run to come nothing; sets `watcher` and `page_in`.
+ready_page() {
+  local said
+  mkfifo "$work/page.in" "$work/page.out"
+  python3 "$here/watch.py" watch - < "$work/page.in" > "$work/page.out" & watcher=$!
+  exec {page_in}> "$work/page.in"
+  read -r said < "$work/page.out"
+  rm -f "$work/page.in" "$work/page.out"
+  [ "$said" = waiting ] || { echo "run.sh: watch.py did not start: $said" >&2; exit 1; }
+}
+
+# watch_page RUN ERR: tells the page started by `ready_page` the address
+# of the dashboard of the run RUN, whose standard error is the file ERR.
 watch_page() {
   local url
   url=$(dashboard_url "$1" "$2") || exit 1
-  python3 "$here/watch.py" watch "$url" & watcher=$!
+  echo "$url" >&"$page_in"
+  exec {page_in}>&-
 }
 
 # stop_watching: closes the page, if one is open.
@@ -107,6 +121,7 @@ once() {
   local what=$1 mode=$2 flags=() run args
   [ "$mode" = none ] || flags=(--dashboard 127.0.0.1:0)
   program "$what" "$ring_m"
+  [ "$mode" != watched ] || ready_page
   # GNU time counts the context switches of the run and of its other node.
   /usr/bin/time -o "$work/once.time" -f "%w %c" "$synodic" run "${flags[@]}" "${args[@]}" > "$work/once.out" 2> "$work/once.err" &
   run=$!
@@ -167,8 +182,12 @@ counted_once() {
   [ "$mode" = none ] || flags=(--dashboard 127.0.0.1:0)
   program "$what" "$count_m"
   rm -f "$work"/cg.* "$work"/vg.*
+  [ "$mode" != watched ] || ready_page
   t0=$(date +%s.%N)
-  valgrind --tool=cachegrind --cache-sim=no --trace-children=yes --log-file="$work/vg.%p" --cachegrind-out-file="$work/cg.%p" \
+  # (--fair-sched: with valgrind's default lock a thread may wait seconds
+  # for its turn, and the monitor's first step, which sets when wakers warm
+  # a process, came before the ring's laps in some runs and after in others.)
+  valgrind --tool=cachegrind --cache-sim=no --fair-sched=yes --trace-children=yes --log-file="$work/vg.%p" --cachegrind-out-file="$work/cg.%p" \
     "$synodic" run "${flags[@]}" "${args[@]}" > "$work/count.out" 2> "$work/count.err" &
   run=$!
   [ "$mode" != watched ] || watch_page "$run" "$work/count.err"

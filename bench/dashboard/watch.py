@@ -6,7 +6,9 @@
   watch.py refresh URL N  times N refreshes of the heaviest view (the top 50
                           processes, the nodes and the spaces) and prints
                           refresh_s=<median> refresh_max_s=<max>
-Waits up to 30 s for the dashboard to answer first."""
+Waits up to 30 s for the dashboard to answer first. A URL of - is read from
+standard input, after printing `waiting` (so that Python's start can come
+before the run it watches)."""
 import http.client, statistics, sys, threading, time, urllib.parse
 
 def connect(url):
@@ -48,6 +50,9 @@ def refresh(conn):
 
 def main():
     mode, url = sys.argv[1], sys.argv[2]
+    if url == "-":
+        print("waiting", flush=True)
+        url = sys.stdin.readline().strip()
     wait_up(url)
     if mode == "watch":
         threading.Thread(target=stream, args=(url,), daemon=True).start()
