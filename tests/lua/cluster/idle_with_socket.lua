@@ -43,4 +43,4 @@ for _ = 1, 2 do
   -- Spinning spends ~1 s a thread here; resting, a few ms.
   assert(spent < 0.25, string.format("node %s spent %.3f s of processor time in an idle second", node, spent))
 end
-print("ok")
+print("idle_with_socket ok")
