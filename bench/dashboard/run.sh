@@ -114,20 +114,30 @@ stop_watching() {
   if [ -n "$watcher" ]; then kill "$watcher" 2>/dev/null || true; wait "$watcher" 2>/dev/null || true; watcher=""; fi
 }
 
-# once WHAT MODE: one run of the ring or the pipeline with no dashboard
-# (none), a dashboard nobody watches (unwatched) or a page open (watched);
-# prints its figure and its context switches.
-once() {
-  local what=$1 mode=$2 flags=() run args
+# launch WHAT MODE LAPS NAME COMMAND...: one run of the ring (LAPS times
+# round) or the pipeline with no dashboard (none), a dashboard nobody
+# watches (unwatched) or a page open (watched), under COMMAND (GNU time,
+# valgrind; none: as it is), its output in $work/NAME.out and NAME.err.
+# A run that fails stops the benchmark with its error.
+launch() {
+  local what=$1 mode=$2 laps=$3 name=$4 flags=() run args
+  shift 4
   [ "$mode" = none ] || flags=(--dashboard 127.0.0.1:0)
-  program "$what" "$ring_m"
+  program "$what" "$laps"
   [ "$mode" != watched ] || ready_page
-  # GNU time counts the context switches of the run and of its other node.
-  /usr/bin/time -o "$work/once.time" -f "%w %c" "$synodic" run "${flags[@]}" "${args[@]}" > "$work/once.out" 2> "$work/once.err" &
+  "$@" "$synodic" run "${flags[@]}" "${args[@]}" > "$work/$name.out" 2> "$work/$name.err" &
   run=$!
-  [ "$mode" != watched ] || watch_page "$run" "$work/once.err"
-  wait "$run" || { echo "run.sh: $what ($mode) failed: $(cat "$work/once.err")" >&2; exit 1; }
+  [ "$mode" != watched ] || watch_page "$run" "$work/$name.err"
+  wait "$run" || { echo "run.sh: $what ($mode) failed: $(cat "$work/$name.err")" >&2; exit 1; }
   stop_watching
+}
+
+# once WHAT MODE: one timed run (see `launch`); prints its figure and its
+# context switches.
+once() {
+  local what=$1
+  # GNU time counts the context switches of the run and of its other node.
+  launch "$what" "$2" "$ring_m" once /usr/bin/time -o "$work/once.time" -f "%w %c"
   if [ "$what" = ring ]; then
     echo -n "$(field "$(cat "$work/once.out")" ns_per_send)"
   else
@@ -178,32 +188,26 @@ fi
 # node of it (--trace-children); prints its instructions, all nodes summed,
 # and its seconds.
 counted_once() {
-  local what=$1 mode=$2 flags=() run args t0
-  [ "$mode" = none ] || flags=(--dashboard 127.0.0.1:0)
-  program "$what" "$count_m"
+  local t0
   rm -f "$work"/cg.* "$work"/vg.*
-  [ "$mode" != watched ] || ready_page
   t0=$(date +%s.%N)
   # (--fair-sched: with valgrind's default lock a thread may wait seconds
   # for its turn, and the monitor's first step, which sets when wakers warm
   # a process, came before the ring's laps in some runs and after in others.)
-  valgrind --tool=cachegrind --cache-sim=no --fair-sched=yes --trace-children=yes --log-file="$work/vg.%p" --cachegrind-out-file="$work/cg.%p" \
-    "$synodic" run "${flags[@]}" "${args[@]}" > "$work/count.out" 2> "$work/count.err" &
-  run=$!
-  [ "$mode" != watched ] || watch_page "$run" "$work/count.err"
-  wait "$run" || { echo "run.sh: $what ($mode) under valgrind failed: $(cat "$work/count.err")" >&2; exit 1; }
-  stop_watching
-  echo "$(cat "$work"/cg.* | awk '/^summary:/ {s += $2} END {printf "%.0f", s}') $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')"
+  launch "$1" "$2" "$count_m" count valgrind --tool=cachegrind --cache-sim=no --fair-sched=yes --trace-children=yes --log-file="$work/vg.%p" --cachegrind-out-file="$work/cg.%p"
+  echo "$(cat "$work"/cg.* | awk '/^summary:/ {s += $2} END {printf "%.0f", s}') $(seconds_since "$t0")"
 }
 
 # native_once WHAT: the seconds of the same run, no dashboard, at full speed.
 native_once() {
-  local args t0
-  program "$1" "$count_m"
+  local t0
   t0=$(date +%s.%N)
-  "$synodic" run "${args[@]}" > "$work/count.out" 2> "$work/count.err" || { echo "run.sh: $1 failed: $(cat "$work/count.err")" >&2; exit 1; }
-  awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.3f", b - a}'
+  launch "$1" none "$count_m" count
+  seconds_since "$t0"
 }
+
+# seconds_since T0: the seconds since T0 (`date +%s.%N`).
+seconds_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.3f", b - a}'; }
 
 if [ "$counted" -gt 0 ]; then
   for r in $(seq 1 "$counted"); do
