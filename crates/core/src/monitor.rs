@@ -21,7 +21,8 @@
 //! 4. wakes a parked worker if work is waiting where only a looking worker
 //!    finds it.
 //! 5. on a node of a cluster, reads the network if no worker does (every
-//!    worker is running a process; see `netpoll`);
+//!    worker is running a process; see `netpoll`), and writes what a run
+//!    that overran its slice left queued for other nodes;
 //! 6. now and then, lets the payload cache forget memory it has kept too long.
 //!
 //! **Steps of a tick or of a slice.** While processes compete for the
@@ -202,6 +203,9 @@ impl Monitor {
         self.runs.resize(slots.len(), None);
         // Whether a run has overrun its slice, unstuck.
         let mut overran = false;
+        // Whether a run was signalled at this step: what its thread queued
+        // for other nodes is written for it (`netpoll`, step 5).
+        let mut signalled = false;
         for (index, slot) in slots.iter().enumerate() {
             let Some((proc, started)) = slot.watch.current() else {
                 self.runs[index] = None;
@@ -228,6 +232,7 @@ impl Monitor {
                     if let Some(signal) = self.signal {
                         host.signal(index, signal);
                     }
+                    signalled = true;
                     seen.overrun = Some(Overrun { since, cpu, waited, signalled: epoch });
                     continue;
                 }
@@ -236,6 +241,7 @@ impl Monitor {
             // in C code, which a signal every tick would only interrupt.
             if epoch - overrun.signalled >= SLICE_TICKS {
                 overrun.signalled = epoch;
+                signalled = true;
                 if let Some(signal) = self.signal {
                     host.signal(index, signal);
                 }
@@ -265,6 +271,9 @@ impl Monitor {
             if !replace_stuck(host) {
                 break;
             }
+        }
+        if signalled {
+            sched.flush_left();
         }
         let nudged = sched.nudge();
         let delivered = sched.poll_unwatched();

@@ -30,6 +30,14 @@
 //! while the peers it sent to wait for it, as the N-body's all-gather did).
 //! A thread-local flag ([`note_queued`]) says whether there is anything to
 //! write, so that a receive costs the transport no call when there is not.
+//!
+//! 5. What a poll queues itself (the reply to another node's spawn, a
+//!    remote `take`'s tuple) waits for the run of the first process that
+//!    poll made runnable, and goes out in that run's write: a remote fork's
+//!    reply and the new entity's READY travel together. A run that
+//!    overruns its slice has what its thread queued written by the monitor
+//!    ([`Netpoll::flush_left`]), so nothing waits behind a long C call for
+//!    more than a slice or two.
 
 use std::cell::Cell;
 
@@ -45,6 +53,13 @@ pub trait Netpoll: Send + Sync {
     /// Writes what this thread has queued for other nodes (called after
     /// every run and every poll, on threads where [`flushes_here`] holds).
     fn flush(&self);
+
+    /// Writes what any thread queued for other nodes and has not written
+    /// yet. The monitor calls it for a run that overruns its slice: its
+    /// worker writes what it queued only when the run ends (or the process
+    /// turns to its mailbox), and a C function can hold it for as long as
+    /// it computes.
+    fn flush_left(&self) {}
 
     /// A descriptor that is readable while `poll(false)` has something to
     /// deliver (an epoll instance's), so the node's netpoller can watch it

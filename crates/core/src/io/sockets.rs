@@ -251,6 +251,12 @@ impl Netpoll for Netpoller {
         }
     }
 
+    fn flush_left(&self) {
+        if let Some(source) = self.0.sockets().source.get() {
+            source.flush_left();
+        }
+    }
+
     fn writing_behind(&self) -> bool {
         self.0.sockets().source.get().is_some_and(|s| s.writing_behind())
     }

@@ -358,6 +358,14 @@ impl Scheduler {
         }
     }
 
+    /// For the monitor, beside a run that overran its slice: writes what
+    /// any thread left queued for other nodes (`netpoll`, step 5).
+    pub(crate) fn flush_left(&self) {
+        if let Some(net) = self.netpoll.get() {
+            net.flush_left();
+        }
+    }
+
     pub(crate) fn wake_one(&self) {
         // Pairs with the decrement of `spinning` and the increment of `idle`
         // (or the setting of `poll_blocked`) in `spin` and `park`: either we

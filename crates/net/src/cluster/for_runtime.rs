@@ -49,6 +49,13 @@ impl Netpoll for Cluster {
         link::flush_dirty();
     }
 
+    fn flush_left(&self) {
+        let links: Vec<_> = self.inner.links.lock().values().cloned().collect();
+        for link in links {
+            link.flush();
+        }
+    }
+
     fn fd(&self) -> Option<std::os::fd::RawFd> {
         Some(self.inner.poller.fd())
     }
