@@ -92,22 +92,19 @@ impl Scheduler {
         LOCAL.with(|l| l.set(&local));
         netpoll::set_flushes_here(true);
         while !sched.is_stopping() {
-            match sched.find_work(&local).or_else(|| sched.spin(&local)).or_else(|| sched.park(&local)) {
-                Some(proc) => {
-                    sched.release_poll_token(&local);
-                    slot.watch.start_run(sched.epoch.load(Relaxed), proc);
-                    local.in_run.set(true);
-                    host.run_process(proc);
-                    local.in_run.set(false);
-                    // Only a run that queued writes has any to flush, as at
-                    // a receive: a node with a network source (a cluster, a
-                    // dashboard) does not call into it after every run.
-                    sched.flush_queued();
-                    if slot.watch.end_run() {
-                        sched.rejoin(&local);
-                    }
+            if let Some(proc) = sched.find_work(&local).or_else(|| sched.spin(&local)).or_else(|| sched.park(&local)) {
+                sched.release_poll_token(&local);
+                slot.watch.start_run(sched.epoch.load(Relaxed), proc);
+                local.in_run.set(true);
+                host.run_process(proc);
+                local.in_run.set(false);
+                // Only a run that queued writes has any to flush, as at
+                // a receive: a node with a network source (a cluster, a
+                // dashboard) does not call into it after every run.
+                sched.flush_queued();
+                if slot.watch.end_run() {
+                    sched.rejoin(&local);
                 }
-                None => {}
             }
         }
         sched.release_poll_token(&local);
