@@ -51,7 +51,8 @@ pub trait Netpoll: Send + Sync {
     fn interrupt(&self);
 
     /// Writes what this thread has queued for other nodes (called after
-    /// every run and every poll, on threads where [`flushes_here`] holds).
+    /// every run that queued any, and after a poll that made nothing
+    /// runnable here, on threads where [`flushes_here`] holds; step 5).
     fn flush(&self);
 
     /// Writes what any thread queued for other nodes and has not written
