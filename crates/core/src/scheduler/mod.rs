@@ -127,6 +127,9 @@ pub(crate) struct Scheduler {
     /// node may use, worked out when first needed (`Scheduler::target`).
     target: OnceLock<usize>,
     idle: AtomicUsize,
+    /// Wake-ups given to workers parked on `unpark` (`wake_parked`), for
+    /// the tests: each is a futex call and a context switch.
+    unparked: AtomicUsize,
     /// Workers out of work but still looking (see the module doc).
     spinning: AtomicUsize,
     park_lock: Mutex<()>,
@@ -228,6 +231,7 @@ impl Scheduler {
             active: AtomicUsize::new(0),
             target: given.map_or_else(OnceLock::new, OnceLock::from),
             idle: AtomicUsize::new(0),
+            unparked: AtomicUsize::new(0),
             spinning: AtomicUsize::new(0),
             park_lock: Mutex::new(()),
             unpark: Condvar::new(),
@@ -307,12 +311,16 @@ impl Scheduler {
                         local.in_sched.set(false);
                         if let Some(p) = displaced {
                             local.woken.push(p);
-                            self.wake_one();
+                            if !local.delivering.get() {
+                                self.wake_one();
+                            }
                         }
                     }
                     Class::Woken => {
                         local.woken.push(proc);
-                        self.wake_one();
+                        if !local.delivering.get() {
+                            self.wake_one();
+                        }
                     }
                     Class::Preempted => {
                         // A process just computed for a slice: woken ones
@@ -383,6 +391,7 @@ impl Scheduler {
         if self.idle.load(SeqCst) > 0 {
             let _guard = self.park_lock.lock();
             self.unpark.notify_one();
+            self.unparked.fetch_add(1, Relaxed);
         } else if self.poll_blocked.load(SeqCst) {
             if let Some(net) = self.netpoll.get() {
                 net.interrupt();

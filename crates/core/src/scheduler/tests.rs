@@ -7,8 +7,10 @@
 //! This file: every process runs, and the queues' order and fairness (the
 //! "next" slot's streak limit, woken before preempted, the injector and the
 //! preempted queue each get a turn within a bound, idle workers steal).
-//! `tests/stuck.rs`: a stuck worker's hand-off.
+//! `tests/stuck.rs`: a stuck worker's hand-off. `tests/polled.rs`: what
+//! a worker's own poll delivers.
 
+mod polled;
 mod stuck;
 
 use std::sync::atomic::{AtomicUsize, Ordering::*};

@@ -29,6 +29,9 @@ pub(super) struct Local {
     pub(super) in_sched: Cell<bool>,
     /// This worker holds the poll token.
     pub(super) polling: Cell<bool>,
+    /// It is delivering what its blocking poll read: it runs what that
+    /// makes runnable itself, so queuing it wakes no one (see `park`).
+    pub(super) delivering: Cell<bool>,
     /// Back from a stuck run, it stays and another worker stands down
     /// (see `rejoin`): its next park is not the one that stands down.
     pub(super) stays: Cell<bool>,
@@ -80,6 +83,7 @@ impl Scheduler {
             in_run: Cell::new(false),
             in_sched: Cell::new(false),
             polling: Cell::new(false),
+            delivering: Cell::new(false),
             stays: Cell::new(false),
             scheduler: sched,
             slot,
@@ -324,11 +328,20 @@ impl Scheduler {
             self.poll_blocked.store(true, SeqCst);
             std::sync::atomic::fence(SeqCst);
             if !self.has_visible_work() && !self.is_stopping() {
+                local.delivering.set(true);
                 net.poll(true);
+                local.delivering.set(false);
             }
             self.poll_blocked.store(false, SeqCst);
             self.rouse_monitor();
-            return self.delivered_here(local);
+            let first = self.delivered_here(local);
+            // One wake-up for whatever else the poll queued here, not one
+            // per process: a remote spawn every 10 us woke (and parked)
+            // the other worker for each, 2 context switches a spawn.
+            if first.is_some() && self.has_visible_work() {
+                self.wake_one();
+            }
+            return first;
         }
         let mut guard = self.park_lock.lock();
         self.idle.fetch_add(1, SeqCst);
