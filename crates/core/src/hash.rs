@@ -27,6 +27,11 @@ impl Hasher for FastHasher {
     }
 
     #[inline]
+    fn write_u16(&mut self, n: u16) {
+        self.write_u64(n as u64);
+    }
+
+    #[inline]
     fn write_usize(&mut self, n: usize) {
         self.write_u64(n as u64)
     }

@@ -10,7 +10,7 @@ use super::*;
 /// another node (a pid is fixed-size, so the message keeps its length).
 /// Shared values are passed over: their attachments cross beside the bytes.
 pub fn map_pids(buf: &mut [u8], mut map: impl FnMut(Pid, usize) -> Result<Pid, WireError>) -> Result<(), WireError> {
-    let pids = walk(buf)?.0.pids;
+    let pids = walk_with(buf, |_| ())?.pids;
     for at in pids {
         let raw = u64::from_le_bytes(buf[at..at + 8].try_into().expect("eight bytes"));
         let pid = map(Pid::from_raw(raw).ok_or(WireError::BadPid(at))?, at)?;
@@ -21,7 +21,7 @@ pub fn map_pids(buf: &mut [u8], mut map: impl FnMut(Pid, usize) -> Result<Pid, W
 
 /// Calls `found` with every pid in the message `buf` (a walk that changes nothing).
 pub fn each_pid(buf: &[u8], mut found: impl FnMut(Pid)) -> Result<(), WireError> {
-    for at in walk(buf)?.0.pids {
+    for at in walk_with(buf, |_| ())?.pids {
         let raw = u64::from_le_bytes(buf[at..at + 8].try_into().expect("eight bytes"));
         found(Pid::from_raw(raw).ok_or(WireError::BadPid(at))?);
     }
@@ -31,11 +31,22 @@ pub fn each_pid(buf: &[u8], mut found: impl FnMut(Pid)) -> Result<(), WireError>
 /// Walks every value of the message `buf`, which must be well formed: what
 /// the walk found, and the values' shapes.
 fn walk(buf: &[u8]) -> Result<(Walk<'static>, Vec<Shape<'_>>), WireError> {
+    let mut shapes = Vec::new();
+    let walk = walk_with(buf, |shape| shapes.push(shape))?;
+    Ok((walk, shapes))
+}
+
+/// [`walk`], handing each value's shape to `shape` rather than keeping
+/// them: a walk for the pids alone allocates no list of shapes (every
+/// message that crosses to another node is walked on both sides).
+fn walk_with<'a>(buf: &'a [u8], mut shape: impl FnMut(Shape<'a>)) -> Result<Walk<'static>, WireError> {
     let (mut r, count) = Reader::message(buf)?;
     let mut walk = Walk::default();
-    let shapes = (0..count).map(|_| walk.value(&mut r, 0)).collect::<Result<Vec<_>, _>>()?;
+    for _ in 0..count {
+        shape(walk.value(&mut r, 0)?);
+    }
     r.finish()?;
-    Ok((walk, shapes))
+    Ok(walk)
 }
 
 /// What a value is, seen from outside: tables and functions are not opened.
@@ -73,7 +84,7 @@ pub struct SharedAt {
 /// The shared values of the message `buf`, which must be well formed, in
 /// order. (A value's kind and variant can be rewritten in place at `at`.)
 pub fn shared_values(buf: &[u8]) -> Result<Vec<SharedAt>, WireError> {
-    Ok(walk(buf)?.0.shared)
+    Ok(walk_with(buf, |_| ())?.shared)
 }
 
 /// Appends the values of the message `msg` to `w`, as if they had been

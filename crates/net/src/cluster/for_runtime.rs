@@ -121,7 +121,13 @@ impl Transport for Cluster {
     }
 
     fn room_for(&self, to: Pid, sender: Pid) -> bool {
-        let Some(link) = self.inner.links.lock().get(&to.node()).cloned() else { return true };
+        // Asked after every send to another node: a link with no busy
+        // receiver and room in its outbox answers without being cloned.
+        let link = match self.inner.links.lock().get(&to.node()) {
+            None => return true,
+            Some(link) if !link.strained() => return true,
+            Some(link) => link.clone(),
+        };
         link.room_for(to, sender)
     }
 

@@ -60,6 +60,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use synodic_core::dist::pool::Pools;
 use synodic_core::dist::spawn::Spawns;
+use synodic_core::hash::FastBuild;
 use synodic_core::{NodeId, Runtime};
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::Notify;
@@ -114,7 +115,8 @@ struct Inner {
     /// was a join that never happened. This one always asks the kernel.
     udp_out: std::net::UdpSocket,
     membership: Mutex<Membership>,
-    links: Mutex<HashMap<u16, Arc<Link>>>,
+    /// (Looked up at every send to another node: the fast hasher.)
+    links: Mutex<HashMap<u16, Arc<Link>, FastBuild>>,
     /// This node and the nodes it has a link to.
     live: Mutex<BTreeSet<Arc<str>>>,
     /// Woken whenever a node comes up (for `join`).
@@ -122,7 +124,7 @@ struct Inner {
     /// The links' sockets, for the scheduler's threads to read.
     poller: Poller,
     /// Every link the poller watches, by its token.
-    reading: Mutex<HashMap<u64, Arc<Link>>>,
+    reading: Mutex<HashMap<u64, Arc<Link>, FastBuild>>,
     reading_count: AtomicUsize,
     next_token: AtomicU64,
     /// Each proven peer, by the address it listens at (for `join`: a seed
@@ -168,11 +170,11 @@ impl Cluster {
             udp: Arc::new(udp),
             udp_out,
             membership: Mutex::new(Membership::new(member, 16, me.incarnation)),
-            links: Mutex::new(HashMap::new()),
+            links: Mutex::new(HashMap::default()),
             live: Mutex::new(BTreeSet::from([me.name.clone()])),
             changed: Notify::new(),
             poller,
-            reading: Mutex::new(HashMap::new()),
+            reading: Mutex::new(HashMap::default()),
             reading_count: AtomicUsize::new(0),
             next_token: AtomicU64::new(0),
             proven: Mutex::new(HashMap::new()),

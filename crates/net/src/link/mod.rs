@@ -175,7 +175,7 @@ impl Link {
     /// cannot cross (a shared value other than a buffer, or too long).
     fn push_message(self: &Arc<Self>, nodes: &synodic_core::node::Nodes, msg: Message, between: Option<(Pid, Pid)>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
         let Some(shared) = msg.attachments().iter().map(|a| carry::carry(a, &self.rt)).collect::<Option<Vec<Carried>>>() else { return false };
-        let (mut named, mut stale) = (BTreeSet::new(), false);
+        let (mut named, mut stale) = (Named::default(), false);
         if wire::each_pid(&msg, |p| {
             named.insert(p.node());
             stale |= !nodes.is_current(p);
@@ -184,7 +184,6 @@ impl Link {
         {
             return false;
         }
-        named.remove(&0);
         let len = msg.len();
         let mut bytes = msg.into_vec();
         if stale {
@@ -201,7 +200,7 @@ impl Link {
             },
         };
         self.push(|out| {
-            for alias in named {
+            for alias in named.iter() {
                 if out.announced.insert(alias) {
                     if let Some(node) = nodes.id(alias) {
                         Frame::Node { alias, node }.encode(&mut out.bytes);
@@ -310,6 +309,12 @@ impl Link {
     /// fill it (a peer that stops reading), and the senders to a process
     /// that said it is busy. A process sending a small message beside
     /// someone's large one, or to another process, goes on.
+    /// Whether a sender may have to wait for room (`room_for` looks
+    /// closer): a receiver over there is busy, or the outbox is full.
+    pub(crate) fn strained(&self) -> bool {
+        self.any_busy.load(Relaxed) || self.congested.load(Relaxed)
+    }
+
     pub(crate) fn room_for(&self, to: Pid, sender: Pid) -> bool {
         let busy = self.any_busy.load(Relaxed) && self.busy.lock().contains(&to);
         if !busy && !self.congested.load(Relaxed) {
@@ -383,5 +388,36 @@ impl Peer for Over<'_> {
         if self.rt.busy(pid) && told.insert(pid) {
             self.push(|out| Frame::Busy { pid }.encode(&mut out.bytes));
         }
+    }
+}
+
+/// The other nodes a message's pids name (this node's alias, 0, left out),
+/// each once: a few inline, as nearly every message names one or two, and
+/// a set beyond (a list of pids from many nodes).
+#[derive(Default)]
+struct Named {
+    few: [u16; 4],
+    len: usize,
+    more: BTreeSet<u16>,
+}
+
+impl Named {
+    fn insert(&mut self, alias: u16) {
+        if alias == 0 || self.few[..self.len].contains(&alias) || self.more.contains(&alias) {
+            return;
+        }
+        match self.len < self.few.len() {
+            true => {
+                self.few[self.len] = alias;
+                self.len += 1;
+            }
+            false => {
+                self.more.insert(alias);
+            }
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = u16> + '_ {
+        self.few[..self.len].iter().copied().chain(self.more.iter().copied())
     }
 }

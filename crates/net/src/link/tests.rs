@@ -243,3 +243,13 @@ fn a_long_message_left_to_the_writer_task_counts_as_writing_behind_until_written
         std::thread::yield_now();
     }
 }
+
+#[test]
+fn the_other_nodes_a_message_names_are_announced_once_each() {
+    let mut named = Named::default();
+    // This node (0) never; each other once, past the few kept inline too.
+    for alias in [3, 0, 5, 3, 7, 9, 11, 5, 13, 0, 13, 11] {
+        named.insert(alias);
+    }
+    assert_eq!(named.iter().collect::<Vec<u16>>(), vec![3, 5, 7, 9, 11, 13]);
+}

@@ -97,6 +97,9 @@ impl Link {
                     }
                     // Another thread seals: it wakes the writer task after.
                     None if out.sealing => break Wrote::Busy,
+                    // All written, nothing left to seal (no second look
+                    // under the lock for every flush).
+                    None if !out.unsealed() => break Wrote::Done,
                     None => {
                         drop(out);
                         let sealed = self.seal_some();
