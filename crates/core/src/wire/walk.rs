@@ -150,7 +150,9 @@ pub fn prepend_str(lead: &[u8], msg: &[u8]) -> Result<Vec<u8>, WireError> {
 /// with objects and shared values renumbered.
 #[derive(Default)]
 pub(super) struct Walk<'w> {
-    pids: Vec<usize>,
+    /// (Inline for a few: nearly every message crossing to another node
+    /// carries one or two, and is walked on both sides.)
+    pids: smallvec::SmallVec<[usize; 4]>,
     pub(super) objects: Vec<bool>,
     shared: Vec<SharedAt>,
     copy: Option<Copy<'w>>,
