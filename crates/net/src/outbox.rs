@@ -43,6 +43,9 @@ pub(crate) const FLUSH_BUDGET: usize = 1 << 20;
 /// What a sealer seals in one go (a few records: the copy stays in the
 /// cache on its way to the cipher and the socket).
 const SEAL_STEP: usize = 4 * RECORD_MAX;
+/// Frames up to this many bytes, with nothing else queued, are sealed by
+/// the writer under the outbox's lock (`Outbox::seal_here`).
+const SEAL_HERE: usize = 4 << 10;
 /// Sealed records waiting to be written, at most: sealing ahead stops there.
 pub(crate) const SEALED_AHEAD: usize = 4 << 20;
 
@@ -153,6 +156,32 @@ impl Outbox {
 
     pub(crate) fn queued(&self) -> usize {
         self.bytes.len() + self.long_bytes as usize + self.pending_bytes + self.sealed_bytes + (self.wire.len() - self.wire_at) + self.wire_out
+    }
+
+    /// Whether the writer seals what waits itself, under the lock (see
+    /// [`Outbox::seal_here`]): a few small frames and nothing else, with
+    /// every record written and nobody sealing.
+    pub(crate) fn seals_here(&self) -> bool {
+        self.writing && !self.sealing && self.sealed.is_empty() && self.wire_at == self.wire.len() && self.wire_out == 0 && self.pending.is_empty() && self.long.is_empty() && !self.bytes.is_empty() && self.bytes.len() <= SEAL_HERE
+    }
+
+    /// Step 2 for a few small frames (a message or a reply): sealed into
+    /// the written-out `wire` buffer at once, both buffers kept for the
+    /// next time. Taking them out of the lock to seal, as larger ones
+    /// are, cost two more trips through the lock and the queues' moves,
+    /// most of a round trip's sealing. False when the records are used up
+    /// (the outbox closes).
+    pub(crate) fn seal_here(&mut self) -> bool {
+        let Some(mut sealer) = self.sealer.take() else { return false };
+        let (mut bytes, mut wire) = (std::mem::take(&mut self.bytes), std::mem::take(&mut self.wire));
+        wire.clear();
+        let sealed = sealer.seal(&bytes, &mut wire);
+        bytes.clear();
+        (self.sealer, self.bytes, self.wire, self.wire_at) = (Some(sealer), bytes, wire, 0);
+        if sealed.is_err() {
+            self.closed = true;
+        }
+        sealed.is_ok()
     }
 
     /// Whether anything waits to be sealed.

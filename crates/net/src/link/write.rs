@@ -100,6 +100,11 @@ impl Link {
                     // All written, nothing left to seal (no second look
                     // under the lock for every flush).
                     None if !out.unsealed() => break Wrote::Done,
+                    None if out.seals_here() => {
+                        if !out.seal_here() {
+                            break Wrote::Failed;
+                        }
+                    }
                     None => {
                         drop(out);
                         let sealed = self.seal_some();
