@@ -213,11 +213,11 @@ fn recv_into(fd: RawFd, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
     buf.reserve(want);
     let spare = buf.spare_capacity_mut();
     let want = want.min(spare.len());
+    // The system call itself rather than libc's `recv`, a cancellation
+    // point that switches the thread's cancellation state on and off around
+    // each call: a spinning worker reads an empty socket many times a message.
     // SAFETY: the spare capacity is valid for `want` bytes; recvfrom
-    // writes at most that, and takes no address (null, null). The system
-    // call itself rather than libc's `recv`, a cancellation point that
-    // switches the thread's cancellation state on and off around each
-    // call: a spinning worker reads an empty socket many times a message.
+    // writes at most that, and takes no address (null, null).
     let n = unsafe { libc::syscall(libc::SYS_recvfrom, fd, spare.as_mut_ptr(), want, libc::MSG_DONTWAIT, std::ptr::null_mut::<libc::sockaddr>(), std::ptr::null_mut::<libc::socklen_t>()) } as isize;
     if n < 0 {
         return Err(io::Error::last_os_error());

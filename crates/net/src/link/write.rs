@@ -195,9 +195,10 @@ fn send_bytes(fd: RawFd, bytes: &[u8]) -> io::Result<usize> {
     if bytes.is_empty() {
         return Ok(0);
     }
+    // The system call itself, as `inbound::recv_into` reads (no
+    // cancellation point around it).
     // SAFETY: the slice is valid for its length for the whole call, and
-    // sendto takes no address (null, 0). The system call itself, as
-    // `inbound::recv_into` reads (no cancellation point around it).
+    // sendto takes no address (null, 0).
     let sent = unsafe { libc::syscall(libc::SYS_sendto, fd, bytes.as_ptr(), bytes.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL, std::ptr::null::<libc::sockaddr>(), 0 as libc::socklen_t) } as isize;
     if sent < 0 {
         return Err(io::Error::last_os_error());
