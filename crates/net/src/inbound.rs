@@ -199,9 +199,13 @@ pub(crate) struct Direct {
 fn recv_spare(fd: RawFd, buf: &mut Vec<u8>, skip: usize, want: usize) -> io::Result<usize> {
     let spare = buf.spare_capacity_mut();
     let want = want.min(spare.len().saturating_sub(skip));
-    // SAFETY: the spare capacity is valid for `skip + want` bytes; recv
-    // writes at most `want` bytes after the first `skip`.
-    let n = unsafe { libc::recv(fd, spare.as_mut_ptr().add(skip).cast(), want, libc::MSG_DONTWAIT) };
+    // The system call itself rather than libc's `recv`, a cancellation
+    // point that switches the thread's cancellation state on and off around
+    // each call: a spinning worker reads an empty socket many times a message.
+    // SAFETY: the spare capacity is valid for `skip + want` bytes; recvfrom
+    // writes at most `want` bytes after the first `skip`, and takes no
+    // address (null, null).
+    let n = unsafe { libc::syscall(libc::SYS_recvfrom, fd, spare.as_mut_ptr().add(skip), want, libc::MSG_DONTWAIT, std::ptr::null_mut::<libc::sockaddr>(), std::ptr::null_mut::<libc::socklen_t>()) };
     if n < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -211,18 +215,8 @@ fn recv_spare(fd: RawFd, buf: &mut Vec<u8>, skip: usize, want: usize) -> io::Res
 /// Reads up to `want` bytes from the socket onto the end of `buf`.
 fn recv_into(fd: RawFd, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
     buf.reserve(want);
-    let spare = buf.spare_capacity_mut();
-    let want = want.min(spare.len());
-    // The system call itself rather than libc's `recv`, a cancellation
-    // point that switches the thread's cancellation state on and off around
-    // each call: a spinning worker reads an empty socket many times a message.
-    // SAFETY: the spare capacity is valid for `want` bytes; recvfrom
-    // writes at most that, and takes no address (null, null).
-    let n = unsafe { libc::syscall(libc::SYS_recvfrom, fd, spare.as_mut_ptr(), want, libc::MSG_DONTWAIT, std::ptr::null_mut::<libc::sockaddr>(), std::ptr::null_mut::<libc::socklen_t>()) } as isize;
-    if n < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: recv initialised `n` bytes of the spare capacity.
-    unsafe { buf.set_len(buf.len() + n as usize) };
-    Ok(n as usize)
+    let n = recv_spare(fd, buf, 0, want)?;
+    // SAFETY: recv_spare initialised `n` bytes of the spare capacity, from its start.
+    unsafe { buf.set_len(buf.len() + n) };
+    Ok(n)
 }

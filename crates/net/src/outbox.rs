@@ -14,7 +14,10 @@
 //!    its own; small frames queued meanwhile go out before the parcel's
 //!    next part. The copy the cipher makes is the only one on this side.
 //! 3. One writer at a time (`Outbox::writing`) writes the sealed records,
-//!    in order, sealing more itself when none are waiting.
+//!    in order, sealing more itself when none are waiting: a few small
+//!    frames with nothing else queued (a message, a reply) it seals under
+//!    the lock, straight into the buffer it has written out
+//!    (`Outbox::seal_here`).
 //! 4. A writer that finds the socket full (or has written its budget)
 //!    leaves the rest to the writer task, which waits on the I/O thread
 //!    until the socket has room.

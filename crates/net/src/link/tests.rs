@@ -253,3 +253,20 @@ fn the_other_nodes_a_message_names_are_announced_once_each() {
     }
     assert_eq!(named.iter().collect::<Vec<u16>>(), vec![3, 5, 7, 9, 11, 13]);
 }
+
+#[test]
+fn frames_sealed_by_the_writer_under_the_lock_and_outside_it_arrive_alike() {
+    let p = pair();
+    let frame = |i: u8, len: usize| Frame::Service { kind: 40, head: Vec::new(), message: vec![i; len] };
+    // One small frame (sealed under the outbox's lock), then more than
+    // that path takes at once (sealed outside it), then a small one again:
+    // the records' numbers run on across both, or the peer refuses them.
+    let rounds: [&[(u8, usize)]; 3] = [&[(1, 10)], &[(2, 1500), (3, 1500), (4, 1500), (5, 1500)], &[(6, 10)]];
+    for frames in rounds {
+        for &(i, len) in frames {
+            assert!(p.here.push_service(Outgoing::fields(40, vec![i; len])));
+        }
+        let got = read(&p.there, frames.len());
+        assert_eq!(got, frames.iter().map(|&(i, len)| frame(i, len)).collect::<Vec<_>>());
+    }
+}
