@@ -79,11 +79,15 @@ erl_peer() { erl -sname "bench_peer_$$" -setcookie bench -noshell -pa "$work" "$
 erl_run() {
   local mode=$1 n=$2
   shift 2
+  local peer
   erl_peer "$@" >/dev/null
+  peer=$!
   # The peer registers with epmd as it starts; the main node's ping waits.
   until epmd -names 2>/dev/null | grep -q "bench_peer_$$"; do sleep 0.05; done
   erl -sname "bench_main_$$" -setcookie bench -noshell -pa "$work" "$@" -run cluster main "bench_peer_$$@$host" "$mode" "$n"
-  # The next run's peer takes the same name: this one must be gone.
+  # The next run's peer takes the same name, and the next run (of either
+  # system) has the processors to itself: this one must be gone.
+  wait "$peer" 2>/dev/null || true
   while epmd -names 2>/dev/null | grep -q "bench_peer_$$"; do sleep 0.05; done
 }
 # system NAME MODE N: one run of a system (syn, syn_plain, erl, erl_tls)

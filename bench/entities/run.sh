@@ -38,8 +38,11 @@ syn=""; erl=""
 for _ in $(seq "$repeat"); do
   syn="$syn $("$synodic" run --nodes 2 --cookie-file "$work/cookie" "$here/entities.lua" "$n" | tr '\n' ' ')"
   erl -sname "ent_peer_$$" -setcookie bench -noshell -pa "$work" >/dev/null 2>&1 &
+  peer=$!
   until epmd -names 2>/dev/null | grep -q "ent_peer_$$"; do sleep 0.05; done
   erl="$erl $(erl -sname "ent_main_$$" -setcookie bench -noshell -pa "$work" -run entities main "ent_peer_$$@$host" "$n" | tr '\n' ' ')"
+  # The next run (of either system) has the processors to itself.
+  wait "$peer" 2>/dev/null || true
   while epmd -names 2>/dev/null | grep -q "ent_peer_$$"; do sleep 0.05; done
 done
 

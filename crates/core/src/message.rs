@@ -62,6 +62,26 @@ impl Message {
         self.len() + self.attachments().iter().map(|a| a.downcast_ref::<crate::payload::Payload>().map_or(8, |p| p.len())).sum::<usize>()
     }
 
+    /// The message with `attachments` added to none.
+    pub fn attach(self, attachments: Vec<Attachment>) -> Message {
+        match (self.0, attachments.is_empty()) {
+            (repr, true) => Message(repr),
+            (Repr::Inline { len, bytes }, false) => Message(Repr::Attached(Box::new((bytes[..len as usize].into(), attachments)))),
+            (Repr::Heap(b), false) => Message(Repr::Attached(Box::new((b, attachments)))),
+            (Repr::Attached(a), false) => Message(Repr::Attached(Box::new((a.0, attachments)))),
+        }
+    }
+
+    /// Its bytes, to change in place (pids mapped on arrival).
+    #[inline]
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        match &mut self.0 {
+            Repr::Inline { len, bytes } => &mut bytes[..*len as usize],
+            Repr::Heap(b) => b,
+            Repr::Attached(a) => &mut a.0,
+        }
+    }
+
     /// The attachments.
     #[inline]
     pub fn attachments(&self) -> &[Attachment] {

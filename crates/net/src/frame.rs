@@ -58,6 +58,9 @@ use synodic_core::dist::kind::transport as kind;
 impl Frame {
     /// Appends the frame, header included, to `out`.
     pub fn encode(&self, out: &mut Vec<u8>) {
+        if let Frame::Service { kind, head, message } = self {
+            return Frame::encode_service(*kind, head, message, out);
+        }
         let start = out.len();
         out.extend_from_slice(&[0; HEADER]);
         let mut w = Writer::fields_after(std::mem::take(out));
@@ -77,13 +80,27 @@ impl Frame {
                 w.u64(pid.raw());
                 if matches!(self, Frame::Busy { .. }) { kind::BUSY } else { kind::READY }
             }
-            Frame::Service { kind, head, message } => {
-                w.raw(head);
-                w.raw(message);
-                *kind
-            }
+            Frame::Service { .. } => unreachable!("encoded above"),
         };
         *out = w.finish_small();
+        Frame::close(out, start, kind);
+    }
+
+    /// Appends a service's frame (a [`Frame::Service`]) from where its
+    /// fields and message are: a message is queued on a link without a
+    /// copy of its own first.
+    pub fn encode_service(kind: u8, head: &[u8], message: &[u8], out: &mut Vec<u8>) {
+        let start = out.len();
+        out.reserve(HEADER + head.len() + message.len());
+        out.extend_from_slice(&[0; HEADER]);
+        out.extend_from_slice(head);
+        out.extend_from_slice(message);
+        Frame::close(out, start, kind);
+    }
+
+    /// Writes the header of the frame that begins at `start` and ends at
+    /// the end of `out`.
+    fn close(out: &mut [u8], start: usize, kind: u8) {
         let len = (out.len() - start - 4) as u32;
         out[start..start + 4].copy_from_slice(&len.to_le_bytes());
         out[start + 4] = kind;

@@ -201,15 +201,7 @@ impl Outbox {
     pub(crate) fn enqueue(&mut self, item: Outgoing, between: Option<(Pid, Pid)>) {
         let (from, to) = (between.map(|b| b.0), between.map(|b| b.1));
         match item {
-            Outgoing::Frame(frame) => match to.filter(|&to| self.holds_for(to)) {
-                None => frame.encode(&mut self.bytes),
-                Some(to) => {
-                    let mut encoded = Vec::new();
-                    frame.encode(&mut encoded);
-                    self.long_bytes += encoded.len() as u64;
-                    self.long.push_back(Long::Held { to, frame: encoded });
-                }
-            },
+            Outgoing::Frame(frame) => self.enqueue_frame(to, |out| frame.encode(out)),
             Outgoing::Parcel(mut parcel) => {
                 self.next_stream += 1;
                 parcel.stream = self.next_stream;
@@ -222,6 +214,27 @@ impl Outbox {
                     self.long_bytes += parcel.left();
                     self.long.push_back(Long::Parcel { to, from, parcel });
                 }
+            }
+        }
+    }
+
+    /// [`Outbox::enqueue`] of a service's frame whose message is short
+    /// and carries nothing (`Frame::encode_service`): encoded from where
+    /// its parts are.
+    pub(crate) fn enqueue_service(&mut self, kind: u8, head: &[u8], message: &[u8], to: Option<Pid>) {
+        self.enqueue_frame(to, |out| Frame::encode_service(kind, head, message, out));
+    }
+
+    /// Queues the frame `encode` appends: among the frames, or held
+    /// behind a parcel for the same process `to` still in `long`.
+    fn enqueue_frame(&mut self, to: Option<Pid>, encode: impl FnOnce(&mut Vec<u8>)) {
+        match to.filter(|&to| self.holds_for(to)) {
+            None => encode(&mut self.bytes),
+            Some(to) => {
+                let mut encoded = Vec::new();
+                encode(&mut encoded);
+                self.long_bytes += encoded.len() as u64;
+                self.long.push_back(Long::Held { to, frame: encoded });
             }
         }
     }

@@ -62,7 +62,7 @@ impl Service for Results {
                 super::fields_end(&r, kind)?;
                 rt.future_fetch(peer.alias(), id);
             }
-            kind::FETCHED => rt.future_fill(id, Message::with_attachments(rest_message(peer, &mut r)?, shared)),
+            kind::FETCHED => rt.future_fill(id, rest_message(peer, &mut r, shared)?),
             _ => {
                 let weight = r.u64().map_err(|e| e.to_string())?;
                 super::fields_end(&r, kind)?;

@@ -72,7 +72,7 @@ impl Service for Links {
         let node = peer.alias();
         if kind == kind::KILL {
             let target = here(read_pid(&mut r)?);
-            let reason = reason_of(rest_message(peer, &mut r)?);
+            let reason = reason_of(rest_message(peer, &mut r, Vec::new())?.into_vec());
             rt.kill(target, reason);
             return Ok(());
         }
@@ -95,7 +95,7 @@ impl Service for Links {
                 rt.unlinked(mine, theirs);
             }
             _ => {
-                let reason = reason_of(rest_message(peer, &mut r)?);
+                let reason = reason_of(rest_message(peer, &mut r, Vec::new())?.into_vec());
                 self.pairs.with(node, |p| p.remove(&(mine, theirs)));
                 rt.exit_signal(theirs, mine, &reason);
             }

@@ -37,12 +37,12 @@ impl Service for Mail {
     fn receive(&self, rt: &Runtime, peer: &dyn Peer, _: u8, body: &[u8], shared: Vec<Attachment>) -> Result<(), String> {
         let mut r = Reader::fields(body);
         let (to, from) = (read_pid(&mut r)?, read_pid(&mut r)?);
-        let message = rest_message(peer, &mut r)?;
+        let message = rest_message(peer, &mut r, shared)?;
         if from == to && !settle(rt, peer.alias(), to, &message) {
             return Ok(());
         }
         let to = here(to);
-        rt.send(to, Message::with_attachments(message, shared));
+        rt.send(to, message);
         // A process that takes messages slower than they come: its senders
         // over there wait, until it has taken them down. (A receiver
         // keeping up costs no lock.)

@@ -119,8 +119,9 @@ pub trait Peer {
     fn alias(&self) -> u16;
     /// A pid named in a frame's fields, in our aliases.
     fn ours(&self, pid: Pid) -> Result<Pid, String>;
-    /// A message that arrived, copied out with its pids in our aliases.
-    fn arrived(&self, message: &[u8]) -> Result<Vec<u8>, String>;
+    /// Maps the pids of a message that arrived (its copy, in place) to
+    /// our aliases.
+    fn map_arrived(&self, message: &mut [u8]) -> Result<(), String>;
     /// `pid`, a process here, takes messages slower than they come from
     /// this peer: its senders there are told to wait (once).
     fn busy(&self, pid: Pid);
@@ -281,10 +282,14 @@ pub(crate) fn read_pid(r: &mut crate::wire::Reader) -> Result<Pid, String> {
     Pid::from_raw(raw).ok_or_else(|| crate::wire::WireError::BadPid(at).to_string())
 }
 
-/// The rest of a frame's body after its fields, as a message from `peer`.
-pub(crate) fn rest_message(peer: &dyn Peer, r: &mut crate::wire::Reader) -> Result<Vec<u8>, String> {
+/// The rest of a frame's body after its fields, as a message from `peer`
+/// carrying `shared`: copied out (a short one inline, with no allocation)
+/// and its pids mapped.
+pub(crate) fn rest_message(peer: &dyn Peer, r: &mut crate::wire::Reader, shared: Vec<Attachment>) -> Result<Message, String> {
     let rest = r.bytes_raw(r.remaining()).map_err(|e| e.to_string())?;
-    peer.arrived(rest)
+    let mut message = Message::from_slice(rest);
+    peer.map_arrived(message.bytes_mut())?;
+    Ok(message.attach(shared))
 }
 
 /// A frame's fields must end where its body ends.
@@ -297,7 +302,9 @@ pub(crate) fn fields_end(r: &crate::wire::Reader, kind: u8) -> Result<(), String
 
 /// A frame's fields, written by `write`.
 pub(crate) fn fields(write: impl FnOnce(&mut crate::wire::Writer)) -> Vec<u8> {
-    let mut w = crate::wire::Writer::fields_after(Vec::new());
+    // Room for a few pids at once: growing from nothing took two
+    // allocations for a message's two.
+    let mut w = crate::wire::Writer::fields_after(Vec::with_capacity(32));
     write(&mut w);
     w.finish_small()
 }

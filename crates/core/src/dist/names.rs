@@ -196,7 +196,7 @@ impl Service for Names {
             kind::CLAIM => Some((peer.ours(read_pid(&mut r)?)?, r.varint().map_err(|e| e.to_string())?)),
             _ => None,
         };
-        let message = rest_message(peer, &mut r)?;
+        let message = rest_message(peer, &mut r, Vec::new())?;
         let (name, pid) = notice::name_of(&message).ok_or(match kind {
             kind::CLAIM => "malformed name claim",
             _ => "malformed name",

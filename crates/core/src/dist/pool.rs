@@ -100,7 +100,7 @@ impl Service for Pools {
     fn receive(&self, rt: &Runtime, peer: &dyn Peer, kind: u8, body: &[u8], shared: Vec<Attachment>) -> Result<(), String> {
         let mut r = Reader::fields(body);
         if kind == kind::TASK {
-            rt.pool_push(Message::with_attachments(rest_message(peer, &mut r)?, shared));
+            rt.pool_push(rest_message(peer, &mut r, shared)?);
             return Ok(());
         }
         let mut number = || r.varint().map(|n| u32::try_from(n).unwrap_or(u32::MAX)).map_err(|e| e.to_string());

@@ -99,7 +99,7 @@ impl Service for Spaces {
         let ticket = r.varint().map_err(|e| e.to_string())?;
         if kind == kind::LINDA {
             let caller = Waiter { pid: peer.ours(pid)?, ticket };
-            let request = Message::with_attachments(rest_message(peer, &mut r)?, shared);
+            let request = rest_message(peer, &mut r, shared)?;
             return linda_remote::serve(rt, caller, &request).map_err(|e| format!("a malformed tuple-space request: {e}"));
         }
         let what = r.byte_value().map_err(|e| e.to_string())?;
@@ -110,7 +110,7 @@ impl Service for Spaces {
         let to = here(pid);
         self.waits.with(peer.alias(), |w| w.remove(&(to, ticket)));
         let answer = match what {
-            completion::VALUE => Completion::Value(Message::with_attachments(rest_message(peer, &mut r)?, shared)),
+            completion::VALUE => Completion::Value(rest_message(peer, &mut r, shared)?),
             completion::TAKEN => Completion::Taken,
             completion::NOTIFIED => Completion::Notified,
             completion::NOTHING => Completion::Nothing,

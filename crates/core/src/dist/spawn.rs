@@ -55,7 +55,7 @@ impl Service for Spawns {
         let mut r = Reader::fields(body);
         let caller = peer.ours(read_pid(&mut r)?)?;
         let tag = r.varint().map_err(|e| e.to_string())?;
-        let message = Message::with_attachments(rest_message(peer, &mut r)?, shared);
+        let message = rest_message(peer, &mut r, shared)?;
         let started = match self.spawner.get() {
             Some(spawner) => spawner(message),
             None => Err("this node starts no processes for others".into()),

@@ -114,14 +114,12 @@ impl Peer for Link {
         }
     }
 
-    fn arrived(&self, message: &[u8]) -> Result<Vec<u8>, String> {
-        let mut message = message.to_vec();
-        crate::wire::map_pids(&mut message, |p, at| match p.node() {
+    fn map_arrived(&self, message: &mut [u8]) -> Result<(), String> {
+        crate::wire::map_pids(message, |p, at| match p.node() {
             0 => Ok(p.aliased(self.alias, 0)),
             _ => Err(crate::wire::WireError::UnknownNode(at)),
         })
-        .map_err(|e| format!("bad message: {e}"))?;
-        Ok(message)
+        .map_err(|e| format!("bad message: {e}"))
     }
 
     fn busy(&self, pid: Pid) {

@@ -238,10 +238,8 @@ impl Peer for ViaB {
     fn ours(&self, pid: Pid) -> Result<Pid, String> {
         Link::new(1).ours(pid)
     }
-    fn arrived(&self, message: &[u8]) -> Result<Vec<u8>, String> {
-        let mut message = message.to_vec();
-        crate::wire::map_pids(&mut message, |p, _| Ok(p.aliased(if p.node() == 7 { 2 } else { 1 }, 0))).map_err(|e| e.to_string())?;
-        Ok(message)
+    fn map_arrived(&self, message: &mut [u8]) -> Result<(), String> {
+        crate::wire::map_pids(message, |p, _| Ok(p.aliased(if p.node() == 7 { 2 } else { 1 }, 0))).map_err(|e| e.to_string())
     }
     fn busy(&self, _: Pid) {}
 }

@@ -165,7 +165,7 @@ impl Link {
         let ServiceFrame { kind, head, message, between } = frame;
         match message {
             None => self.push(|out| Frame::Service { kind, head, message: Vec::new() }.encode(&mut out.bytes)),
-            Some(msg) => self.push_message(self.rt.nodes(), msg, between, |message| Frame::Service { kind, head, message }),
+            Some(msg) => self.push_message(self.rt.nodes(), kind, head, msg, between),
         }
     }
 
@@ -173,7 +173,7 @@ impl Link {
     /// `between`, from and to, if it is a process's), announcing first the
     /// nodes its pids name; false when the link has closed or the message
     /// cannot cross (a shared value other than a buffer, or too long).
-    fn push_message(self: &Arc<Self>, nodes: &synodic_core::node::Nodes, msg: Message, between: Option<(Pid, Pid)>, frame: impl FnOnce(Vec<u8>) -> Frame) -> bool {
+    fn push_message(self: &Arc<Self>, nodes: &synodic_core::node::Nodes, kind: u8, head: Vec<u8>, msg: Message, between: Option<(Pid, Pid)>) -> bool {
         let Some(shared) = msg.attachments().iter().map(|a| carry::carry(a, &self.rt)).collect::<Option<Vec<Carried>>>() else { return false };
         let (mut named, mut stale) = (Named::default(), false);
         if wire::each_pid(&msg, |p| {
@@ -185,13 +185,30 @@ impl Link {
             return false;
         }
         let len = msg.len();
+        let announce = |out: &mut Outbox| {
+            for alias in named.iter() {
+                if out.announced.insert(alias) {
+                    if let Some(node) = nodes.id(alias) {
+                        Frame::Node { alias, node }.encode(&mut out.bytes);
+                    }
+                }
+            }
+        };
+        // Nearly every message: short, carrying nothing, its pids current.
+        // It is encoded into the outbox from where it is.
+        if shared.is_empty() && len <= PART && !stale {
+            return self.push(|out| {
+                announce(out);
+                out.enqueue_service(kind, &head, &msg, between.map(|b| b.1));
+            });
+        }
         let mut bytes = msg.into_vec();
         if stale {
             // A pid kept from a node whose alias went to another: it must
             // not name that one's process over there either.
             let _ = wire::map_pids(&mut bytes, |p, _| Ok(if nodes.is_current(p) { p } else { nowhere() }));
         }
-        let frame = frame(bytes);
+        let frame = Frame::Service { kind, head, message: bytes };
         let item = match shared.is_empty() && len <= PART {
             true => Outgoing::Frame(frame),
             false => match Parcel::new(frame, shared) {
@@ -200,13 +217,7 @@ impl Link {
             },
         };
         self.push(|out| {
-            for alias in named.iter() {
-                if out.announced.insert(alias) {
-                    if let Some(node) = nodes.id(alias) {
-                        Frame::Node { alias, node }.encode(&mut out.bytes);
-                    }
-                }
-            }
+            announce(out);
             out.enqueue(item, between);
         })
     }
@@ -372,13 +383,10 @@ impl Peer for Over<'_> {
         self.translate(&self.theirs.lock(), pid).ok_or_else(|| format!("pid of node alias {}, never announced", pid.node()))
     }
 
-    /// The message copied out of where it arrived, its pids rewritten to
-    /// our aliases.
-    fn arrived(&self, message: &[u8]) -> Result<Vec<u8>, String> {
-        let mut message = message.to_vec();
+    /// The message's pids rewritten to our aliases.
+    fn map_arrived(&self, message: &mut [u8]) -> Result<(), String> {
         let theirs = self.theirs.lock();
-        wire::map_pids(&mut message, |p, at| self.translate(&theirs, p).ok_or(WireError::UnknownNode(at))).map_err(|e| format!("bad message: {e}"))?;
-        Ok(message)
+        wire::map_pids(message, |p, at| self.translate(&theirs, p).ok_or(WireError::UnknownNode(at))).map_err(|e| format!("bad message: {e}"))
     }
 
     /// The lock is held from the check that notes it to the push: a drain

@@ -134,7 +134,7 @@ fn a_pid_of_a_third_node_is_announced_before_the_message_that_names_it() {
     // Our own pids (node 0 in a's frames) are a's node here, b's alias for it.
     assert_eq!(over.ours(Pid::new(0, 5, 1)).unwrap().node(), p.there.alias);
     let Frame::Service { message, .. } = &got[1] else { panic!() };
-    assert!(over.arrived(message).is_ok(), "the message's pid maps once c is announced");
+    assert!(over.map_arrived(&mut message.clone()).is_ok(), "the message's pid maps once c is announced");
 }
 
 #[test]
