@@ -17,6 +17,15 @@
 //! is not there yet. So every waker stays simple, lost wake-ups cannot
 //! happen, and a stray wake-up of a reused slot is harmless.
 //!
+//! Every change of the state by a waker or a runner is a read-modify-write,
+//! even one that leaves it as it was (a waker finding it `QUEUED`), so the
+//! changes form one chain that each side reads the end of. A worker that
+//! starts a run with a plain store could otherwise look at the mailbox
+//! before a waker, which stored a message and then read `QUEUED` (the
+//! store not yet seen), had left it: the process went idle with the
+//! message unseen, and a two-node ping-pong stopped for good
+//! (`process/loom_checks.rs` models it).
+//!
 //! A pid is valid while the slot's generation matches it. The generation
 //! changes only under the mailbox lock, which is also where deliveries check
 //! it: no message for an ended process can land in its slot's next tenant.
@@ -401,10 +410,14 @@ impl Process {
             let next = match s {
                 IDLE => QUEUED,
                 RUNNING => NOTIFIED,
+                // Written as it is (see the module doc): the worker that
+                // takes it from its queue then reads this, and so sees the
+                // message stored before.
+                QUEUED | NOTIFIED => s,
                 _ => return false,
             };
             match self.state.compare_exchange_weak(s, next, AcqRel, Acquire) {
-                Ok(_) => return next == QUEUED,
+                Ok(_) => return s == IDLE,
                 Err(actual) => s = actual,
             }
         }
@@ -417,17 +430,26 @@ impl Process {
         match self.state.compare_exchange(RUNNING, IDLE, AcqRel, Acquire) {
             Ok(_) => false,
             Err(_) => {
-                self.state.store(QUEUED, Release);
+                self.requeue();
                 true
             }
         }
+    }
+
+    /// Its worker puts it back in a run queue (notified while it ran, or
+    /// out of its slice).
+    #[inline]
+    pub(crate) fn requeue(&self) {
+        self.state.swap(QUEUED, AcqRel);
     }
 
     /// SAFETY: only the worker that dequeued the process may call this, and
     /// must give the body back with `put_body` (or drop it on exit).
     #[inline]
     pub(crate) unsafe fn take_body(&self) -> Option<Box<dyn Body>> {
-        self.state.store(RUNNING, Release);
+        // A swap, not a store: the body's look at its mailbox must follow
+        // whatever a waker wrote here (see the module doc).
+        self.state.swap(RUNNING, AcqRel);
         // SAFETY: the caller is the one worker that dequeued the process
         // (this function's contract): no one else touches the body now.
         unsafe { (*self.body.get()).take() }

@@ -64,6 +64,34 @@ fn loom_a_message_sent_as_its_receiver_goes_idle_is_never_left_unseen() {
 }
 
 #[test]
+fn loom_a_message_sent_as_its_queued_receiver_starts_its_run_is_never_left_unseen() {
+    loom::model(|| {
+        // Queued (as a process woken, preempted or new is), not running yet.
+        let p = Arc::new(Process::vacant(0, 1));
+        let pid = p.occupy(Box::new(Waits), None);
+        let sender = {
+            let p = p.clone();
+            thread::spawn(move || {
+                p.deliver(pid, message()).expect("the tenant is alive");
+                p.notify()
+            })
+        };
+        // A worker takes it from its queue and runs it: it looks at its
+        // mailbox and, finding nothing, blocks.
+        // SAFETY: no worker exists in the model: this thread is its only runner.
+        assert!(unsafe { p.take_body() }.is_some());
+        let got = p.pop_message().is_some();
+        let requeued = !got && p.park();
+        let queued_by_sender = sender.join().expect("the sender ends");
+        assert!(!(requeued && queued_by_sender), "queued twice");
+        if !got {
+            assert!(requeued || queued_by_sender, "idle, with a message it never saw");
+            assert!(p.pop_message().is_some(), "its next run finds the message");
+        }
+    });
+}
+
+#[test]
 fn loom_two_wakers_of_an_idle_process_queue_it_once() {
     loom::model(|| {
         let (p, _) = running();
@@ -88,7 +116,7 @@ fn loom_a_waker_never_queues_a_process_its_worker_queues_after_preempting_it() {
             thread::spawn(move || p.notify())
         };
         // The run used up its slice: its worker queues it again (`run_process`).
-        p.state.store(QUEUED, Release);
+        p.requeue();
         assert!(!waker.join().expect("the waker ends"), "the worker queues it; the waker must not");
     });
 }

@@ -1,10 +1,7 @@
 //! A process's turn on a worker (its body resumed, what it asked for
 //! done), probes for the console, and a process's end.
 
-use std::sync::atomic::Ordering::*;
-
-
-use crate::process::{Body, ExitReason, Process, Step, QUEUED};
+use crate::process::{Body, ExitReason, Process, Step};
 use crate::wire::Writer;
 use crate::{Message, Pid};
 
@@ -49,7 +46,7 @@ impl Runtime {
                 proc.note_slice();
                 // SAFETY: this worker took the body above and is still the process's only runner.
                 unsafe { proc.put_body(body) };
-                proc.state.store(QUEUED, Release);
+                proc.requeue();
                 self.scheduler().schedule_preempted(proc);
             }
             Step::Blocked => {
