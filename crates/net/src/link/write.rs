@@ -170,11 +170,15 @@ impl Link {
                     self.set_behind(false);
                     drop(ready);
                     let draining = {
-                        let out = self.outbox.lock();
+                        let mut out = self.outbox.lock();
                         if out.closed {
                             break;
                         }
-                        out.draining && out.queued() == 0
+                        // Closed in the same hold of the lock as the check:
+                        // a frame pushed after it is refused, not queued on
+                        // a connection no longer written.
+                        out.closed = out.draining && out.queued() == 0;
+                        out.closed
                     };
                     if draining {
                         let _ = socket.get_ref().shutdown(std::net::Shutdown::Write);
