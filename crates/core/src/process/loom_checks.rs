@@ -40,54 +40,47 @@ fn message() -> Message {
     Message::from_slice(b"hello")
 }
 
+/// A sender delivers a message to `p` and notifies it while its worker
+/// runs it (`start` first, on the worker's side): it looks at its mailbox
+/// and, finding nothing, blocks. The message must be seen, now or by a run
+/// that one side, and only one, queued.
+fn deliver_during_a_run(p: Arc<Process>, pid: Pid, start: impl FnOnce(&Process)) {
+    let sender = {
+        let p = p.clone();
+        thread::spawn(move || {
+            p.deliver(pid, message()).expect("the tenant is alive");
+            p.notify()
+        })
+    };
+    start(&p);
+    let got = p.pop_message().is_some();
+    let requeued = !got && p.park();
+    let queued_by_sender = sender.join().expect("the sender ends");
+    assert!(!(requeued && queued_by_sender), "queued twice");
+    if !got {
+        assert!(requeued || queued_by_sender, "idle, with a message it never saw");
+        assert!(p.pop_message().is_some(), "its next run finds the message");
+    }
+}
+
 #[test]
 fn loom_a_message_sent_as_its_receiver_goes_idle_is_never_left_unseen() {
     loom::model(|| {
         let (p, pid) = running();
-        let sender = {
-            let p = p.clone();
-            thread::spawn(move || {
-                p.deliver(pid, message()).expect("the tenant is alive");
-                p.notify()
-            })
-        };
-        // The running process looks at its mailbox; finding nothing, it blocks.
-        let got = p.pop_message().is_some();
-        let requeued = !got && p.park();
-        let queued_by_sender = sender.join().expect("the sender ends");
-        assert!(!(requeued && queued_by_sender), "queued twice");
-        if !got {
-            assert!(requeued || queued_by_sender, "idle, with a message it never saw");
-            assert!(p.pop_message().is_some(), "its next run finds the message");
-        }
+        deliver_during_a_run(p, pid, |_| {});
     });
 }
 
 #[test]
 fn loom_a_message_sent_as_its_queued_receiver_starts_its_run_is_never_left_unseen() {
     loom::model(|| {
-        // Queued (as a process woken, preempted or new is), not running yet.
+        // Queued (as a process woken, preempted or new is), not running yet:
+        // the worker that takes it from its queue starts its run as the
+        // message comes.
         let p = Arc::new(Process::vacant(0, 1));
         let pid = p.occupy(Box::new(Waits), None);
-        let sender = {
-            let p = p.clone();
-            thread::spawn(move || {
-                p.deliver(pid, message()).expect("the tenant is alive");
-                p.notify()
-            })
-        };
-        // A worker takes it from its queue and runs it: it looks at its
-        // mailbox and, finding nothing, blocks.
         // SAFETY: no worker exists in the model: this thread is its only runner.
-        assert!(unsafe { p.take_body() }.is_some());
-        let got = p.pop_message().is_some();
-        let requeued = !got && p.park();
-        let queued_by_sender = sender.join().expect("the sender ends");
-        assert!(!(requeued && queued_by_sender), "queued twice");
-        if !got {
-            assert!(requeued || queued_by_sender, "idle, with a message it never saw");
-            assert!(p.pop_message().is_some(), "its next run finds the message");
-        }
+        deliver_during_a_run(p, pid, |p| assert!(unsafe { p.take_body() }.is_some()));
     });
 }
 
