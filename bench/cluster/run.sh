@@ -84,7 +84,9 @@ erl_run() {
   peer=$!
   # The peer registers with epmd as it starts; the main node's ping waits.
   until epmd -names 2>/dev/null | grep -q "bench_peer_$$"; do sleep 0.05; done
-  erl -sname "bench_main_$$" -setcookie bench -noshell -pa "$work" "$@" -run cluster main "bench_peer_$$@$host" "$mode" "$n"
+  # (What Erlang's logger says as a TLS node stops would land in the
+  # middle of the tables: it goes to a file.)
+  erl -sname "bench_main_$$" -setcookie bench -noshell -pa "$work" "$@" -run cluster main "bench_peer_$$@$host" "$mode" "$n" 2>>"$work/erl.err"
   # The next run's peer takes the same name, and the next run (of either
   # system) has the processors to itself: this one must be gone.
   wait "$peer" 2>/dev/null || true
