@@ -310,18 +310,10 @@ impl Scheduler {
                         std::sync::atomic::compiler_fence(SeqCst);
                         local.in_sched.set(false);
                         if let Some(p) = displaced {
-                            local.woken.push(p);
-                            if !local.delivering.get() {
-                                self.wake_one();
-                            }
+                            self.push_woken(local, p);
                         }
                     }
-                    Class::Woken => {
-                        local.woken.push(proc);
-                        if !local.delivering.get() {
-                            self.wake_one();
-                        }
-                    }
+                    Class::Woken => self.push_woken(local, proc),
                     Class::Preempted => {
                         // A process just computed for a slice: woken ones
                         // get the next one before the preempted queue's turn.
@@ -337,6 +329,16 @@ impl Scheduler {
                 self.injector.push(proc);
                 self.wake_one();
             }
+        }
+    }
+
+    /// Queues `proc` behind this worker's woken ones and wakes a peer for
+    /// it, unless the worker's blocking poll is delivering (it runs what
+    /// that makes runnable itself: `worker::park`).
+    fn push_woken(&self, local: &Local, proc: &'static Process) {
+        local.woken.push(proc);
+        if !local.delivering.get() {
+            self.wake_one();
         }
     }
 

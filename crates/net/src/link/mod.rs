@@ -194,9 +194,10 @@ impl Link {
                 }
             }
         };
-        // Nearly every message: short, carrying nothing, its pids current.
-        // It is encoded into the outbox from where it is.
-        if shared.is_empty() && len <= PART && !stale {
+        // Nearly every message: one frame (short, carrying nothing) whose
+        // pids are current. It is encoded into the outbox from where it is.
+        let one_frame = shared.is_empty() && len <= PART;
+        if one_frame && !stale {
             return self.push(|out| {
                 announce(out);
                 out.enqueue_service(kind, &head, &msg, between.map(|b| b.1));
@@ -209,7 +210,7 @@ impl Link {
             let _ = wire::map_pids(&mut bytes, |p, _| Ok(if nodes.is_current(p) { p } else { nowhere() }));
         }
         let frame = Frame::Service { kind, head, message: bytes };
-        let item = match shared.is_empty() && len <= PART {
+        let item = match one_frame {
             true => Outgoing::Frame(frame),
             false => match Parcel::new(frame, shared) {
                 Ok(parcel) => Outgoing::Parcel(parcel),
@@ -314,18 +315,18 @@ impl Link {
         }
     }
 
-    /// Whether `sender` may go on after sending to `to`; if not, it is
-    /// woken when it may. Only those who fill the link wait: a sender with
-    /// a long message still queued, or everyone once whole frames alone
-    /// fill it (a peer that stops reading), and the senders to a process
-    /// that said it is busy. A process sending a small message beside
-    /// someone's large one, or to another process, goes on.
     /// Whether a sender may have to wait for room (`room_for` looks
     /// closer): a receiver over there is busy, or the outbox is full.
     pub(crate) fn strained(&self) -> bool {
         self.any_busy.load(Relaxed) || self.congested.load(Relaxed)
     }
 
+    /// Whether `sender` may go on after sending to `to`; if not, it is
+    /// woken when it may. Only those who fill the link wait: a sender with
+    /// a long message still queued, or everyone once whole frames alone
+    /// fill it (a peer that stops reading), and the senders to a process
+    /// that said it is busy. A process sending a small message beside
+    /// someone's large one, or to another process, goes on.
     pub(crate) fn room_for(&self, to: Pid, sender: Pid) -> bool {
         let busy = self.any_busy.load(Relaxed) && self.busy.lock().contains(&to);
         if !busy && !self.congested.load(Relaxed) {

@@ -270,3 +270,20 @@ fn frames_sealed_by_the_writer_under_the_lock_and_outside_it_arrive_alike() {
         assert_eq!(got, frames.iter().map(|&(i, len)| frame(i, len)).collect::<Vec<_>>());
     }
 }
+
+#[test]
+fn a_retired_link_writes_what_it_held_then_refuses_what_comes_after() {
+    let p = pair();
+    assert!(p.here.push_service(Outgoing::fields(40, vec![1; 10])));
+    p.here.retire();
+    assert_eq!(read(&p.there, 1), vec![Frame::Service { kind: 40, head: Vec::new(), message: vec![1; 10] }], "what it held went out");
+    // Its writer closes it once drained, in the hold of the lock that
+    // found it so: from then on a push is refused, never queued unwritten.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(LIMIT_MS as u64);
+    while p.here.push_service(Outgoing::fields(40, vec![2; 10])) {
+        assert!(std::time::Instant::now() < deadline, "a retired link still takes frames");
+        assert!(p.here.outbox.lock().draining, "retired");
+        std::thread::yield_now();
+    }
+    assert!(p.here.outbox.lock().closed);
+}
