@@ -24,3 +24,16 @@ prepare() {
   work=$(mktemp -d)
   trap 'if declare -F bench_cleanup >/dev/null; then bench_cleanup; fi; rm -rf "$work"' EXIT
 }
+
+# await_exit PID [SECONDS]: waits (30 s by default) for a background
+# process of this script to end, so that the next run has the processors
+# to itself; one still running then is killed, and named.
+await_exit() {
+  local pid=$1 tries=$(( ${2:-30} * 20 ))
+  while [ "$tries" -gt 0 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.05; tries=$((tries - 1)); done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "run.sh: process $pid still running after ${2:-30} s; killed" >&2
+    kill -9 "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}

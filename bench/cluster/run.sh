@@ -89,7 +89,7 @@ erl_run() {
   erl -sname "bench_main_$$" -setcookie bench -noshell -pa "$work" "$@" -run cluster main "bench_peer_$$@$host" "$mode" "$n" 2>>"$work/erl.err"
   # The next run's peer takes the same name, and the next run (of either
   # system) has the processors to itself: this one must be gone.
-  wait "$peer" 2>/dev/null || true
+  await_exit "$peer"
   while epmd -names 2>/dev/null | grep -q "bench_peer_$$"; do sleep 0.05; done
 }
 # system NAME MODE N: one run of a system (syn, syn_plain, erl, erl_tls)

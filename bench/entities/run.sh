@@ -42,7 +42,7 @@ for _ in $(seq "$repeat"); do
   until epmd -names 2>/dev/null | grep -q "ent_peer_$$"; do sleep 0.05; done
   erl="$erl $(erl -sname "ent_main_$$" -setcookie bench -noshell -pa "$work" -run entities main "ent_peer_$$@$host" "$n" | tr '\n' ' ')"
   # The next run (of either system) has the processors to itself.
-  wait "$peer" 2>/dev/null || true
+  await_exit "$peer"
   while epmd -names 2>/dev/null | grep -q "ent_peer_$$"; do sleep 0.05; done
 done
 
