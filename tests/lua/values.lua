@@ -52,6 +52,15 @@ assert(roundtrip(reads_global)() == "7", "globals are the receiver's")
 -- Library values travel by name.
 assert(roundtrip(string.format) == string.format)
 assert(roundtrip(s) == s and roundtrip(math) == math)
+-- A module loaded after tables were sent is known by name from then on
+-- (the sender's record of which tables are modules is made anew).
+assert(package.loaded["synodic.skel"] == nil, "not loaded yet")
+local plain = {1}
+assert(roundtrip(plain) ~= plain, "a plain table crosses as a copy")
+local skel = require "synodic.skel"
+assert(roundtrip(skel.seq) == skel.seq, "a module loaded since: its functions cross by name")
+assert(roundtrip(skel) == skel, "and the module itself")
+assert(roundtrip(plain) ~= plain, "and a plain table still as a copy")
 
 -- Pids cross.
 assert(roundtrip(me) == me and roundtrip({me})[1] == me)

@@ -91,8 +91,9 @@ pub(crate) struct Ctx {
     pub lazy: Vec<crate::vm::lazy::LazyTable>,
     /// A module was stored in `package.loaded` since the codec last looked.
     pub modules_changed: bool,
-    /// Bytecode of the functions this process has sent (boxed: most processes send none).
-    pub dumps: Option<Box<crate::vm::dumps::Dumps>>,
+    /// What the codec keeps between this process's sends (boxed: most
+    /// processes send no function and no table).
+    pub sent: Option<Box<crate::vm::codec::Sent>>,
 }
 
 impl Ctx {
@@ -129,7 +130,7 @@ impl Ctx {
             pid_meta: false,
             lazy: Vec::new(),
             modules_changed: true,
-            dumps: None,
+            sent: None,
         }
     }
 

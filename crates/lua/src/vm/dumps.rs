@@ -38,8 +38,8 @@ pub(crate) unsafe fn dump(L: *mut ffi::lua_State, idx: c_int, out: &mut Vec<u8>)
     // SAFETY: `L` is a process state with a value at `idx` (the contract).
     let proto = unsafe { synodic_proto(L, idx) };
     // SAFETY: `L` is a process state, with a context (the contract).
-    let cache = &mut unsafe { crate::vm::ctx::ctx(L) }.dumps;
-    if let Some((_, bytes)) = cache.as_ref().and_then(|c| c.entries.get(&proto)) {
+    let sent = &mut unsafe { crate::vm::ctx::ctx(L) }.sent;
+    if let Some((_, bytes)) = sent.as_ref().and_then(|s| s.dumps.entries.get(&proto)) {
         if out.try_reserve(bytes.len()).is_err() {
             return false;
         }
@@ -57,7 +57,7 @@ pub(crate) unsafe fn dump(L: *mut ffi::lua_State, idx: c_int, out: &mut Vec<u8>)
             return false;
         }
     }
-    let cache = cache.get_or_insert_with(Default::default);
+    let cache = &mut sent.get_or_insert_with(Default::default).dumps;
     if proto.is_null() || cache.entries.len() >= CAPACITY {
         // SAFETY: pops the copy pushed above.
         unsafe { ffi::lua_settop(L, -2) };

@@ -316,9 +316,10 @@ fn set_made(L: *mut ffi::lua_State, table: *const c_void, i: usize) {
 /// The module and field of a plain C function of a lazy table's template
 /// (for the codec, which sends such functions by name).
 pub(crate) fn function_name(f: ffi::lua_CFunction) -> Option<(&'static str, &'static [u8])> {
-    static BY_ADDRESS: OnceLock<std::collections::HashMap<usize, (&'static str, &'static [u8])>> = OnceLock::new();
+    type ByAddress = std::collections::HashMap<usize, (&'static str, &'static [u8]), synodic_core::hash::FastBuild>;
+    static BY_ADDRESS: OnceLock<ByAddress> = OnceLock::new();
     let map = BY_ADDRESS.get_or_init(|| {
-        let mut map = std::collections::HashMap::new();
+        let mut map = ByAddress::default();
         for t in templates().iter().filter(|t| t.module != "_LOADED") {
             for (name, f) in t.functions() {
                 map.entry(f as usize).or_insert((t.module, name));

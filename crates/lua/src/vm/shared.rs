@@ -405,9 +405,9 @@ pub(crate) unsafe fn push_frozen_field(L: *mut ffi::lua_State, module: &[u8], fi
     true
 }
 
-/// `module\0field` when the Lua closure at address `p` is a frozen
-/// module's function.
-pub(crate) unsafe fn frozen_name(p: *const c_void) -> Option<Vec<u8>> {
+/// The module and field names of the Lua closure at address `p`, when it
+/// is a frozen module's function.
+pub(crate) unsafe fn frozen_name(p: *const c_void) -> Option<(&'static [u8], &'static [u8])> {
     // SAFETY: `p` is a Lua closure's address (the caller's), whose mark the
     // C side reads.
     if unsafe { synodic_maybe_frozen(p) } == 0 {
@@ -418,7 +418,7 @@ pub(crate) unsafe fn frozen_name(p: *const c_void) -> Option<Vec<u8>> {
     let at = set.functions.binary_search_by_key(&p, |&(g, _, _)| g).ok()?;
     let (_, module, field) = set.functions[at];
     let (field, _) = &set.modules[module].as_ref()?.functions[field];
-    Some([bundled()[module].name.to_bytes(), b"\0", field].concat())
+    Some((bundled()[module].name.to_bytes(), field))
 }
 
 /// Whether module `name` is frozen (its functions shared, as they are).

@@ -14,7 +14,7 @@ use crate::vm::peek::{peek, Object};
 use crate::vm::util::{to_bytes, type_name};
 use crate::Error;
 
-use super::names::{function_name, library_name, module_name};
+use super::names::{function_name, library_name, module_name, Name};
 use super::*;
 
 /// One step of the path to an unsendable value.
@@ -170,9 +170,7 @@ impl Encoder {
         let L = self.L;
         // SAFETY: the contract; `idx` holds the table whose address is `p`.
         if let Some(name) = unsafe { module_name(L, idx, p) } {
-            self.w.tag(Tag::Library);
-            self.w.bytes(&name);
-            self.w.bytes(b"");
+            self.library(&name);
             return Ok(());
         }
         if self.seen(p) {
@@ -219,12 +217,12 @@ impl Encoder {
         Ok(())
     }
 
-    /// Writes a reference to the library function `module\0field`.
-    pub(super) fn library(&mut self, name: &[u8]) {
-        let (module, field) = name.split_at(name.iter().position(|&b| b == 0).unwrap_or(name.len()));
+    /// Writes a reference to a module, or to a module's function.
+    pub(super) fn library(&mut self, name: &Name) {
+        let (module, field) = name.parts();
         self.w.tag(Tag::Library);
         self.w.bytes(module);
-        self.w.bytes(field.get(1..).unwrap_or_default());
+        self.w.bytes(field);
     }
 
     /// Writes the C function at `idx`: by name, or not at all.
@@ -243,15 +241,15 @@ impl Encoder {
     pub(super) unsafe fn lua_function(&mut self, idx: c_int, p: *const c_void) -> Result<(), Failure> {
         let L = self.L;
         // SAFETY: `p` is the address of the Lua closure at `idx`.
-        if let Some(name) = unsafe { crate::vm::shared::frozen_name(p) } {
-            self.library(&name);
+        if let Some((module, field)) = unsafe { crate::vm::shared::frozen_name(p) } {
+            self.library(&Name::Parts(module, field));
             return Ok(());
         }
         // SAFETY: the contract.
         if unsafe { crate::vm::shared::is_shared_function(L, idx) } {
             // SAFETY: the contract.
             if let Some(name) = unsafe { library_name(L, idx, &FUNCTION_NAMES, true) } {
-                self.library(&name);
+                self.library(&Name::Joined(name));
                 return Ok(());
             }
         }

@@ -29,7 +29,7 @@ mod names;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{c_int, c_void};
 
 use mlua_sys as ffi;
@@ -72,6 +72,16 @@ static FUNCTION_NAMES: u8 = 2;
 
 fn key_of(anchor: &'static u8) -> *const c_void {
     std::ptr::from_ref(anchor).cast()
+}
+
+/// What the codec keeps between the sends of one process.
+#[derive(Default)]
+pub(crate) struct Sent {
+    /// The bytecode of the functions it has sent (see `dumps`).
+    pub(crate) dumps: crate::vm::dumps::Dumps,
+    /// The addresses of the module tables in its reverse map {module table
+    /// = name}, while the map stands (see `names::module_name`).
+    pub(crate) module_tables: Option<HashSet<*const c_void, FastBuild>>,
 }
 
 /// What encoding keeps between messages on a thread: the output buffer and

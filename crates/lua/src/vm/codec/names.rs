@@ -2,30 +2,65 @@
 //! {module table = name} and {function = "module\0field"}, built on demand
 //! in the registry of the state that encodes.
 
+use std::collections::HashSet;
 use std::ffi::{c_int, c_void};
 
 use mlua_sys as ffi;
+use synodic_core::hash::FastBuild;
 
 use crate::vm::util::{push_bytes, to_bytes};
 
 use super::*;
 
-/// loaded module, if it is one.
+/// A name a module or a module's function travels by: its module and its
+/// field (empty for a module), as the names' owners keep them where they
+/// can (no allocation on the way), or `module\0field` as a reverse map
+/// holds it.
+pub(super) enum Name {
+    Parts(&'static [u8], &'static [u8]),
+    Joined(Vec<u8>),
+}
+
+impl Name {
+    /// The module's name and the field's.
+    pub(super) fn parts(&self) -> (&[u8], &[u8]) {
+        match self {
+            Name::Parts(module, field) => (module, field),
+            Name::Joined(name) => {
+                let (module, field) = name.split_at(name.iter().position(|&b| b == 0).unwrap_or(name.len()));
+                (module, field.get(1..).unwrap_or_default())
+            }
+        }
+    }
+}
+
 /// The name under which the table at `idx` (whose address is `p`) is a
+/// loaded module, if it is one.
 ///
 /// Every function here is `unsafe` with the encoder's contract: `L` is a
 /// process's state (lib.rs invariant 1) with room for a few values (the
 /// encoder's `enter`), and `idx` an absolute stack index.
-pub(super) unsafe fn module_name(L: *mut ffi::lua_State, idx: c_int, p: *const c_void) -> Option<Vec<u8>> {
+pub(super) unsafe fn module_name(L: *mut ffi::lua_State, idx: c_int, p: *const c_void) -> Option<Name> {
     if let Some(module) = crate::vm::lazy::module_of(L, p) {
-        return Some(module.as_bytes().to_vec());
+        return Some(Name::Parts(module.as_bytes(), b""));
+    }
+    // Most tables sent are not modules: the addresses of the reverse map's
+    // tables answer that without a lookup in the map (they are the map's
+    // keys, so none of them can be collected and its address reused
+    // while the map stands; both go when a module is loaded).
+    // SAFETY: the contract: a process's state, with a context (borrowed
+    // until the test below).
+    let ctx = unsafe { crate::vm::ctx::ctx(L) };
+    let tables = ctx.sent.as_ref().and_then(|s| s.module_tables.as_ref());
+    if !ctx.modules_changed && tables.is_some_and(|tables| !tables.contains(&p)) {
+        return None;
     }
     // SAFETY: the contract.
-    unsafe { library_name(L, idx, &MODULE_NAMES, false) }
+    unsafe { library_name(L, idx, &MODULE_NAMES, false) }.map(Name::Joined)
 }
 
-/// `module\0field` for a C function that is a field of a loaded module.
-pub(super) unsafe fn function_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Vec<u8>> {
+/// The name of a C function that is a field of a loaded module.
+pub(super) unsafe fn function_name(L: *mut ffi::lua_State, idx: c_int) -> Option<Name> {
     // SAFETY: the contract; an upvalue pushed is popped at once.
     let plain = unsafe {
         ffi::lua_getupvalue(L, idx, 1).is_null() || {
@@ -35,10 +70,10 @@ pub(super) unsafe fn function_name(L: *mut ffi::lua_State, idx: c_int) -> Option
     };
     // SAFETY: the contract.
     if let Some((module, field)) = unsafe { ffi::lua_tocfunction(L, idx) }.filter(|_| plain).and_then(crate::vm::lazy::function_name) {
-        return Some([module.as_bytes(), b"\0", field].concat());
+        return Some(Name::Parts(module.as_bytes(), field));
     }
     // SAFETY: the contract.
-    unsafe { library_name(L, idx, &FUNCTION_NAMES, true) }
+    unsafe { library_name(L, idx, &FUNCTION_NAMES, true) }.map(Name::Joined)
 }
 
 pub(super) unsafe fn library_name(L: *mut ffi::lua_State, idx: c_int, map: &'static u8, functions: bool) -> Option<Vec<u8>> {
@@ -59,9 +94,16 @@ pub(super) unsafe fn library_name(L: *mut ffi::lua_State, idx: c_int, map: &'sta
 /// see `lazy`). A module loaded since drops both maps (`ctx.modules_changed`).
 /// The walk leaves lazy tables' entries unmade.
 pub(super) unsafe fn reverse_map(L: *mut ffi::lua_State, key: &'static u8, functions: bool) {
-    // SAFETY: the contract: a process's state, with a context (borrowed for
-    // the statement only).
-    if std::mem::take(&mut unsafe { crate::vm::ctx::ctx(L) }.modules_changed) {
+    let changed = {
+        // SAFETY: the contract: a process's state, with a context (borrowed
+        // for this block only).
+        let ctx = unsafe { crate::vm::ctx::ctx(L) };
+        if let Some(sent) = ctx.sent.as_mut().filter(|_| ctx.modules_changed) {
+            sent.module_tables = None;
+        }
+        std::mem::take(&mut ctx.modules_changed)
+    };
+    if changed {
         for k in [&MODULE_NAMES, &FUNCTION_NAMES] {
             // SAFETY: the contract; the registry is a plain table.
             unsafe {
@@ -81,6 +123,7 @@ pub(super) unsafe fn reverse_map(L: *mut ffi::lua_State, key: &'static u8, funct
     // SAFETY: the contract; only string keys are read as bytes (no
     // conversion, so the walks go on), and every value concatenated is a
     // string. Then the map is stored and left pushed.
+    let mut tables: HashSet<*const c_void, FastBuild> = HashSet::default();
     unsafe {
         ffi::lua_settop(L, -2);
         ffi::lua_createtable(L, 0, 16);
@@ -107,6 +150,7 @@ pub(super) unsafe fn reverse_map(L: *mut ffi::lua_State, key: &'static u8, funct
                         ffi::lua_settop(L, fk);
                     }
                 } else {
+                    tables.insert(ffi::lua_topointer(L, v));
                     ffi::lua_pushvalue(L, v);
                     ffi::lua_pushvalue(L, k);
                     ffi::lua_rawset(L, loaded - 1);
@@ -117,6 +161,10 @@ pub(super) unsafe fn reverse_map(L: *mut ffi::lua_State, key: &'static u8, funct
         ffi::lua_settop(L, loaded - 1);
         ffi::lua_pushvalue(L, -1);
         ffi::lua_rawsetp(L, ffi::LUA_REGISTRYINDEX, key_of(key));
+    }
+    if !functions {
+        // SAFETY: as above (the context, for the statement only).
+        unsafe { crate::vm::ctx::ctx(L) }.sent.get_or_insert_with(Default::default).module_tables = Some(tables);
     }
 }
 
