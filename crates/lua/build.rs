@@ -54,6 +54,7 @@ fn main() {
         .file(manifest.join("csrc/preempt.c"))
         .file(manifest.join("csrc/lazy.c"))
         .file(manifest.join("csrc/shared.c"))
+        .file(manifest.join("csrc/code.c"))
         .file(manifest.join("csrc/template.c"));
     lua_options(&mut ours);
     ours.compile("synodic_csrc");

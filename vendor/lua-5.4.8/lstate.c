@@ -397,6 +397,7 @@ LUA_API lua_State *lua_newstate (lua_Alloc f, void *ud) {
   g->mainthread = L;
   /* [Synodic] the node's strings, if published (see lstring.h) */
   g->shared = __atomic_load_n(&luaS_sharedstrings, __ATOMIC_ACQUIRE);
+  g->codestrings = NULL;  /* [Synodic] */
   g->seed = g->shared != NULL ? g->shared->seed : luai_makeseed(L);
   g->gcstp = GCSTPGC;  /* no GC while building state */
   g->lexready = 0;  /* [Synodic] see luaX_init */

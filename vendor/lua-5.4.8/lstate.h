@@ -263,6 +263,7 @@ typedef struct global_State {
   TValue nilvalue;  /* a nil value */
   unsigned int seed;  /* randomized seed for hashes */
   const struct SharedStrings *shared;  /* [Synodic] see lstring.h */
+  const struct SharedStrings *codestrings;  /* [Synodic] see lstring.h */
   lu_byte currentwhite;
   lu_byte gcstate;  /* state of garbage collector */
   lu_byte gckind;  /* kind of GC running */

@@ -240,6 +240,13 @@ static TString *internshrstr (lua_State *L, const char *str, size_t l) {
         return ts;
     }
   }
+  if (g->codestrings != NULL) {  /* [Synodic] one of its template's code? */
+    const SharedStrings *sh = g->codestrings;
+    for (ts = sh->hash[lmod(h, sh->size)]; ts != NULL; ts = ts->u.hnext) {
+      if (l == ts->shrlen && (memcmp(str, getshrstr(ts), l * sizeof(char)) == 0))
+        return ts;
+    }
+  }
   for (ts = *list; ts != NULL; ts = ts->u.hnext) {
     if (l == ts->shrlen && (memcmp(str, getshrstr(ts), l * sizeof(char)) == 0)) {
       /* found! */

@@ -50,6 +50,9 @@
 ** short string up there before its own table, so a string still has one
 ** address in a state, as Lua's equality needs. States made before keep to
 ** their own strings.
+** A state may also share the code of its template (the functions a spawn
+** carries, loaded once: crates/lua/csrc/code.c), frozen the same way: its
+** 'codestrings' are looked up after the node's and before its own.
 */
 typedef struct SharedStrings {
   TString **hash;  /* the frozen state's string table */

@@ -48,6 +48,7 @@ script_tests!(
     huge_pages,
     require_cost,
     shared_code,
+    template_code,
     standard_lua,
     cjson,
     alua_spawn,

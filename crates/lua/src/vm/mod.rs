@@ -26,5 +26,6 @@ pub mod process;
 pub(crate) mod shared;
 pub mod state;
 pub(crate) mod template;
+pub(crate) mod template_code;
 pub(crate) mod util;
 pub(crate) mod wait;

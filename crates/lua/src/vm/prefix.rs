@@ -10,7 +10,9 @@
 //! values on its stack, and decodes only the rest
 //! (`codec::decode_after_prefix`; a rest that refers to one of the leading
 //! values' tables or functions, which is rare, is decoded whole). Each
-//! copy holds values of its own, as decoding would have made them.
+//! copy holds values of its own, as decoding would have made them, but
+//! for the prototypes of their functions, which every copy shares
+//! (`template_code`).
 //!
 //! Only a first argument that is a table gets a template: decoding one
 //! (with functions in it, as an entity's code) is what costs, and what a
@@ -37,6 +39,7 @@ use synodic_core::wire::Shape;
 use synodic_core::Message;
 
 use crate::vm::template::Template;
+use crate::vm::template_code;
 
 /// How many of a message's values lead: the function and its first argument.
 pub(crate) const LEADING: usize = 2;
@@ -144,15 +147,22 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
 /// # Safety
 /// As [`Template::build`]'s: `preparer`, if given, needs no process.
 unsafe fn build(leading: &[u8], stack_slots: std::ffi::c_int, preparer: Option<&Preparer>) -> Option<Template> {
+    // The functions among the values, loaded once for every copy (see
+    // `template_code`).
+    // SAFETY: decoding needs no process (`keep_prefix` refuses what would).
+    let bytecode = template_code::collecting(|| unsafe { Template::dry_run(stack_slots, |L| crate::vm::codec::keep_prefix(L, leading).is_ok()) });
+    let code = if bytecode.is_empty() { None } else { template_code::load(bytecode) };
     // SAFETY: decoding needs no process (`keep_prefix` refuses what
-    // would), nor does `preparer` (the contract).
+    // would), nor does `preparer` (the contract). Each build is a new
+    // state of this thread, made after the node's strings were published.
     unsafe {
         Template::build_with_stack(stack_slots, |L| {
+            let shared = code.map(|code| template_code::Active::enter(L, code));
             let kept = crate::vm::codec::keep_prefix(L, leading).is_ok() && preparer.is_none_or(|p| prepare(L, p));
             if kept {
                 crate::vm::util::hold_pids(L);
             }
-            kept
+            kept && shared.is_none_or(|s| s.apart(L))
         })
     }
 }
@@ -239,6 +249,28 @@ mod tests {
                 assert!(run(c.L, "f()[1] = 9 return true"), "a copy's values are its own");
             }
         }
+    }
+
+    /// The leading values' functions are closures over prototypes every
+    /// copy shares (`template_code`), and a string a copy makes is their
+    /// constant where the text is the same.
+    #[test]
+    fn copies_share_the_prototypes_of_the_leading_functions() {
+        let (_, t) = template_of("local k = 'a needle' return function(x) return x == k, 'a haystack' end, {}");
+        let protos: Vec<_> = (0..2)
+            .map(|_| {
+                let c = Copy::of(&t, Heap::new()).unwrap();
+                // SAFETY: `c.L` is a live copy, at rest on this thread, with the function at 1.
+                unsafe {
+                    let proto = crate::vm::shared::synodic_proto_of(c.L, 1) as usize;
+                    name_values(c.L, &[c"f"]);
+                    assert!(run(c.L, "local yes, hay = f(string.format('%s %s', 'a', 'needle')) return yes and hay == 'a ' .. 'haystack'"));
+                    assert!(run(c.L, "collectgarbage() return f('a needle') and not f('a needles')"), "after a collection too");
+                    proto
+                }
+            })
+            .collect();
+        assert!(protos[0] != 0 && protos[0] == protos[1], "one prototype for both copies");
     }
 
     /// A rest that refers to a table of the leading values gets that table:

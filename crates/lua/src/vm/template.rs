@@ -190,6 +190,17 @@ impl Template {
         unsafe { Template::build_with_stack(0, prepare) }
     }
 
+    /// Runs `prepare` in a state made as a build of a template is (with
+    /// `stack_slots` slots on its main stack), then drops it: whether it
+    /// held.
+    ///
+    /// # Safety
+    /// As [`Template::build`]'s.
+    pub(crate) unsafe fn dry_run(stack_slots: c_int, prepare: impl Fn(*mut ffi::lua_State) -> bool) -> bool {
+        // SAFETY: the contract, passed on.
+        unsafe { Build::new(stack_slots, &prepare) }.is_some()
+    }
+
     /// [`Template::build`], the state's main stack starting with
     /// `stack_slots` slots if more than Lua's own size.
     ///

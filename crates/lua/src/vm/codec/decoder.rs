@@ -223,26 +223,11 @@ impl<'a> Decoder<'a> {
         }
         let start = self.r.position();
         let code = self.r.bytes_raw(len)?;
-        let mut chunk = Some(code);
-        // A real chunk needs no block much larger than itself (16 bytes per byte covers constants).
-        let heap = crate::vm::heap::of_state(L);
-        let previous_cap = heap.map(|h| h.limit_blocks(16 * len + 4096));
-        // SAFETY: the contract; `lua_load` is protected (it returns a status,
-        // never raises), and `chunk_reader` is given `chunk`, alive (and not
-        // otherwise used) through the call; mode "b" takes binary code only.
-        let status = unsafe { ffi::lua_load(L, chunk_reader, (&mut chunk as *mut Option<&[u8]>).cast(), c"=message".as_ptr(), c"b".as_ptr()) };
-        if let (Some(h), Some(cap)) = (crate::vm::heap::of_state(L), previous_cap) {
-            h.limit_blocks(cap);
-        }
-        if status != ffi::LUA_OK {
-            // SAFETY: the contract; the load's error message is on top,
-            // copied, then popped.
-            let why = unsafe {
-                let why = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
-                ffi::lua_settop(L, -2);
-                why
-            };
-            return Err(junk(format!("bad function code at byte {start}: {why}")));
+        crate::vm::template_code::note(code);
+        // SAFETY: the contract (`enter` made room for the closure).
+        if !unsafe { crate::vm::template_code::push_shared(L, code) } {
+            // SAFETY: the contract.
+            unsafe { load_function(L, code, start)? };
         }
         // SAFETY: the contract; the loaded function is on top, at `f`.
         let f = unsafe {
@@ -328,8 +313,37 @@ unsafe extern "C-unwind" fn index_field(L: *mut ffi::lua_State) -> c_int {
     1
 }
 
+/// Loads the function whose bytecode `code` begins at byte `start` of its
+/// message, leaving it on top.
+///
+/// # Safety
+/// `L` is a process's state (or a template's build) with room for a value.
+unsafe fn load_function(L: *mut ffi::lua_State, code: &[u8], start: usize) -> Result<(), Error> {
+    let mut chunk = Some(code);
+    // A real chunk needs no block much larger than itself (16 bytes per byte covers constants).
+    let previous_cap = crate::vm::heap::of_state(L).map(|h| h.limit_blocks(16 * code.len() + 4096));
+    // SAFETY: the contract; `lua_load` is protected (it returns a status,
+    // never raises), and `chunk_reader` is given `chunk`, alive (and not
+    // otherwise used) through the call; mode "b" takes binary code only.
+    let status = unsafe { ffi::lua_load(L, chunk_reader, (&mut chunk as *mut Option<&[u8]>).cast(), c"=message".as_ptr(), c"b".as_ptr()) };
+    if let (Some(h), Some(cap)) = (crate::vm::heap::of_state(L), previous_cap) {
+        h.limit_blocks(cap);
+    }
+    if status != ffi::LUA_OK {
+        // SAFETY: the contract; the load's error message is on top,
+        // copied, then popped.
+        let why = unsafe {
+            let why = to_bytes(L, -1).map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+            ffi::lua_settop(L, -2);
+            why
+        };
+        return Err(junk(format!("bad function code at byte {start}: {why}")));
+    }
+    Ok(())
+}
+
 unsafe extern "C-unwind" fn chunk_reader(_L: *mut ffi::lua_State, ud: *mut c_void, size: *mut usize) -> *const std::ffi::c_char {
-    // SAFETY: `lua_load` passes back the user data `Decoder::function` gave
+    // SAFETY: `lua_load` passes back the user data `load_function` gave
     // it, its `chunk`, alive through the load; `size` is Lua's to write.
     // The bytes returned live in the message, which outlives the load.
     unsafe {
