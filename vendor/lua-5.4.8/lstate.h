@@ -263,7 +263,6 @@ typedef struct global_State {
   TValue nilvalue;  /* a nil value */
   unsigned int seed;  /* randomized seed for hashes */
   const struct SharedStrings *shared;  /* [Synodic] see lstring.h */
-  const struct SharedStrings *codestrings;  /* [Synodic] see lstring.h */
   lu_byte currentwhite;
   lu_byte gcstate;  /* state of garbage collector */
   lu_byte gckind;  /* kind of GC running */
@@ -303,6 +302,9 @@ typedef struct global_State {
   TString *strcache[STRCACHE_N][STRCACHE_M];  /* cache for strings in API */
   lua_WarnFunction warnf;  /* warning function */
   void *ud_warn;         /* auxiliary data to 'warnf' */
+  /* [Synodic] see lstring.h; last, where the fields every run touches
+  ** keep their cache lines */
+  const struct SharedStrings *codestrings;
 } global_State;
 
 
