@@ -61,9 +61,18 @@ thread_local! {
 /// Step 1: runs `decode` noting the bytecode of every function it decodes;
 /// the bytecode noted (none when `decode` failed).
 pub(crate) fn collecting(decode: impl FnOnce() -> bool) -> Vec<Box<[u8]>> {
+    /// Stops the noting however `decode` ends (a panic unwinding included).
+    struct Noting;
+    impl Drop for Noting {
+        fn drop(&mut self) {
+            NOTED.with(|n| n.borrow_mut().take());
+        }
+    }
     NOTED.with(|n| *n.borrow_mut() = Some(Vec::new()));
+    let noting = Noting;
     let ok = decode();
     let noted = NOTED.with(|n| n.borrow_mut().take()).unwrap_or_default();
+    drop(noting);
     if ok {
         noted
     } else {
