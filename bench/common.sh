@@ -37,3 +37,36 @@ await_exit() {
   fi
   wait "$pid" 2>/dev/null || true
 }
+
+# port_base [SPAN]: the first of SPAN consecutive ports (20 by default)
+# for this run's listeners, chosen from its process id below the
+# kernel's range for outgoing connections (32768 and up here), where a
+# port some connection on the machine held made a listener fail with
+# "address already in use".
+port_base() {
+  local span=${1:-20} low
+  low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  echo $((10000 + $$ % (low - 10000 - span)))
+}
+
+# wait_until SECONDS WHAT COMMAND...: runs COMMAND every 50 ms until it
+# succeeds; after SECONDS, says that WHAT did not happen and ends the
+# script (a node or a proxy that never comes up must not hang the run).
+wait_until() {
+  local seconds=$1 what=$2 tries=$(( $1 * 20 ))
+  shift 2
+  until "$@" 2>/dev/null; do
+    tries=$((tries - 1))
+    if [ "$tries" -le 0 ]; then
+      echo "run.sh: $what: not after $seconds s" >&2
+      exit 1
+    fi
+    sleep 0.05
+  done
+}
+
+# listening PORT: whether something accepts connections on 127.0.0.1:PORT.
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# epmd_has NAME: whether Erlang's port mapper lists node NAME.
+epmd_has() { epmd -names 2>/dev/null | grep -q "$1"; }

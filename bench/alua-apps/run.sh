@@ -72,7 +72,7 @@ cc -O2 -shared -fPIC "$here/delay_connect.c" -o "$work/delay_connect.so" -ldl
 export LUA_CPATH_5_4="$work/?.so;;" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 head -c 24 /dev/urandom | base64 > "$work/cookie"
 chmod 600 "$work/cookie"
-port=$((20000 + $$ % 20000))
+port=$(port_base 200)
 pids=()
 bench_cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -110,14 +110,14 @@ slow_nodes() {
   done
   # Each proxy listens before anyone is sent through it.
   for p in $(slow_port 0) $(slow_port 2) $(seq "$(slow_port 11)" "$(slow_port $((9 + $1)))"); do
-    until (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do sleep 0.05; done
+    wait_until 30 "the delaying proxy on port $p listening" listening "$p"
   done
   local join=()
   for i in $(seq 1 $(($1 - 1))); do
     "$synodic" node --workers 1 --cookie-file "$work/cookie" --listen "127.0.0.1:$(slow_port $((20 + i)))" \
       --advertise "127.0.0.1:$(slow_port $((10 + i)))" --name "n$i-$1-$$" "${join[@]}" 2> "$work/node$i.log" & pids+=($!)
     join=(--join "127.0.0.1:$(slow_port 11)")
-    until grep -q "listening on" "$work/node$i.log" 2>/dev/null; do sleep 0.05; done
+    wait_until 30 "node $i listening" grep -q "listening on" "$work/node$i.log"
   done
 }
 syn_slow() {

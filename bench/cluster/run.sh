@@ -83,7 +83,7 @@ erl_run() {
   erl_peer "$@" >/dev/null
   peer=$!
   # The peer registers with epmd as it starts; the main node's ping waits.
-  until epmd -names 2>/dev/null | grep -q "bench_peer_$$"; do sleep 0.05; done
+  wait_until 30 "Erlang's peer node registered" epmd_has "bench_peer_$$"
   # (What Erlang's logger says as a TLS node stops would land in the
   # middle of the tables: it goes to a file.)
   erl -sname "bench_main_$$" -setcookie bench -noshell -pa "$work" "$@" -run cluster main "bench_peer_$$@$host" "$mode" "$n" 2>>"$work/erl.err"
@@ -132,7 +132,7 @@ syn_detect() {
   "$synodic" node --listen 127.0.0.1:0 --name "victim$$" --cookie-file "$work/cookie" 2> "$victim_log" &
   victim=$!
   disown "$victim" # killed on purpose: no job notice
-  until grep -q "listening on" "$victim_log"; do sleep 0.01; done
+  wait_until 30 "the node to kill listening" grep -q "listening on" "$victim_log"
   addr=$(grep -o 'listening on .*' "$victim_log" | awk '{print $3}')
   coproc W { "$synodic" run --join "$addr" --cookie-file "$work/cookie" "$here/detect.lua" "victim$$@$host" 2>/dev/null; }
   # (bash unsets W and W_PID once the coprocess has ended: kept at once)
@@ -146,7 +146,7 @@ syn_detect() {
 erl_detect() {
   local peer t0 watcher from
   peer=$(erl_peer)
-  until epmd -names 2>/dev/null | grep -q "bench_peer_$$"; do sleep 0.05; done
+  wait_until 30 "Erlang's peer node registered" epmd_has "bench_peer_$$"
   coproc E { erl -sname "bench_watch_$$" -setcookie bench -noshell -pa "$work" -run detect main "bench_peer_$$@$host"; }
   watcher=$E_PID from=${E[0]}
   read -r _ <&"$from"

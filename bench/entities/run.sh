@@ -39,7 +39,7 @@ for _ in $(seq "$repeat"); do
   syn="$syn $("$synodic" run --nodes 2 --cookie-file "$work/cookie" "$here/entities.lua" "$n" | tr '\n' ' ')"
   erl -sname "ent_peer_$$" -setcookie bench -noshell -pa "$work" >/dev/null 2>&1 &
   peer=$!
-  until epmd -names 2>/dev/null | grep -q "ent_peer_$$"; do sleep 0.05; done
+  wait_until 30 "Erlang's peer node registered" epmd_has "ent_peer_$$"
   erl="$erl $(erl -sname "ent_main_$$" -setcookie bench -noshell -pa "$work" -run entities main "ent_peer_$$@$host" "$n" | tr '\n' ' ')"
   # The next run (of either system) has the processors to itself.
   await_exit "$peer"

@@ -42,7 +42,7 @@ export LUA_CPATH_5_4="$work/?.so;;"
 printf 'bench cookie for synodic skeletons\n' > "$work/cookie"
 chmod 600 "$work/cookie"
 cookie=(--cookie-file "$work/cookie")
-port=$((20000 + $$ % 20000))
+port=$(port_base)
 
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
@@ -57,7 +57,7 @@ start_node() {
   else "$synodic" node "${cookie[@]}" "$@" 2> "$log" &
   fi
   pids+=($!)
-  until [ -f "$log" ] && grep -q "listening on" "$log"; do sleep 0.05; done
+  wait_until 30 "the node of $log listening" grep -q "listening on" "$log"
 }
 
 # 1. The image pipeline.
