@@ -126,8 +126,9 @@ pub(crate) fn load(bytecode: Vec<Box<[u8]>>) -> Option<&'static Code> {
 pub(crate) struct Active(());
 
 impl Active {
-    /// Makes `L`, a template's build state that has made no string of its
-    /// own yet beyond the node's, share `code`.
+    /// Makes `L`, a template's build state, share `code` from now on (a
+    /// string it made before that the code holds too is found by
+    /// [`Active::apart`]).
     ///
     /// # Safety
     /// `L` is a live state at rest on this thread, made after the node's

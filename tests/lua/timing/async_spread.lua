@@ -2,6 +2,10 @@
 -- A burst of equal tasks spreads over the nodes: s.async and
 -- async_on("any") count the tasks already sent to each node until it
 -- reports its load again, so 30 tasks on 3 nodes give each 8 to 12.
+-- A timing script: a report that lands in the middle of a burst (every
+-- 500 ms, sooner when other tests slow the burst down) resets the count
+-- of a node whose tasks are still on their way, and it gets more (a run
+-- beside the other cluster scripts gave 10/13/7).
 local s = require "synodic"
 
 local function spin(ms)
