@@ -97,7 +97,7 @@ fn state(loader: &mut Guard) -> *mut ffi::lua_State {
 
 /// A new state sharing the node's strings, whose collector never runs (so
 /// what it makes stays, and stays where it is); null when out of memory.
-fn stopped_state() -> *mut ffi::lua_State {
+pub(crate) fn stopped_state() -> *mut ffi::lua_State {
     let L = crate::vm::state::loader_state();
     if !L.is_null() {
         // SAFETY: the new state, on this thread, at rest.

@@ -38,6 +38,7 @@ use synodic_core::hash::FastBuild;
 use synodic_core::wire::Shape;
 use synodic_core::Message;
 
+use crate::vm::codec::{keep_prefix, Functions};
 use crate::vm::template::Template;
 use crate::vm::template_code;
 
@@ -149,20 +150,25 @@ pub(crate) fn for_leading(msg: &[u8], leading: &[u8]) -> Option<&'static Templat
 unsafe fn build(leading: &[u8], stack_slots: std::ffi::c_int, preparer: Option<&Preparer>) -> Option<Template> {
     // The functions among the values, loaded once for every copy (see
     // `template_code`).
+    let noted = std::cell::RefCell::new(Vec::new());
     // SAFETY: decoding needs no process (`keep_prefix` refuses what would).
-    let bytecode = template_code::collecting(|| unsafe { Template::dry_run(stack_slots, |L| crate::vm::codec::keep_prefix(L, leading).is_ok()) });
-    let code = if bytecode.is_empty() { None } else { template_code::load(bytecode) };
+    let decoded = unsafe { Template::dry_run(stack_slots, |L| keep_prefix(L, leading, Functions::LoadAndNote(&noted)).is_ok()) };
+    let bytecode = noted.into_inner();
+    let code = if decoded && !bytecode.is_empty() { template_code::load(bytecode) } else { None };
     // SAFETY: decoding needs no process (`keep_prefix` refuses what
     // would), nor does `preparer` (the contract). Each build is a new
     // state of this thread, made after the node's strings were published.
     unsafe {
         Template::build_with_stack(stack_slots, |L| {
-            let shared = code.map(|code| template_code::Active::enter(L, code));
-            let kept = crate::vm::codec::keep_prefix(L, leading).is_ok() && preparer.is_none_or(|p| prepare(L, p));
+            if let Some(code) = code {
+                code.enter(L);
+            }
+            let functions = code.map_or(Functions::Load, Functions::Share);
+            let kept = keep_prefix(L, leading, functions).is_ok() && preparer.is_none_or(|p| prepare(L, p));
             if kept {
                 crate::vm::util::hold_pids(L);
             }
-            kept && shared.is_none_or(|s| s.apart(L))
+            kept && (code.is_none() || template_code::apart(L))
         })
     }
 }

@@ -8,23 +8,23 @@
 //! as the node's shared code is (`csrc/code.c`), and the template holds
 //! closures over them.
 //!
-//! Building a template with shared code, step by step:
+//! Building a template with shared code, step by step (`prefix::build`):
 //!
 //! 1. a dry run decodes the leading values once, noting the bytecode of
-//!    every function met ([`collecting`]);
+//!    every function met (`codec::Functions::LoadAndNote`);
 //! 2. the functions are loaded into a new code state, which is frozen and
 //!    kept for good, as the template is ([`load`]);
-//! 3. each build of the template (`Template::build_with_stack`) looks its
-//!    strings up in the code state's table before making its own, from its
-//!    first string on, and its decoding takes a closure over the loaded
-//!    prototype for each function ([`Active`], [`push_shared`]);
+//! 3. each build of the template looks its strings up in the code state's
+//!    table before making its own ([`Code::enter`]), and its decoding takes
+//!    a closure over the loaded prototype for each function
+//!    (`codec::Functions::Share`, [`Code::push`]);
 //! 4. a build with a string of its own that the code state also holds
-//!    gets no template (that string would have two addresses in a copy).
+//!    gets no template ([`apart`]: that string would have two addresses in
+//!    a copy).
 //!
 //! A copy looks its strings up there too (the table's pointer is in the
 //! image), so a string it makes at run time is the prototype's constant.
 
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
 
@@ -51,60 +51,21 @@ pub(crate) struct Code {
 unsafe impl Send for Code {}
 unsafe impl Sync for Code {}
 
-thread_local! {
-    /// Step 1: the bytecode of the functions decoded on this thread, while noted.
-    static NOTED: RefCell<Option<Vec<Box<[u8]>>>> = const { RefCell::new(None) };
-    /// Step 3: the code of the template being built on this thread.
-    static ACTIVE: Cell<Option<&'static Code>> = const { Cell::new(None) };
-}
-
-/// Step 1: runs `decode` noting the bytecode of every function it decodes;
-/// the bytecode noted (none when `decode` failed).
-pub(crate) fn collecting(decode: impl FnOnce() -> bool) -> Vec<Box<[u8]>> {
-    /// Stops the noting however `decode` ends (a panic unwinding included).
-    struct Noting;
-    impl Drop for Noting {
-        fn drop(&mut self) {
-            NOTED.with(|n| n.borrow_mut().take());
-        }
-    }
-    NOTED.with(|n| *n.borrow_mut() = Some(Vec::new()));
-    let noting = Noting;
-    let ok = decode();
-    let noted = NOTED.with(|n| n.borrow_mut().take()).unwrap_or_default();
-    drop(noting);
-    if ok {
-        noted
-    } else {
-        Vec::new()
-    }
-}
-
-/// Called by the decoder for each function's bytecode (step 1).
-pub(crate) fn note(bytecode: &[u8]) {
-    NOTED.with(|n| {
-        if let Some(noted) = n.borrow_mut().as_mut() {
-            noted.push(bytecode.into());
-        }
-    });
-}
-
 /// Step 2: the functions of `bytecode` loaded and frozen in a new code
 /// state, kept for good; None when one does not load (or no memory).
 pub(crate) fn load(bytecode: Vec<Box<[u8]>>) -> Option<&'static Code> {
-    let L = crate::vm::state::loader_state();
+    let L = crate::vm::loader::stopped_state();
     if L.is_null() {
         return None;
     }
     let mut protos = HashMap::default();
     // The state is never closed: a failed load leaves it, with what it
     // made, unused.
-    // SAFETY: `L` is a new state of this thread, at rest; its collector is
-    // stopped first, so what the loads make stays where it is. Each
-    // function loaded stays on its stack (room checked) until the state
-    // is frozen, after which it never runs again.
+    // SAFETY: `L` is a new state of this thread, at rest, its collector
+    // stopped, so what the loads make stays where it is. Each function
+    // loaded stays on its stack (room checked) until the state is frozen,
+    // after which it never runs again.
     unsafe {
-        ffi::lua_gc(L, ffi::LUA_GCSTOP, 0);
         for code in bytecode {
             if protos.contains_key(&code) {
                 continue;
@@ -121,54 +82,40 @@ pub(crate) fn load(bytecode: Vec<Box<[u8]>>) -> Option<&'static Code> {
     }
 }
 
-/// Step 3: while it lives, the state being built on this thread shares
-/// `code` (its strings, and its prototypes for the functions decoded).
-pub(crate) struct Active(());
-
-impl Active {
-    /// Makes `L`, a template's build state, share `code` from now on (a
-    /// string it made before that the code holds too is found by
-    /// [`Active::apart`]).
+impl Code {
+    /// Step 3: makes `L`, a template's build state, look its strings up
+    /// among this code's from now on (a string it made before that the
+    /// code holds too is found by [`apart`]).
     ///
     /// # Safety
     /// `L` is a live state at rest on this thread, made after the node's
     /// shared strings were published (so both hash with the same seed).
-    pub(crate) unsafe fn enter(L: *mut ffi::lua_State, code: &'static Code) -> Active {
+    pub(crate) unsafe fn enter(&self, L: *mut ffi::lua_State) {
         // SAFETY: the contract; `strings` is a code state's table, kept for good.
-        unsafe { synodic_use_code_strings(L, code.strings) };
-        ACTIVE.with(|a| a.set(Some(code)));
-        Active(())
+        unsafe { synodic_use_code_strings(L, self.strings) };
     }
 
-    /// Step 4: whether `L` (the state entered) holds no string of its own
-    /// that its code holds too.
+    /// Step 3, for the decoder: pushes a closure over this code's prototype
+    /// of `bytecode` (true), or nothing if it has none. Its upvalues are
+    /// fresh, the first holding the globals (as `lua_load` leaves them);
+    /// the decoder sets them.
     ///
     /// # Safety
-    /// As [`Active::enter`]'s.
-    pub(crate) unsafe fn apart(&self, L: *mut ffi::lua_State) -> bool {
-        // SAFETY: the contract; the walk only reads both tables.
-        unsafe { synodic_code_strings_apart(L) != 0 }
+    /// `L` is a state with room for one value.
+    pub(crate) unsafe fn push(&self, L: *mut ffi::lua_State, bytecode: &[u8]) -> bool {
+        let Some(proto) = self.protos.get(bytecode) else { return false };
+        // SAFETY: the contract; `proto` is a frozen prototype, kept for good.
+        unsafe { crate::vm::shared::synodic_push_shared(L, *proto as *const c_void) };
+        true
     }
 }
 
-impl Drop for Active {
-    fn drop(&mut self) {
-        ACTIVE.with(|a| a.set(None));
-    }
-}
-
-/// Called by the decoder for a function's bytecode: pushes a closure over
-/// the shared prototype if the template being built on this thread has it
-/// (true), else pushes nothing. Its upvalues are fresh, the first holding
-/// the globals (as `lua_load` leaves them); the decoder sets them.
+/// Step 4: whether `L` (a build state that entered its code) holds no
+/// string of its own that its code holds too.
 ///
 /// # Safety
-/// `L` is a state with room for one value.
-pub(crate) unsafe fn push_shared(L: *mut ffi::lua_State, bytecode: &[u8]) -> bool {
-    let Some(proto) = ACTIVE.with(Cell::get).and_then(|code| code.protos.get(bytecode)) else {
-        return false;
-    };
-    // SAFETY: the contract; `proto` is a frozen prototype, kept for good.
-    unsafe { crate::vm::shared::synodic_push_shared(L, *proto as *const c_void) };
-    true
+/// As [`Code::enter`]'s.
+pub(crate) unsafe fn apart(L: *mut ffi::lua_State) -> bool {
+    // SAFETY: the contract; the walk only reads both tables.
+    unsafe { synodic_code_strings_apart(L) != 0 }
 }

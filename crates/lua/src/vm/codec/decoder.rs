@@ -33,6 +33,7 @@ pub(super) struct Decoder<'a> {
     /// Decoding outside any process (building a template): only modules
     /// whose loading needs none may be named.
     pub(super) outside: bool,
+    pub(super) functions: Functions<'a>,
 }
 
 
@@ -44,7 +45,7 @@ pub(super) struct Decoder<'a> {
 /// contract" for that.
 impl<'a> Decoder<'a> {
     pub(super) fn new(L: *mut ffi::lua_State, r: Reader<'a>, attachments: &'a [Attachment], base: c_int) -> Decoder<'a> {
-        Decoder { L, r, attachments, base, refs: 0, next_ref: 0, first_ref: 0, needs_leading: false, depth: 0, outside: false }
+        Decoder { L, r, attachments, base, refs: 0, next_ref: 0, first_ref: 0, needs_leading: false, depth: 0, outside: false, functions: Functions::Load }
     }
 
     /// Pushes the next `count` values, which must end the reader's bytes.
@@ -223,9 +224,12 @@ impl<'a> Decoder<'a> {
         }
         let start = self.r.position();
         let code = self.r.bytes_raw(len)?;
-        crate::vm::template_code::note(code);
-        // SAFETY: the contract (`enter` made room for the closure).
-        if !unsafe { crate::vm::template_code::push_shared(L, code) } {
+        // SAFETY: the contract (`enter` made room for the function).
+        let shared = matches!(self.functions, Functions::Share(shared) if unsafe { shared.push(L, code) });
+        if !shared {
+            if let Functions::LoadAndNote(noted) = self.functions {
+                noted.borrow_mut().push(code.into());
+            }
             // SAFETY: the contract.
             unsafe { load_function(L, code, start)? };
         }

@@ -74,6 +74,20 @@ fn key_of(anchor: &'static u8) -> *const c_void {
     std::ptr::from_ref(anchor).cast()
 }
 
+/// What the decoder does with the functions it meets.
+#[derive(Clone, Copy)]
+pub(crate) enum Functions<'a> {
+    /// Loads each into the state decoded into (every decoding but a
+    /// template's build).
+    Load,
+    /// Loads each and notes its bytecode (a template's dry run: see
+    /// `template_code`).
+    LoadAndNote(&'a std::cell::RefCell<Vec<Box<[u8]>>>),
+    /// Makes each a closure over the prototype `code` holds for it (a
+    /// template's build), or loads it if `code` holds none.
+    Share(&'a crate::vm::template_code::Code),
+}
+
 /// What the codec keeps between the sends of one process.
 #[derive(Default)]
 pub(crate) struct Sent {
@@ -331,7 +345,7 @@ pub(crate) unsafe fn decode_parts(L: *mut ffi::lua_State, msg: &[u8], attachment
 /// many objects they numbered. They stay on the stack rather than in a
 /// table, and the decoder's reference table is not kept: a copy holds
 /// ~360 bytes less, and finds them without a lookup.
-pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Result<(), Error> {
+pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8], functions: Functions<'_>) -> Result<(), Error> {
     // SAFETY: `L` is a template's build state (the caller's), where an
     // error aborts (no protected call is active).
     let base = unsafe { ffi::lua_gettop(L) };
@@ -339,7 +353,7 @@ pub(crate) unsafe fn keep_prefix(L: *mut ffi::lua_State, leading: &[u8]) -> Resu
     // copy's memory, and values that refer to their own objects are rare.
     for first_ref in [i64::MAX, 0] {
         let mut dec = Decoder::new(L, Reader::fields(leading), &[], base);
-        (dec.outside, dec.first_ref) = (true, first_ref);
+        (dec.outside, dec.first_ref, dec.functions) = (true, first_ref, functions);
         // SAFETY: as above; `outside` makes the decoder refuse modules that
         // only a process may load.
         match unsafe { dec.fields() } {
