@@ -55,7 +55,8 @@ fn main() {
         .file(manifest.join("csrc/lazy.c"))
         .file(manifest.join("csrc/shared.c"))
         .file(manifest.join("csrc/code.c"))
-        .file(manifest.join("csrc/template.c"));
+        .file(manifest.join("csrc/template.c"))
+        .file(manifest.join("csrc/fingerprint.c"));
     lua_options(&mut ours);
     ours.compile("synodic_csrc");
     println!("cargo:rerun-if-changed=../../vendor/lua-5.4.8");

@@ -49,6 +49,7 @@ script_tests!(
     require_cost,
     shared_code,
     template_code,
+    spawn_memo,
     standard_lua,
     cjson,
     alua_spawn,

@@ -88,6 +88,12 @@ impl Writer {
         &mut self.buf
     }
 
+    /// What is written so far.
+    #[inline]
+    pub fn written(&self) -> &[u8] {
+        &self.buf
+    }
+
     #[inline]
     fn header(&mut self, count: usize) {
         self.buf.push(VERSION);

@@ -84,6 +84,9 @@ pub(super) struct Encoder {
     pub(super) w: Writer,
     pub(super) ids: HashMap<*const c_void, u32, FastBuild>,
     pub(super) upvalues: HashMap<*mut c_void, (u32, u32), FastBuild>,
+    /// The tables and Lua functions sent by name (what a spawn's memo
+    /// needs to know of them).
+    pub(super) named: Vec<*const c_void>,
     pub(super) attachments: Vec<Attachment>,
     pub(super) depth: usize,
 }
@@ -171,6 +174,7 @@ impl Encoder {
         // SAFETY: the contract; `idx` holds the table whose address is `p`.
         if let Some(name) = unsafe { module_name(L, idx, p) } {
             self.library(&name);
+            self.named.push(p);
             return Ok(());
         }
         if self.seen(p) {
@@ -243,6 +247,7 @@ impl Encoder {
         // SAFETY: `p` is the address of the Lua closure at `idx`.
         if let Some((module, field)) = unsafe { crate::vm::shared::frozen_name(p) } {
             self.library(&Name::Parts(module, field));
+            self.named.push(p);
             return Ok(());
         }
         // SAFETY: the contract.
@@ -250,6 +255,7 @@ impl Encoder {
             // SAFETY: the contract.
             if let Some(name) = unsafe { library_name(L, idx, &FUNCTION_NAMES, true) } {
                 self.library(&Name::Joined(name));
+                self.named.push(p);
                 return Ok(());
             }
         }

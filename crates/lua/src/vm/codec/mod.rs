@@ -25,6 +25,7 @@
 
 mod decoder;
 mod encoder;
+mod memo;
 mod names;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -96,6 +97,8 @@ pub(crate) struct Sent {
     /// The addresses of the module tables in its reverse map {module table
     /// = name}, while the map stands (see `names::module_name`).
     pub(crate) module_tables: Option<HashSet<*const c_void, FastBuild>>,
+    /// The leading values of its last spawns (see `memo`).
+    pub(crate) spawns: memo::Spawns,
 }
 
 /// What encoding keeps between messages on a thread: the output buffer and
@@ -107,6 +110,7 @@ struct Scratch {
     bytes: Vec<u8>,
     ids: HashMap<*const c_void, u32, FastBuild>,
     upvalues: HashMap<*mut c_void, (u32, u32), FastBuild>,
+    named: Vec<*const c_void>,
 }
 
 /// A scratch grown past this many bytes (or references) is not kept.
@@ -123,6 +127,7 @@ impl Scratch {
             self.bytes.clear();
             self.ids.clear();
             self.upvalues.clear();
+            self.named.clear();
             SCRATCH.with(|s| s.set(self));
         }
     }
@@ -193,13 +198,26 @@ unsafe fn encode_marking(L: *mut ffi::lua_State, first: c_int, last: c_int, lead
     let top = unsafe { ffi::lua_gettop(L) };
     let count = (last - first + 1).max(0) as usize;
     // Taken, not borrowed: a finaliser run during encoding may encode too.
-    let Scratch { bytes, ids, upvalues } = SCRATCH.with(|s| s.take());
+    let Scratch { bytes, ids, upvalues, named } = SCRATCH.with(|s| s.take());
     let w = Writer::message_into(bytes, count);
-    let mut enc = Encoder { L, w, ids, upvalues, attachments: Vec::new(), depth: 0 };
+    let mut enc = Encoder { L, w, ids, upvalues, named, attachments: Vec::new(), depth: 0 };
     let mut result = Ok(());
     let start = enc.w.len();
     let mut marked = None;
-    for (n, idx) in (first..=last).enumerate() {
+    // A spawn's leading values may be the ones its process spawned with
+    // last: then they are written as they were (see `memo`).
+    // SAFETY: the contract: `first` is the index of the first of `count` values.
+    let first_abs = unsafe { ffi::lua_absindex(L, first) };
+    let memo = match leading {
+        // SAFETY: the contract; nothing written yet but the header.
+        crate::vm::prefix::LEADING if count >= leading => unsafe { memo::reuse(L, first_abs, &mut enc) },
+        _ => memo::Use::Pass,
+    };
+    if memo == memo::Use::Reused {
+        marked = Some(start..enc.w.len());
+    }
+    let skip = if memo == memo::Use::Reused { leading } else { 0 };
+    for (n, idx) in (first..=last).enumerate().skip(skip) {
         // SAFETY: the contract: `idx` is the index of a value.
         let (at, idx) = (enc.w.len(), unsafe { ffi::lua_absindex(L, idx) });
         // NOT KEPT: lib.rs invariant 2. The encoder's buffer, maps and
@@ -223,7 +241,11 @@ unsafe fn encode_marking(L: *mut ffi::lua_State, first: c_int, last: c_int, lead
             ffi::lua_settop(L, top);
         }
     }
-    let Encoder { w, ids, upvalues, attachments, .. } = enc;
+    if let (memo::Use::Record, Ok(()), Some(range)) = (memo, &result, &marked) {
+        // SAFETY: the contract; the values are where they were, encoded.
+        unsafe { memo::record(L, first_abs, &enc, &enc.w.written()[range.clone()]) };
+    }
+    let Encoder { w, ids, upvalues, named, attachments, .. } = enc;
     let (bytes, result) = match w.finish() {
         Ok(bytes) => (bytes, result),
         Err((e, bytes)) => (bytes, Err(Failure::wire(e))),
@@ -236,7 +258,7 @@ unsafe fn encode_marking(L: *mut ffi::lua_State, first: c_int, last: c_int, lead
         Ok(()) => (Ok(Message::from_slice(&bytes)), bytes),
         Err(e) => (Err(e.into_error()), bytes),
     };
-    Scratch { bytes, ids, upvalues }.keep();
+    Scratch { bytes, ids, upvalues, named }.keep();
     msg.map(|msg| (msg, marked))
 }
 

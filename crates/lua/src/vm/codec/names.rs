@@ -44,19 +44,33 @@ pub(super) unsafe fn module_name(L: *mut ffi::lua_State, idx: c_int, p: *const c
     if let Some(module) = crate::vm::lazy::module_of(L, p) {
         return Some(Name::Parts(module.as_bytes(), b""));
     }
-    // Most tables sent are not modules: the addresses of the reverse map's
-    // tables answer that without a lookup in the map (they are the map's
-    // keys, so none of them can be collected and its address reused
-    // while the map stands; both go when a module is loaded).
-    // SAFETY: the contract: a process's state, with a context (borrowed
-    // until the test below).
-    let ctx = unsafe { crate::vm::ctx::ctx(L) };
-    let tables = ctx.sent.as_ref().and_then(|s| s.module_tables.as_ref());
-    if !ctx.modules_changed && tables.is_some_and(|tables| !tables.contains(&p)) {
+    // SAFETY: the contract.
+    if unsafe { in_no_map(L, p) } {
         return None;
     }
     // SAFETY: the contract.
     unsafe { library_name(L, idx, &MODULE_NAMES, false) }.map(Name::Joined)
+}
+
+/// Whether the table whose address is `p` is surely no module, lazy or
+/// loaded (false: it may be one).
+pub(super) unsafe fn surely_plain(L: *mut ffi::lua_State, p: *const c_void) -> bool {
+    // SAFETY: the contract.
+    crate::vm::lazy::module_of(L, p).is_none() && unsafe { in_no_map(L, p) }
+}
+
+/// Whether the table whose address is `p` is in no map of loaded modules.
+/// Most tables sent are not modules: the addresses of the reverse map's
+/// tables answer that without a lookup in the map (they are the map's keys,
+/// so none of them can be collected and its address reused while the map
+/// stands; both go when a module is loaded). False when the maps are not
+/// made, or stale.
+unsafe fn in_no_map(L: *mut ffi::lua_State, p: *const c_void) -> bool {
+    // SAFETY: the contract: a process's state, with a context (borrowed
+    // for the test only).
+    let ctx = unsafe { crate::vm::ctx::ctx(L) };
+    let tables = ctx.sent.as_ref().and_then(|s| s.module_tables.as_ref());
+    !ctx.modules_changed && tables.is_some_and(|tables| !tables.contains(&p))
 }
 
 /// The name of a C function that is a field of a loaded module.
@@ -100,6 +114,8 @@ pub(super) unsafe fn reverse_map(L: *mut ffi::lua_State, key: &'static u8, funct
         let ctx = unsafe { crate::vm::ctx::ctx(L) };
         if let Some(sent) = ctx.sent.as_mut().filter(|_| ctx.modules_changed) {
             sent.module_tables = None;
+            // SAFETY: the contract.
+            unsafe { super::memo::forget(L, &mut sent.spawns) };
         }
         std::mem::take(&mut ctx.modules_changed)
     };

@@ -194,3 +194,48 @@ fn junk_is_an_error_never_a_crash() {
         }
     }
 }
+
+/// A spawn like the last is written from the process's memo (`memo`), with
+/// the bytes encoding would write; a change anywhere in its leading values
+/// is seen, and a later value still refers to their objects.
+#[test]
+fn spawning_alike_reuses_the_memo_and_sees_changes() {
+    let st = TestState::new();
+    let source = "CODE = CODE or {list = {1, 2}, f = function() return 1 end} return print, CODE, CODE.list, 'rest'";
+    let hits = || unsafe { crate::vm::ctx::ctx(st.L) }.sent.as_ref().map_or(0, |s| s.spawns.hits);
+    let (first, leading) = st.encode_spawn(source);
+    assert!(leading.is_some(), "a table first argument leads");
+    assert_eq!(hits(), 0);
+    let (second, _) = st.encode_spawn(source);
+    assert_eq!(hits(), 1, "the second spawn used the memo");
+    assert_eq!(&first[..], &second[..], "with the bytes encoding writes");
+    let changed = format!("CODE.list[1] = 5 {source}");
+    let (third, _) = st.encode_spawn(&changed);
+    assert_eq!(hits(), 1, "a changed element misses the memo");
+    assert_ne!(&first[..], &third[..]);
+    // SAFETY: `st.L` is this test's state, at rest on this thread.
+    unsafe {
+        assert_eq!(decode_parts(st.L, &third, &[]).unwrap(), 4);
+        ffi::lua_getfield(st.L, 2, c"list".as_ptr());
+        assert!(ffi::lua_rawequal(st.L, -1, 3) != 0, "the third value is the second's list");
+        ffi::lua_settop(st.L, 0);
+    }
+    // The miss made the changed values the memo: after the spawns it lets
+    // go by, they are written from it.
+    let mut hit_again = false;
+    for _ in 0..4 {
+        let (again, _) = st.encode_spawn(source);
+        assert_eq!(&again[..], &third[..]);
+        hit_again |= hits() == 2;
+    }
+    assert!(hit_again, "the new memo served");
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(decode_parts(st.L, &third, &[]).unwrap(), 4);
+        ffi::lua_getfield(st.L, 2, c"list".as_ptr());
+        assert!(ffi::lua_rawequal(st.L, -1, 3) != 0, "from the memo too, the third value refers to the second's list");
+        ffi::lua_rawgeti(st.L, 3, 1);
+        assert_eq!(ffi::lua_tointegerx(st.L, -1, std::ptr::null_mut()), 5);
+        ffi::lua_settop(st.L, 0);
+    }
+}

@@ -1,0 +1,264 @@
+//! A spawner's memo of the leading values it encoded last (a spawn's
+//! function and first argument, `prefix::LEADING`), so that a process
+//! spawning alike in a loop does not encode them again. An entity's spawn
+//! sends the loop's `main` and the entity's code: a table with its `init`
+//! and methods, made anew for each spawn, the methods table the same one.
+//! Encoding them was a quarter of a local fork's instructions (6,300 of
+//! 23,000), spent in Lua's API: pushing each value, finding each key
+//! again for `lua_next`, looking each table up among the modules.
+//!
+//! The memo keeps their bytes with a fingerprint (`csrc/fingerprint.c`):
+//! words that hold all the encoder's output depends on. A spawn walks its
+//! leading values against the words (a few hundred instructions, stopped at
+//! the first difference); when all match, the bytes are the encoding, and
+//! the encoder goes on from the next value with the references the
+//! leading values' objects would have had. Three things keep that true:
+//!
+//! 1. Every object whose address is a word is pinned (held by a table in
+//!    the registry) while the memo lives, so no address is reused: a
+//!    string, a prototype (through its closure), a C closure, a table or
+//!    function sent by name.
+//! 2. Names come from the record: the objects the encoder sent by name
+//!    when it recorded are the only ones the walk takes as names. A table
+//!    it walks into must then be no module, lazy or loaded, as the
+//!    encoder's own test says (`names::surely_plain`); a function the node
+//!    might share stops the walk.
+//! 3. A module loaded since (the maps of names dropped) drops the memo.
+//!
+//! A spawn whose leading values differ from the memo's records its own; a
+//! memo missed again and again is tried less and less often (every
+//! [`MAX_SKIP`] spawns at the least), so a loop whose first argument
+//! always differs (`s.spawn(worker, {i = i})`) pays next to nothing.
+
+use std::ffi::{c_int, c_void};
+
+use mlua_sys as ffi;
+
+use super::encoder::Encoder;
+
+/// What `csrc/fingerprint.c` is told and tells (its `SynodicWalk`).
+#[repr(C)]
+struct Walk {
+    named: *const *const c_void,
+    nnamed: usize,
+    pins: c_int,
+    npins: c_int,
+    out: *mut u64,
+    expect: *const u64,
+    len: usize,
+    cap: usize,
+    objects: *mut *const c_void,
+    nobjects: usize,
+    objcap: usize,
+    cells: *mut *const c_void,
+    ncells: usize,
+    cellcap: usize,
+}
+
+extern "C" {
+    fn synodic_fingerprint(L: *mut ffi::lua_State, first: c_int, count: c_int, w: *mut Walk) -> c_int;
+}
+
+/// Words of a fingerprint, objects and upvalue cells a memo may hold.
+const MAX_WORDS: usize = 1024;
+const MAX_OBJECTS: usize = 32;
+const MAX_CELLS: usize = 32;
+/// The most spawns a missed memo lets go by before it is tried again.
+const MAX_SKIP: u32 = 64;
+
+/// The leading values a process encoded last, as `module` describes.
+struct Memo {
+    words: Box<[u64]>,
+    /// Their encoding.
+    bytes: Box<[u8]>,
+    /// The addresses of the objects they sent by name, sorted.
+    named: Box<[*const c_void]>,
+    /// For each object the walk numbers, in its order, the encoder's id.
+    ids: Box<[u32]>,
+    /// For each upvalue cell the walk meets, in its order, the encoder's
+    /// (owner's id, upvalue number).
+    cells: Box<[(u32, u32)]>,
+    /// The registry reference of the table pinning the objects of `words`.
+    pins: c_int,
+}
+
+/// A process's memo, and how often it is tried.
+#[derive(Default)]
+pub(crate) struct Spawns {
+    memo: Option<Memo>,
+    /// Spawns to let go by before the memo is tried again.
+    skip: u32,
+    /// How many spawns it served (for tests).
+    pub(crate) hits: u64,
+    /// What `skip` is set to at the next miss: doubled by each miss (up
+    /// to [`MAX_SKIP`]), cleared by a hit.
+    penalty: u32,
+}
+
+impl Spawns {
+    /// The memo was missed, or could not be made: it is tried again after
+    /// twice as many spawns as last time.
+    fn missed(&mut self) {
+        self.penalty = (self.penalty * 2 + 1).min(MAX_SKIP);
+        self.skip = self.penalty;
+    }
+}
+
+/// What a spawn's encoding does with the memo.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Use {
+    /// Its leading values were the memo's: already written.
+    Reused,
+    /// Records them once encoded, if they may lead (`encode_marking`).
+    Record,
+    /// Leaves the memo alone.
+    Pass,
+}
+
+/// Writes the leading values at `first` (absolute, [`LEADING`] of them)
+/// from the memo if they are its own, numbering their objects in `enc` as
+/// encoding them would have.
+///
+/// # Safety
+/// `L` is a process's state (lib.rs invariant 1) with `LEADING` values from
+/// the absolute index `first`, and `enc` encodes from `L`, with nothing
+/// written yet but the message's header.
+///
+/// [`LEADING`]: crate::vm::prefix::LEADING
+pub(super) unsafe fn reuse(L: *mut ffi::lua_State, first: c_int, enc: &mut Encoder) -> Use {
+    // SAFETY: the contract: a process's state, with a context, whose
+    // codec caches no one else borrows during this call (the walk reads
+    // Lua's objects only).
+    let ctx = unsafe { crate::vm::ctx::ctx(L) };
+    let changed = ctx.modules_changed;
+    let Some(sent) = ctx.sent.as_deref_mut() else { return Use::Record };
+    let spawns = &mut sent.spawns;
+    if spawns.skip > 0 {
+        spawns.skip -= 1;
+        return Use::Pass;
+    }
+    let Some(memo) = spawns.memo.as_ref() else { return Use::Record };
+    if changed {
+        // SAFETY: the contract.
+        unsafe { forget(L, spawns) };
+        return Use::Record;
+    }
+    let mut objects = [std::ptr::null(); MAX_OBJECTS];
+    let mut cells = [std::ptr::null(); MAX_CELLS];
+    let mut w = Walk {
+        named: memo.named.as_ptr(),
+        nnamed: memo.named.len(),
+        pins: 0,
+        npins: 0,
+        out: std::ptr::null_mut(),
+        expect: memo.words.as_ptr(),
+        len: 0,
+        cap: memo.words.len(),
+        objects: objects.as_mut_ptr(),
+        nobjects: 0,
+        objcap: MAX_OBJECTS,
+        cells: cells.as_mut_ptr(),
+        ncells: 0,
+        cellcap: MAX_CELLS,
+    };
+    // SAFETY: the contract; the walk only reads (no pin table), within the
+    // buffers it is given.
+    let same = unsafe { synodic_fingerprint(L, first, crate::vm::prefix::LEADING as c_int, &mut w) } != 0
+        && w.nobjects == memo.ids.len()
+        && w.ncells == memo.cells.len()
+        // SAFETY: the contract.
+        && objects[..w.nobjects].iter().all(|&p| p as usize & 1 == 0 || unsafe { super::names::surely_plain(L, untagged(p)) });
+    if !same {
+        spawns.missed();
+        return Use::Record;
+    }
+    spawns.penalty = 0;
+    spawns.hits += 1;
+    for (&p, &id) in objects.iter().zip(memo.ids.iter()) {
+        enc.ids.insert(untagged(p), id);
+    }
+    for (&cell, &at) in cells.iter().zip(memo.cells.iter()) {
+        enc.upvalues.insert(cell.cast_mut(), at);
+    }
+    enc.w.raw(&memo.bytes);
+    Use::Reused
+}
+
+/// Makes the leading values at `first`, just encoded by `enc` as `bytes`,
+/// the process's memo, if their walk goes through.
+///
+/// # Safety
+/// As [`reuse`]'s, with `enc` done encoding the message that `bytes` lead.
+pub(super) unsafe fn record(L: *mut ffi::lua_State, first: c_int, enc: &Encoder, bytes: &[u8]) {
+    let mut named = enc.named.clone();
+    named.sort_unstable();
+    named.dedup();
+    let mut words = vec![0u64; MAX_WORDS];
+    let mut objects = [std::ptr::null(); MAX_OBJECTS];
+    let mut cells = [std::ptr::null(); MAX_CELLS];
+    // SAFETY: the contract; room for the pin table and one value above it
+    // (the walk's pins go through the top).
+    let pins = unsafe {
+        if ffi::lua_checkstack(L, 2) == 0 {
+            return;
+        }
+        ffi::lua_createtable(L, 0, 0);
+        ffi::lua_gettop(L)
+    };
+    let mut w = Walk {
+        named: named.as_ptr(),
+        nnamed: named.len(),
+        pins,
+        npins: 0,
+        out: words.as_mut_ptr(),
+        expect: std::ptr::null(),
+        len: 0,
+        cap: MAX_WORDS,
+        objects: objects.as_mut_ptr(),
+        nobjects: 0,
+        objcap: MAX_OBJECTS,
+        cells: cells.as_mut_ptr(),
+        ncells: 0,
+        cellcap: MAX_CELLS,
+    };
+    // SAFETY: the contract; the walk writes within the buffers it is
+    // given, and pins into the table at `pins`.
+    let walked = unsafe { synodic_fingerprint(L, first, crate::vm::prefix::LEADING as c_int, &mut w) } != 0;
+    let ids: Option<Box<[u32]>> = objects[..w.nobjects].iter().map(|&p| enc.ids.get(&untagged(p)).copied()).collect();
+    let at: Option<Box<[(u32, u32)]>> = cells[..w.ncells].iter().map(|&c| enc.upvalues.get(&c.cast_mut()).copied()).collect();
+    // SAFETY: the contract: a process's state, with a context.
+    let changed = unsafe { crate::vm::ctx::ctx(L) }.modules_changed;
+    let (Some(ids), Some(cells), true, false) = (ids, at, walked, changed) else {
+        // SAFETY: drops the pin table; the context as above.
+        unsafe {
+            ffi::lua_settop(L, pins - 1);
+            crate::vm::ctx::ctx(L).sent.get_or_insert_with(Default::default).spawns.missed();
+        }
+        return;
+    };
+    words.truncate(w.len);
+    // SAFETY: takes the pin table on top into the registry.
+    let pins = unsafe { ffi::luaL_ref(L, ffi::LUA_REGISTRYINDEX) };
+    let memo = Memo { words: words.into(), bytes: bytes.into(), named: named.into(), ids, cells, pins };
+    // SAFETY: the contract.
+    let spawns = &mut unsafe { crate::vm::ctx::ctx(L) }.sent.get_or_insert_with(Default::default).spawns;
+    // SAFETY: the contract.
+    unsafe { forget(L, spawns) };
+    spawns.memo = Some(memo);
+}
+
+/// Drops the memo of `spawns`, the process's at `L`.
+///
+/// # Safety
+/// `L` is the process's state.
+pub(super) unsafe fn forget(L: *mut ffi::lua_State, spawns: &mut Spawns) {
+    if let Some(memo) = spawns.memo.take() {
+        // SAFETY: the contract; the reference was taken in its registry.
+        unsafe { ffi::luaL_unref(L, ffi::LUA_REGISTRYINDEX, memo.pins) };
+    }
+}
+
+/// A walk's object address without the mark of a table.
+fn untagged(p: *const c_void) -> *const c_void {
+    (p as usize & !1) as *const c_void
+}
