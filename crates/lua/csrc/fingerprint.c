@@ -41,6 +41,7 @@ typedef struct SynodicWalk {
   size_t nobjects, objcap;
   const void **cells;       /* the upvalue cells met, in order */
   size_t ncells, cellcap;
+  const Table *globals;     /* the state's global table (the walk sets it) */
 } SynodicWalk;
 
 enum {
@@ -103,12 +104,11 @@ static int number (SynodicWalk *w, const void *p) {
 
 static int table (lua_State *L, SynodicWalk *w, const TValue *o, int depth) {
   Table *t = hvalue(o);
-  const TValue *globals = luaH_getint(hvalue(&G(L)->l_registry), LUA_RIDX_GLOBALS);
   const void *tagged = (const void *)((uintptr_t)t | 1);
   unsigned int i, asize;
   size_t j, nsize;
   long seen;
-  if (ttistable(globals) && hvalue(globals) == t) return put(w, F_GLOBALS);
+  if (t == w->globals) return put(w, F_GLOBALS);
   if (is_named(w, t)) {
     pin(L, w, o);
     return put2(w, F_NAMED, (uintptr_t)t);
@@ -191,7 +191,11 @@ static int value (lua_State *L, SynodicWalk *w, const TValue *o, int depth) {
 ** through (and, checking, found every word as recorded). A recording walk
 ** needs one free stack slot above the pin table. */
 int synodic_fingerprint (lua_State *L, int first, int count, SynodicWalk *w) {
+  /* Through luaH_getint, as peek.c's synodic_object: the registry's slots
+  ** may have been changed. */
+  const TValue *globals = luaH_getint(hvalue(&G(L)->l_registry), LUA_RIDX_GLOBALS);
   int i;
+  w->globals = ttistable(globals) ? hvalue(globals) : NULL;
   for (i = 0; i < count; i++) {
     StkId o = L->ci->func.p + first + i;
     if (first + i <= 0 || o >= L->top.p || !value(L, w, s2v(o), 0)) return 0;

@@ -26,7 +26,10 @@ pub(crate) unsafe fn spawn_on(L: *mut ffi::lua_State, node: std::sync::Arc<str>,
     // context entered, `f` and its arguments from `first`; the message
     // moves into the request; nothing here raises.
     let sent = (|| unsafe {
-        let msg = codec::encode(L, first, ffi::lua_gettop(L)).map_err(|e| format!("spawn_on: {e}"))?;
+        // As a local spawn's, so that spawning alike is written from the
+        // process's memo (`codec::memo`); the receiver finds the leading
+        // values itself.
+        let (msg, _) = codec::encode_spawn(L, first, ffi::lua_gettop(L)).map_err(|e| format!("spawn_on: {e}"))?;
         synodic_core::dist::carry::crossing(&msg).map_err(|e| format!("spawn_on: {e}"))?;
         let c = ctx(L);
         let rt = c.rt();

@@ -82,8 +82,11 @@ const LEVEL_SLOTS: c_int = 12;
 pub(super) struct Encoder {
     pub(super) L: *mut ffi::lua_State,
     pub(super) w: Writer,
-    pub(super) ids: HashMap<*const c_void, u32, FastBuild>,
-    pub(super) upvalues: HashMap<*mut c_void, (u32, u32), FastBuild>,
+    /// Tables and Lua functions by address: their reference ids.
+    pub(super) ids: Known<u32>,
+    /// Upvalue cells by address: the id of the function first met with
+    /// each, and its number there.
+    pub(super) upvalues: Known<(u32, u32)>,
     /// The tables and Lua functions sent by name (what a spawn's memo
     /// needs to know of them).
     pub(super) named: Vec<*const c_void>,
@@ -92,6 +95,39 @@ pub(super) struct Encoder {
 }
 
 
+
+/// What the encoder has met, by address: in a map, but for the objects of
+/// leading values written from a spawn's memo (`memo`), which a list holds
+/// (a few, seldom looked for: filling a map with them cost a tenth of what
+/// the memo saved).
+#[derive(Default)]
+pub(super) struct Known<V> {
+    pub(super) map: HashMap<*const c_void, V, FastBuild>,
+    pub(super) leading: Vec<(*const c_void, V)>,
+}
+
+impl<V: Copy> Known<V> {
+    pub(super) fn get(&self, p: *const c_void) -> Option<V> {
+        match self.map.get(&p) {
+            Some(&v) => Some(v),
+            None if self.leading.is_empty() => None,
+            None => self.leading.iter().find(|&&(q, _)| q == p).map(|&(_, v)| v),
+        }
+    }
+
+    pub(super) fn insert(&mut self, p: *const c_void, v: V) {
+        self.map.insert(p, v);
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.map.len() + self.leading.len()
+    }
+
+    pub(super) fn clear(&mut self) {
+        self.map.clear();
+        self.leading.clear();
+    }
+}
 
 /// Every method below is `unsafe` with one contract: `self.L` is a
 /// process's state (lib.rs invariant 1) and `idx` an absolute stack index
@@ -144,7 +180,7 @@ impl Encoder {
 
     /// Writes a reference if the object was seen; otherwise gives it the next id.
     pub(super) fn seen(&mut self, p: *const c_void) -> bool {
-        if let Some(&id) = self.ids.get(&p) {
+        if let Some(id) = self.ids.get(p) {
             self.w.tag(Tag::Ref);
             self.w.varint(id as u64);
             return true;
@@ -283,8 +319,8 @@ impl Encoder {
             // upvalues. Its value is pushed (room made by `enter`); its name
             // is NUL-terminated and lives with the function, copied here.
             unsafe {
-                let cell = ffi::lua_upvalueid(L, idx, n);
-                if let Some(&(owner, m)) = self.upvalues.get(&cell) {
+                let cell = ffi::lua_upvalueid(L, idx, n).cast_const();
+                if let Some((owner, m)) = self.upvalues.get(cell) {
                     self.w.tag(Tag::SharedUpvalue);
                     self.w.varint(owner as u64);
                     self.w.varint(m as u64);

@@ -53,6 +53,7 @@ struct Walk {
     cells: *mut *const c_void,
     ncells: usize,
     cellcap: usize,
+    globals: *const c_void,
 }
 
 extern "C" {
@@ -160,6 +161,7 @@ pub(super) unsafe fn reuse(L: *mut ffi::lua_State, first: c_int, enc: &mut Encod
         cells: cells.as_mut_ptr(),
         ncells: 0,
         cellcap: MAX_CELLS,
+        globals: std::ptr::null(),
     };
     // SAFETY: the contract; the walk only reads (no pin table), within the
     // buffers it is given.
@@ -174,12 +176,8 @@ pub(super) unsafe fn reuse(L: *mut ffi::lua_State, first: c_int, enc: &mut Encod
     }
     spawns.penalty = 0;
     spawns.hits += 1;
-    for (&p, &id) in objects.iter().zip(memo.ids.iter()) {
-        enc.ids.insert(untagged(p), id);
-    }
-    for (&cell, &at) in cells.iter().zip(memo.cells.iter()) {
-        enc.upvalues.insert(cell.cast_mut(), at);
-    }
+    enc.ids.leading.extend(objects.iter().map(|&p| untagged(p)).zip(memo.ids.iter().copied()));
+    enc.upvalues.leading.extend(cells.iter().copied().zip(memo.cells.iter().copied()));
     enc.w.raw(&memo.bytes);
     Use::Reused
 }
@@ -220,12 +218,13 @@ pub(super) unsafe fn record(L: *mut ffi::lua_State, first: c_int, enc: &Encoder,
         cells: cells.as_mut_ptr(),
         ncells: 0,
         cellcap: MAX_CELLS,
+        globals: std::ptr::null(),
     };
     // SAFETY: the contract; the walk writes within the buffers it is
     // given, and pins into the table at `pins`.
     let walked = unsafe { synodic_fingerprint(L, first, crate::vm::prefix::LEADING as c_int, &mut w) } != 0;
-    let ids: Option<Box<[u32]>> = objects[..w.nobjects].iter().map(|&p| enc.ids.get(&untagged(p)).copied()).collect();
-    let at: Option<Box<[(u32, u32)]>> = cells[..w.ncells].iter().map(|&c| enc.upvalues.get(&c.cast_mut()).copied()).collect();
+    let ids: Option<Box<[u32]>> = objects[..w.nobjects].iter().map(|&p| enc.ids.get(untagged(p))).collect();
+    let at: Option<Box<[(u32, u32)]>> = cells[..w.ncells].iter().map(|&c| enc.upvalues.get(c)).collect();
     // SAFETY: the contract: a process's state, with a context.
     let changed = unsafe { crate::vm::ctx::ctx(L) }.modules_changed;
     let (Some(ids), Some(cells), true, false) = (ids, at, walked, changed) else {

@@ -30,7 +30,7 @@ mod names;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::{c_int, c_void};
 
 use mlua_sys as ffi;
@@ -108,8 +108,8 @@ pub(crate) struct Sent {
 #[derive(Default)]
 struct Scratch {
     bytes: Vec<u8>,
-    ids: HashMap<*const c_void, u32, FastBuild>,
-    upvalues: HashMap<*mut c_void, (u32, u32), FastBuild>,
+    ids: encoder::Known<u32>,
+    upvalues: encoder::Known<(u32, u32)>,
     named: Vec<*const c_void>,
 }
 
@@ -123,7 +123,7 @@ thread_local! {
 impl Scratch {
     /// Kept for the thread's next message, emptied, unless it grew large.
     fn keep(mut self) {
-        if self.bytes.capacity() <= SCRATCH_KEPT && self.ids.capacity() <= SCRATCH_KEPT / 16 && self.upvalues.capacity() <= SCRATCH_KEPT / 16 {
+        if self.bytes.capacity() <= SCRATCH_KEPT && self.ids.map.capacity() <= SCRATCH_KEPT / 16 && self.upvalues.map.capacity() <= SCRATCH_KEPT / 16 {
             self.bytes.clear();
             self.ids.clear();
             self.upvalues.clear();
