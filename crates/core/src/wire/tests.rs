@@ -110,6 +110,40 @@ fn pids_are_found_and_rewritten_in_place() {
     assert_eq!(map_pids(&mut buf, |_, at| Err(WireError::UnknownNode(at))), Err(WireError::UnknownNode(3)));
 }
 
+/// A message of scalars alone (the short path of `walk::pids_of`) has its
+/// pids found and rewritten as the full walk does, wherever they sit
+/// among values of every scalar kind.
+#[test]
+fn pids_among_scalars_are_found_and_rewritten_in_place() {
+    let mut w = Writer::message(9);
+    w.tag(Tag::Nil);
+    w.pid(Pid::new(1, 2, 3));
+    w.bool(true);
+    w.int(-300);
+    w.float(2.5);
+    w.str(b"a string of some length, longer than one varint byte's worth? no, but long enough");
+    w.pid(Pid::new(0, 9, 9));
+    w.bool(false);
+    w.pid(Pid::new(4, 5, 6));
+    let mut buf = w.finish_small();
+    let len = buf.len();
+    let mut seen = Vec::new();
+    each_pid(&buf, |p| seen.push(p)).unwrap();
+    assert_eq!(seen, [Pid::new(1, 2, 3), Pid::new(0, 9, 9), Pid::new(4, 5, 6)]);
+    map_pids(&mut buf, |p, _| Ok(Pid::new(p.node() + 7, p.index(), p.generation()))).unwrap();
+    assert_eq!(buf.len(), len);
+    let mut seen = Vec::new();
+    each_pid(&buf, |p| seen.push(p)).unwrap();
+    assert_eq!(seen, [Pid::new(8, 2, 3), Pid::new(7, 9, 9), Pid::new(11, 5, 6)]);
+    for cut in 0..len {
+        assert!(map_pids(&mut buf.clone()[..cut], |p, _| Ok(p)).is_err(), "prefix of {cut} bytes");
+        assert!(each_pid(&buf[..cut], |_| ()).is_err(), "prefix of {cut} bytes");
+    }
+    let mut longer = buf.clone();
+    longer.push(Tag::Nil as u8);
+    assert!(each_pid(&longer, |_| ()).is_err(), "a byte beyond the values");
+}
+
 #[test]
 fn a_message_too_large_is_an_error_not_an_abort() {
     let mut w = Writer::message(1);

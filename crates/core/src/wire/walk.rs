@@ -10,8 +10,7 @@ use super::*;
 /// another node (a pid is fixed-size, so the message keeps its length).
 /// Shared values are passed over: their attachments cross beside the bytes.
 pub fn map_pids(buf: &mut [u8], mut map: impl FnMut(Pid, usize) -> Result<Pid, WireError>) -> Result<(), WireError> {
-    let pids = walk_with(buf, |_| ())?.pids;
-    for at in pids {
+    for at in pids_of(buf)? {
         let raw = u64::from_le_bytes(buf[at..at + 8].try_into().expect("eight bytes"));
         let pid = map(Pid::from_raw(raw).ok_or(WireError::BadPid(at))?, at)?;
         buf[at..at + 8].copy_from_slice(&pid.raw().to_le_bytes());
@@ -21,11 +20,56 @@ pub fn map_pids(buf: &mut [u8], mut map: impl FnMut(Pid, usize) -> Result<Pid, W
 
 /// Calls `found` with every pid in the message `buf` (a walk that changes nothing).
 pub fn each_pid(buf: &[u8], mut found: impl FnMut(Pid)) -> Result<(), WireError> {
-    for at in walk_with(buf, |_| ())?.pids {
+    for at in pids_of(buf)? {
         let raw = u64::from_le_bytes(buf[at..at + 8].try_into().expect("eight bytes"));
         found(Pid::from_raw(raw).ok_or(WireError::BadPid(at))?);
     }
     Ok(())
+}
+
+/// Where the pids of the message `buf` are, which must be well formed.
+fn pids_of(buf: &[u8]) -> Result<Pids, WireError> {
+    match scalar_pids(buf) {
+        Some(pids) => Ok(pids),
+        None => Ok(walk_with(buf, |_| ())?.pids),
+    }
+}
+
+/// (Inline for a few: nearly every message crossing to another node
+/// carries one or two, and is walked on both sides.)
+type Pids = smallvec::SmallVec<[usize; 4]>;
+
+/// Where the pids are in a message of scalars alone (nil, booleans,
+/// numbers, strings and pids), as nearly every message between processes
+/// is, in one pass over its tags; None for any other message (a table, a
+/// function, a shared value, or junk), which [`walk_with`] then reads. A
+/// message crossing to another node is walked for its pids on both sides:
+/// through `Walk::value`, ~100 instructions a value, a tenth of what a
+/// small message's hop costs a node besides its encryption.
+fn scalar_pids(buf: &[u8]) -> Option<Pids> {
+    let (mut r, count) = Reader::message(buf).ok()?;
+    let mut pids = Pids::new();
+    for _ in 0..count {
+        match r.tag().ok()? {
+            Tag::Nil | Tag::False | Tag::True => {}
+            Tag::Int => {
+                r.varint().ok()?;
+            }
+            Tag::Float => {
+                r.u64().ok()?;
+            }
+            Tag::Str => {
+                r.bytes().ok()?;
+            }
+            Tag::Pid => {
+                pids.push(r.position());
+                r.u64().ok()?;
+            }
+            _ => return None,
+        }
+    }
+    r.finish().ok()?;
+    Some(pids)
 }
 
 /// Walks every value of the message `buf`, which must be well formed: what
@@ -150,9 +194,7 @@ pub fn prepend_str(lead: &[u8], msg: &[u8]) -> Result<Vec<u8>, WireError> {
 /// with objects and shared values renumbered.
 #[derive(Default)]
 pub(super) struct Walk<'w> {
-    /// (Inline for a few: nearly every message crossing to another node
-    /// carries one or two, and is walked on both sides.)
-    pids: smallvec::SmallVec<[usize; 4]>,
+    pids: Pids,
     pub(super) objects: Vec<bool>,
     shared: Vec<SharedAt>,
     copy: Option<Copy<'w>>,
