@@ -38,7 +38,7 @@ impl Results {
     }
 }
 
-fn id_fields(id: FutureId, weight: Option<u64>) -> Vec<u8> {
+fn id_fields(id: FutureId, weight: Option<u64>) -> super::Head {
     fields(|w| {
         w.u64(id.origin);
         w.u64(id.seq);

@@ -55,7 +55,7 @@ impl Links {
     }
 }
 
-fn pair(a: Pid, b: Pid) -> Vec<u8> {
+fn pair(a: Pid, b: Pid) -> super::Head {
     fields(|w| {
         w.u64(a.raw());
         w.u64(b.raw());

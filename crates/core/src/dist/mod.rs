@@ -96,19 +96,19 @@ pub trait Transport: Send + Sync {
 /// carries). `between`: the processes (from, to) whose order it keeps.
 pub struct Outgoing {
     pub kind: u8,
-    pub head: Vec<u8>,
+    pub head: Head,
     pub message: Option<Message>,
     pub between: Option<(Pid, Pid)>,
 }
 
 impl Outgoing {
     /// A frame of fields only.
-    pub fn fields(kind: u8, head: Vec<u8>) -> Outgoing {
+    pub fn fields(kind: u8, head: Head) -> Outgoing {
         Outgoing { kind, head, message: None, between: None }
     }
 
     /// A frame whose fields are followed by `message`.
-    pub fn carrying(kind: u8, head: Vec<u8>, message: Message) -> Outgoing {
+    pub fn carrying(kind: u8, head: Head, message: Message) -> Outgoing {
         Outgoing { kind, head, message: Some(message), between: None }
     }
 }
@@ -300,13 +300,25 @@ pub(crate) fn fields_end(r: &crate::wire::Reader, kind: u8) -> Result<(), String
     }
 }
 
+/// A frame's fields (the pids and numbers before its message): inline up
+/// to 32 bytes, as nearly every frame's are. A message sent to another
+/// node allocated and freed its two pids' 16 bytes on the way.
+pub type Head = smallvec::SmallVec<[u8; 32]>;
+
 /// A frame's fields, written by `write`.
-pub(crate) fn fields(write: impl FnOnce(&mut crate::wire::Writer)) -> Vec<u8> {
-    // Room for a few pids at once: growing from nothing took two
-    // allocations for a message's two.
-    let mut w = crate::wire::Writer::fields_after(Vec::with_capacity(32));
+pub(crate) fn fields(write: impl FnOnce(&mut crate::wire::Writer)) -> Head {
+    thread_local! {
+        static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    let mut w = crate::wire::Writer::fields_after(SCRATCH.take());
     write(&mut w);
-    w.finish_small()
+    let mut bytes = w.finish_small();
+    let head = Head::from_slice(&bytes);
+    if bytes.capacity() <= 256 {
+        bytes.clear();
+        SCRATCH.set(bytes);
+    }
+    head
 }
 
 /// What processes here wait for from each other node, by node alias.

@@ -79,7 +79,7 @@ impl Monitors {
     }
 }
 
-fn pair(watcher: Pid, target: Pid) -> Vec<u8> {
+fn pair(watcher: Pid, target: Pid) -> super::Head {
     fields(|w| {
         w.u64(watcher.raw());
         w.u64(target.raw());

@@ -23,7 +23,7 @@ use crate::wire::Reader;
 use crate::{linda_remote, Attachment, Message, Pid, Runtime};
 
 use super::requests::Requests;
-use super::{fields, kind, notice, read_pid, rest_message, Outgoing, PerNode, Peer, Service};
+use super::{fields, kind, Head, notice, read_pid, rest_message, Outgoing, PerNode, Peer, Service};
 
 /// How long after its first asking a claim is asked again while its
 /// arbiter still counts a node as live that this node has lost: longer
@@ -181,7 +181,7 @@ fn prevails(rt: &Runtime, new: Pid, old: Pid) -> bool {
 fn broadcast(rt: &Runtime, kind: u8, name: &[u8], pid: Pid) {
     let Some(t) = rt.transport() else { return };
     for node in t.peers() {
-        t.push(node, Outgoing::carrying(kind, Vec::new(), Message::from_vec(notice::name_message(name, pid))));
+        t.push(node, Outgoing::carrying(kind, Head::new(), Message::from_vec(notice::name_message(name, pid))));
     }
 }
 
@@ -225,7 +225,7 @@ impl Service for Names {
     fn linked(&self, rt: &Runtime, node: u16) {
         let Some(t) = rt.transport() else { return };
         for (name, pid) in rt.names_held_here() {
-            t.push(node, Outgoing::carrying(kind::NAMED, Vec::new(), Message::from_vec(notice::name_message(&name, pid))));
+            t.push(node, Outgoing::carrying(kind::NAMED, Head::new(), Message::from_vec(notice::name_message(&name, pid))));
         }
     }
 

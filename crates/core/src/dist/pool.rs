@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use crate::wire::Reader;
 use crate::{Attachment, Message, Runtime};
 
-use super::{fields, kind, rest_message, Outgoing, PerNode, Peer, Service};
+use super::{fields, kind, Head, rest_message, Outgoing, PerNode, Peer, Service};
 
 /// What a peer last reported.
 #[derive(Clone, Copy)]
@@ -40,7 +40,7 @@ impl Pools {
     pub fn submit(&self, rt: &Runtime, node: &str, task: Message) -> Result<(), String> {
         let t = rt.transport().ok_or_else(|| format!("no such node: {node}"))?;
         let alias = t.linked(node).ok_or_else(|| format!("no such node: {node}"))?;
-        match t.push(alias, Outgoing::carrying(kind::TASK, Vec::new(), task)) {
+        match t.push(alias, Outgoing::carrying(kind::TASK, Head::new(), task)) {
             true => {
                 // Counted there until it reports again: a burst spreads.
                 self.started_on(rt, alias);

@@ -48,7 +48,7 @@ impl Transport for Wire {
             return false;
         }
         let message = frame.message.map(|m| m.into_vec());
-        self.sent.lock().push(Sent { node, kind: frame.kind, head: frame.head, message });
+        self.sent.lock().push(Sent { node, kind: frame.kind, head: frame.head.to_vec(), message });
         true
     }
 

@@ -87,7 +87,7 @@ fn a_message_crosses_as_one_send_frame_and_arrives_in_the_mailbox() {
         w.u64(me.raw());
         w.u64(Pid::new(0, 3, 1).raw());
     });
-    let body = [head, text(b"from b").into_vec()].concat();
+    let body = [head.to_vec(), text(b"from b").into_vec()].concat();
     rt.services().receive(&rt, &Link::new(1), kind::SEND, &body, Vec::new()).unwrap();
     assert_eq!(first_str(&got.wait_for(1)[0]), b"from b");
     rt.shutdown();
@@ -132,14 +132,14 @@ fn a_down_for_a_monitor_removed_meanwhile_is_dropped() {
     let notice_for = |to: Pid| [fields(|w| {
         w.u64(to.raw());
         w.u64(to.raw());
-    }), down.to_vec()].concat();
+    }).to_vec(), down.to_vec()].concat();
     rt.services().receive(&rt, &Link::new(1), kind::SEND, &notice_for(watcher), Vec::new()).unwrap();
     // A message sent after it shows that the DOWN was not delivered.
     let head = fields(|w| {
         w.u64(watcher.raw());
         w.u64(Pid::new(0, 9, 1).raw());
     });
-    rt.services().receive(&rt, &Link::new(1), kind::SEND, &[head, text(b"after").into_vec()].concat(), Vec::new()).unwrap();
+    rt.services().receive(&rt, &Link::new(1), kind::SEND, &[head.to_vec(), text(b"after").into_vec()].concat(), Vec::new()).unwrap();
     let all = got.wait_for(1);
     assert_eq!(first_str(&all[0]), b"after");
     // And the node's loss owes it no DOWN either.
@@ -180,7 +180,7 @@ fn a_spawn_asked_by_another_node_replies_with_the_pid_over_the_link() {
             w.u64(their_caller.raw());
             w.varint(tag);
         });
-        rt.services().receive(&rt, &Link::new(1), kind::SPAWN, &[head, text(what).into_vec()].concat(), Vec::new()).unwrap();
+        rt.services().receive(&rt, &Link::new(1), kind::SPAWN, &[head.to_vec(), text(what).into_vec()].concat(), Vec::new()).unwrap();
     }
     let sent = wire.take();
     assert_eq!(sent.len(), 2);
@@ -211,7 +211,7 @@ fn a_name_is_claimed_at_its_arbiter_and_told_to_every_node_once_granted() {
     let grant = [fields(|w| {
         w.u64(holder.raw());
         w.u64(holder.raw());
-    }), notice::reply(8, Ok(None)).to_vec()].concat();
+    }).to_vec(), notice::reply(8, Ok(None)).to_vec()].concat();
     rt.services().receive(&rt, &Link::new(arbiter), kind::SEND, &grant, Vec::new()).unwrap();
     assert_eq!(rt.whereis(far.as_bytes()), Some(holder));
     let told: Vec<(u16, u8)> = wire.take().iter().map(|s| (s.node, s.kind)).collect();
@@ -255,7 +255,7 @@ fn a_claim_refused_for_a_holder_on_a_node_lost_here_is_asked_again_until_the_arb
         let body = [fields(|w| {
             w.u64(caller.raw());
             w.u64(caller.raw());
-        }), reply.to_vec()].concat();
+        }).to_vec(), reply.to_vec()].concat();
         rt.services().receive(&rt, &ViaB, kind::SEND, &body, Vec::new()).unwrap();
     };
     names.claim(&rt, caller, 8, name.as_bytes(), caller).unwrap();
@@ -410,11 +410,11 @@ fn a_link_across_nodes_carries_exit_signals_both_ways_and_a_lost_node_gives_noco
         w.u64(from_b.raw());
         w.u64(me.raw());
     });
-    rt.services().receive(&rt, &Link::new(1), kind::EXIT, &[head.clone(), reason.clone()].concat(), Vec::new()).unwrap();
+    rt.services().receive(&rt, &Link::new(1), kind::EXIT, &[head.to_vec(), reason.clone()].concat(), Vec::new()).unwrap();
     let exit = got.wait_for(1);
     assert_eq!(exit[0].as_ref(), &*crate::runtime::exit_message(far, &ExitReason::Value(text(b"boom").into_vec())));
     // The same signal again: the link is gone, so nothing more comes.
-    rt.services().receive(&rt, &Link::new(1), kind::EXIT, &[head, reason].concat(), Vec::new()).unwrap();
+    rt.services().receive(&rt, &Link::new(1), kind::EXIT, &[head.to_vec(), reason].concat(), Vec::new()).unwrap();
     // c is lost: the link to its process ends with "noconnection".
     rt.services().lost(&rt, 2, "c");
     let all = got.wait_for(2);
@@ -433,7 +433,7 @@ fn a_link_across_nodes_carries_exit_signals_both_ways_and_a_lost_node_gives_noco
     let (watcher, downs) = inbox(&rt);
     rt.monitor(watcher, me);
     let head = fields(|w| w.u64(me.raw()));
-    rt.services().receive(&rt, &Link::new(1), kind::KILL, &[head, crate::runtime::reason_message(&ExitReason::Value(text(b"stop").into_vec()))].concat(), Vec::new()).unwrap();
+    rt.services().receive(&rt, &Link::new(1), kind::KILL, &[head.to_vec(), crate::runtime::reason_message(&ExitReason::Value(text(b"stop").into_vec()))].concat(), Vec::new()).unwrap();
     let down = downs.wait_for(1);
     assert_eq!(down[0].as_ref(), &*crate::runtime::down_message(me, &ExitReason::Value(text(b"stop").into_vec())));
     rt.shutdown();

@@ -69,15 +69,17 @@ impl Cluster {
     /// Waits on the links' poller (with `wait`) and reads every link it
     /// reports; true when it reported any.
     fn poll_links(&self, wait: bool) -> bool {
-        let mut ready = Vec::new();
-        self.inner.poller.wait(wait, &mut ready);
-        for token in &ready {
-            let link = self.inner.reading.lock().get(token).cloned();
+        // (No list of the links reported: a parked worker woken by a
+        // message allocated one at every wake-up.)
+        let mut any = false;
+        self.inner.poller.wait_events(wait, &mut |token, _| {
+            any = true;
+            let link = self.inner.reading.lock().get(&token).cloned();
             if let Some(link) = link {
                 self.read_link(&link);
             }
-        }
-        !ready.is_empty()
+        });
+        any
     }
 }
 

@@ -98,10 +98,20 @@ thread_local! {
 
 /// Step 2 of writing: a scheduler thread writes the links it queued frames on.
 pub(crate) fn flush_dirty() {
-    let dirty = DIRTY.with(|d| std::mem::take(&mut *d.borrow_mut()));
+    // Taken out while the links flush (a flush may queue again), and put
+    // back emptied with its room: taken for good, it was allocated anew
+    // for every message a node sent.
+    let mut dirty = DIRTY.with(|d| std::mem::take(&mut *d.borrow_mut()));
     for link in &dirty {
         link.flush();
     }
+    dirty.clear();
+    DIRTY.with(|d| {
+        let mut d = d.borrow_mut();
+        if d.is_empty() {
+            *d = dirty;
+        }
+    });
 }
 
 impl Link {
@@ -164,7 +174,7 @@ impl Link {
     pub(crate) fn push_service(self: &Arc<Self>, frame: ServiceFrame) -> bool {
         let ServiceFrame { kind, head, message, between } = frame;
         match message {
-            None => self.push(|out| Frame::Service { kind, head, message: Vec::new() }.encode(&mut out.bytes)),
+            None => self.push(|out| Frame::encode_service(kind, &head, &[], &mut out.bytes)),
             Some(msg) => self.push_message(self.rt.nodes(), kind, head, msg, between),
         }
     }
@@ -173,7 +183,7 @@ impl Link {
     /// `between`, from and to, if it is a process's), announcing first the
     /// nodes its pids name; false when the link has closed or the message
     /// cannot cross (a shared value other than a buffer, or too long).
-    fn push_message(self: &Arc<Self>, nodes: &synodic_core::node::Nodes, kind: u8, head: Vec<u8>, msg: Message, between: Option<(Pid, Pid)>) -> bool {
+    fn push_message(self: &Arc<Self>, nodes: &synodic_core::node::Nodes, kind: u8, head: synodic_core::dist::Head, msg: Message, between: Option<(Pid, Pid)>) -> bool {
         let Some(shared) = msg.attachments().iter().map(|a| carry::carry(a, &self.rt)).collect::<Option<Vec<Carried>>>() else { return false };
         let (mut named, mut stale) = (Named::default(), false);
         if wire::each_pid(&msg, |p| {
@@ -209,7 +219,7 @@ impl Link {
             // not name that one's process over there either.
             let _ = wire::map_pids(&mut bytes, |p, _| Ok(if nodes.is_current(p) { p } else { nowhere() }));
         }
-        let frame = Frame::Service { kind, head, message: bytes };
+        let frame = Frame::Service { kind, head: head.to_vec(), message: bytes };
         let item = match one_frame {
             true => Outgoing::Frame(frame),
             false => match Parcel::new(frame, shared) {

@@ -9,7 +9,7 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 
 use ring::aead::UnboundKey;
-use synodic_core::dist::{Outgoing, Peer};
+use synodic_core::dist::{Head, Outgoing, Peer};
 use synodic_core::runtime::Config;
 use synodic_core::wire::Writer;
 use synodic_core::{Message, NodeId, Pid, Runtime};
@@ -104,12 +104,12 @@ fn naming(pid: Pid) -> Message {
 fn frames_queued_at_one_end_come_out_of_the_other_in_order() {
     let p = pair();
     for i in 0..3u8 {
-        assert!(p.here.push_service(Outgoing::fields(40 + i, vec![i; 3])));
+        assert!(p.here.push_service(Outgoing::fields(40 + i, Head::from_vec(vec![i; 3]))));
     }
     let mut w = Writer::message(1);
     w.str(&vec![7u8; 3 * crate::frame::PART]);
     let long = w.finish_small();
-    assert!(p.here.push_service(Outgoing::carrying(41, vec![1], Message::from_vec(long.clone()))));
+    assert!(p.here.push_service(Outgoing::carrying(41, Head::from_vec(vec![1]), Message::from_vec(long.clone()))));
     let got = read(&p.there, 4);
     assert_eq!(&got[..3], &[0u8, 1, 2].map(|i| Frame::Service { kind: 40 + i, head: Vec::new(), message: vec![i; 3] }));
     let Frame::Service { kind: 41, message, .. } = &got[3] else { panic!("{:?}", got[3]) };
@@ -122,7 +122,7 @@ fn a_pid_of_a_third_node_is_announced_before_the_message_that_names_it() {
     let c = NodeId { name: "c".into(), incarnation: 3 };
     let alias_c = p.rt.nodes().alias(&c).unwrap();
     let pid = Pid::new(alias_c, 5, 1).aliased(alias_c, p.rt.nodes().epoch(alias_c));
-    assert!(p.here.push_service(Outgoing::carrying(40, Vec::new(), naming(pid))));
+    assert!(p.here.push_service(Outgoing::carrying(40, Head::new(), naming(pid))));
     let got = read(&p.there, 2);
     assert_eq!(got[0], Frame::Node { alias: alias_c, node: c.clone() });
     // Once announced, b maps the alias to its own for c; before, it refuses.
@@ -173,7 +173,7 @@ fn a_closed_link_takes_nothing_and_a_sender_is_not_held() {
     let (to, sender) = (Pid::new(p.here.alias, 3, 1), Pid::new(0, 9, 1));
     p.here.set_busy(to, true);
     p.here.close();
-    assert!(!p.here.push_service(Outgoing::fields(40, Vec::new())));
+    assert!(!p.here.push_service(Outgoing::fields(40, Head::new())));
     assert!(p.here.room_for(to, sender), "a closed link holds no sender back");
 }
 
@@ -186,12 +186,12 @@ fn small_parcels_go_among_frames_and_keep_their_order_behind_a_long_one() {
         let payload: synodic_core::Attachment = Arc::new(synodic_core::payload::Payload::from(vec![byte; len]));
         let mut w = Writer::message(1);
         w.int(byte as i64);
-        Outgoing::carrying(kind, Vec::new(), Message::with_attachments(w.finish_small(), vec![payload]))
+        Outgoing::carrying(kind, Head::new(), Message::with_attachments(w.finish_small(), vec![payload]))
     };
     assert!(p.here.push_service(carrying(40, 1, 3)), "small: goes whole");
     assert!(p.here.push_service(carrying(41, 2, 3 * crate::frame::PART)), "long: cut into parts");
     assert!(p.here.push_service(carrying(42, 3, 3)), "small, behind the long one: waits its turn");
-    assert!(p.here.push_service(Outgoing::fields(43, vec![4])));
+    assert!(p.here.push_service(Outgoing::fields(43, Head::from_vec(vec![4]))));
     let mut got = Vec::new();
     while got.len() < 4 {
         let mut fd = libc::pollfd { fd: p.there.fd(), events: libc::POLLIN, revents: 0 };
@@ -226,7 +226,7 @@ fn a_long_message_left_to_the_writer_task_counts_as_writing_behind_until_written
     let payload: synodic_core::Attachment = Arc::new(synodic_core::payload::Payload::from(vec![5u8; len]));
     let mut w = Writer::message(1);
     w.int(5);
-    assert!(p.here.push_service(Outgoing::carrying(40, Vec::new(), Message::with_attachments(w.finish_small(), vec![payload]))));
+    assert!(p.here.push_service(Outgoing::carrying(40, Head::new(), Message::with_attachments(w.finish_small(), vec![payload]))));
     assert!(!p.here.behind.load(Relaxed), "queued, nothing left behind yet");
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(LIMIT_MS as u64);
     // (The writer task may be writing itself when a flush comes: that
@@ -264,7 +264,7 @@ fn frames_sealed_by_the_writer_under_the_lock_and_outside_it_arrive_alike() {
     let rounds: [&[(u8, usize)]; 3] = [&[(1, 10)], &[(2, 1500), (3, 1500), (4, 1500), (5, 1500)], &[(6, 10)]];
     for frames in rounds {
         for &(i, len) in frames {
-            assert!(p.here.push_service(Outgoing::fields(40, vec![i; len])));
+            assert!(p.here.push_service(Outgoing::fields(40, Head::from_vec(vec![i; len]))));
         }
         let got = read(&p.there, frames.len());
         assert_eq!(got, frames.iter().map(|&(i, len)| frame(i, len)).collect::<Vec<_>>());
@@ -274,13 +274,13 @@ fn frames_sealed_by_the_writer_under_the_lock_and_outside_it_arrive_alike() {
 #[test]
 fn a_retired_link_writes_what_it_held_then_refuses_what_comes_after() {
     let p = pair();
-    assert!(p.here.push_service(Outgoing::fields(40, vec![1; 10])));
+    assert!(p.here.push_service(Outgoing::fields(40, Head::from_vec(vec![1; 10]))));
     p.here.retire();
     assert_eq!(read(&p.there, 1), vec![Frame::Service { kind: 40, head: Vec::new(), message: vec![1; 10] }], "what it held went out");
     // Its writer closes it once drained, in the hold of the lock that
     // found it so: from then on a push is refused, never queued unwritten.
     let deadline = std::time::Instant::now() + std::time::Duration::from_millis(LIMIT_MS as u64);
-    while p.here.push_service(Outgoing::fields(40, vec![2; 10])) {
+    while p.here.push_service(Outgoing::fields(40, Head::from_vec(vec![2; 10]))) {
         assert!(std::time::Instant::now() < deadline, "a retired link still takes frames");
         assert!(p.here.outbox.lock().draining, "retired");
         std::thread::yield_now();
