@@ -57,9 +57,9 @@ fn every_lua_api_module_is_in_the_registry() {
 }
 
 /// What of `synodic_core::dist` the transport may name.
-const TRANSPORT_MAY_NAME: &[&str] = &["dist::kind::transport", "dist::carry", "dist::pool", "dist::spawn", "dist::Outgoing", "dist::Transport", "dist::Peer", "dist::Services", "dist::{"];
+const TRANSPORT_MAY_NAME: &[&str] = &["dist::kind::transport", "dist::carry", "dist::pool", "dist::spawn", "dist::Outgoing", "dist::Head", "dist::Transport", "dist::Peer", "dist::Services", "dist::{"];
 /// What a `dist::{...}` list in the transport may hold.
-const TRANSPORT_MAY_LIST: &[&str] = &["Outgoing", "Outgoing as ServiceFrame", "Transport", "Peer", "Services", "ATTACHMENTS_MAX", "MESSAGE_MAX"];
+const TRANSPORT_MAY_LIST: &[&str] = &["Outgoing", "Outgoing as ServiceFrame", "Head", "Transport", "Peer", "Services", "ATTACHMENTS_MAX", "MESSAGE_MAX"];
 
 #[test]
 fn the_transport_names_no_service_but_the_two_it_starts() {

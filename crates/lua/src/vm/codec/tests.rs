@@ -202,6 +202,8 @@ fn junk_is_an_error_never_a_crash() {
 fn spawning_alike_reuses_the_memo_and_sees_changes() {
     let st = TestState::new();
     let source = "CODE = CODE or {list = {1, 2}, f = function() return 1 end} return print, CODE, CODE.list, 'rest'";
+    // SAFETY: `st.L` is this test's state, at rest on this thread, with a
+    // context (borrowed for the read only).
     let hits = || unsafe { crate::vm::ctx::ctx(st.L) }.sent.as_ref().map_or(0, |s| s.spawns.hits);
     let (first, leading) = st.encode_spawn(source);
     assert!(leading.is_some(), "a table first argument leads");
