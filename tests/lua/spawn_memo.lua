@@ -104,4 +104,12 @@ for _ = 1, 3 do
   for _, v in ipairs(spawn_all(3, has_pid, {boss = me})) do assert(v == true, "a pid in the leading values") end
 end
 
+-- 9. Leading values longer than a template's get no memo, and still cross
+-- whole, changed or not.
+local function size(code, boss, i) require("synodic").send(boss, i, #code.blob .. code.blob:sub(1, 1)) end
+local big = {blob = string.rep("a", 20000)}
+for _, v in ipairs(spawn_all(3, size, big)) do assert(v == "20000a", v) end
+big.blob = string.rep("b", 30000)
+for _, v in ipairs(spawn_all(3, size, big)) do assert(v == "30000b", "a long value changed: " .. v) end
+
 print("spawn_memo ok")

@@ -47,7 +47,7 @@ pub(crate) const LEADING: usize = 2;
 const TEMPLATES: usize = 64;
 const WATCHED: usize = 256;
 /// Leading values longer than this are not kept (nor compared).
-const MAX_BYTES: usize = 8 << 10;
+pub(crate) const MAX_BYTES: usize = 8 << 10;
 
 enum Seen {
     /// Met once: a template is built if they come again.

@@ -25,7 +25,8 @@
 //!    might share stops the walk.
 //! 3. A module loaded since (the maps of names dropped) drops the memo.
 //!
-//! A spawn whose leading values differ from the memo's records its own; a
+//! Leading values longer than a template's (`prefix::MAX_BYTES`) get no
+//! memo. A spawn whose leading values differ from the memo's records its own; a
 //! memo missed again and again is tried less and less often (every
 //! [`MAX_SKIP`] spawns at the least), so a loop whose first argument
 //! always differs (`s.spawn(worker, {i = i})`) pays next to nothing.
@@ -188,6 +189,11 @@ pub(super) unsafe fn reuse(L: *mut ffi::lua_State, first: c_int, enc: &mut Encod
 /// # Safety
 /// As [`reuse`]'s, with `enc` done encoding the message that `bytes` lead.
 pub(super) unsafe fn record(L: *mut ffi::lua_State, first: c_int, enc: &Encoder, bytes: &[u8]) {
+    // Longer leading values get no template either (`prefix`), and a copy
+    // of them would be memory the process holds for nothing.
+    if bytes.len() > crate::vm::prefix::MAX_BYTES {
+        return;
+    }
     let mut named = enc.named.clone();
     named.sort_unstable();
     named.dedup();
