@@ -128,58 +128,49 @@ pub(super) enum Use {
 ///
 /// [`LEADING`]: crate::vm::prefix::LEADING
 pub(super) unsafe fn reuse(L: *mut ffi::lua_State, first: c_int, enc: &mut Encoder) -> Use {
-    // SAFETY: the contract: a process's state, with a context, whose
-    // codec caches no one else borrows during this call (the walk reads
-    // Lua's objects only).
-    let ctx = unsafe { crate::vm::ctx::ctx(L) };
-    let changed = ctx.modules_changed;
-    let Some(sent) = ctx.sent.as_deref_mut() else { return Use::Record };
-    let spawns = &mut sent.spawns;
-    if spawns.skip > 0 {
-        spawns.skip -= 1;
-        return Use::Pass;
-    }
-    let Some(memo) = spawns.memo.as_ref() else { return Use::Record };
-    if changed {
-        // SAFETY: the contract.
-        unsafe { forget(L, spawns) };
-        return Use::Record;
-    }
-    let mut objects = [std::ptr::null(); MAX_OBJECTS];
-    let mut cells = [std::ptr::null(); MAX_CELLS];
-    let mut w = Walk {
-        named: memo.named.as_ptr(),
-        nnamed: memo.named.len(),
-        pins: 0,
-        npins: 0,
-        out: std::ptr::null_mut(),
-        expect: memo.words.as_ptr(),
-        len: 0,
-        cap: memo.words.len(),
-        objects: objects.as_mut_ptr(),
-        nobjects: 0,
-        objcap: MAX_OBJECTS,
-        cells: cells.as_mut_ptr(),
-        ncells: 0,
-        cellcap: MAX_CELLS,
-        globals: std::ptr::null(),
+    // The memo is taken out of the context while it is checked (the test of
+    // each table the walk entered reads the context too), and put back.
+    let memo = {
+        // SAFETY: the contract: a process's state, with a context (borrowed
+        // for this block only).
+        let ctx = unsafe { crate::vm::ctx::ctx(L) };
+        let changed = ctx.modules_changed;
+        let Some(sent) = ctx.sent.as_deref_mut() else { return Use::Record };
+        let spawns = &mut sent.spawns;
+        if spawns.skip > 0 {
+            spawns.skip -= 1;
+            return Use::Pass;
+        }
+        if changed {
+            // SAFETY: the contract.
+            unsafe { forget(L, spawns) };
+            return Use::Record;
+        }
+        let Some(memo) = spawns.memo.take() else { return Use::Record };
+        memo
     };
-    // SAFETY: the contract; the walk only reads (no pin table), within the
-    // buffers it is given.
-    let same = unsafe { synodic_fingerprint(L, first, crate::vm::prefix::LEADING as c_int, &mut w) } != 0
-        && w.nobjects == memo.ids.len()
-        && w.ncells == memo.cells.len()
+    let mut found = Found::new();
+    // SAFETY: the contract; a checking walk only reads.
+    let same = unsafe { walk(L, first, &memo.named, Words::Check(&memo.words), &mut found) }.is_some()
+        && found.objects().len() == memo.ids.len()
+        && found.cells().len() == memo.cells.len()
         // SAFETY: the contract.
-        && objects[..w.nobjects].iter().all(|&p| p as usize & 1 == 0 || unsafe { super::names::surely_plain(L, untagged(p)) });
+        && found.objects().iter().all(|&p| p as usize & 1 == 0 || unsafe { super::names::surely_plain(L, untagged(p)) });
+    if same {
+        enc.ids.leading.extend(found.objects().iter().map(|&p| untagged(p)).zip(memo.ids.iter().copied()));
+        enc.upvalues.leading.extend(found.cells().iter().copied().zip(memo.cells.iter().copied()));
+        enc.w.raw(&memo.bytes);
+    }
+    // SAFETY: the contract (the context, for this statement only); the memo
+    // goes back where it was taken from (a checking walk runs no Lua).
+    let spawns = &mut unsafe { crate::vm::ctx::ctx(L) }.sent.get_or_insert_with(Default::default).spawns;
+    spawns.memo = Some(memo);
     if !same {
         spawns.missed();
         return Use::Record;
     }
     spawns.penalty = 0;
     spawns.hits += 1;
-    enc.ids.leading.extend(objects.iter().map(|&p| untagged(p)).zip(memo.ids.iter().copied()));
-    enc.upvalues.leading.extend(cells.iter().copied().zip(memo.cells.iter().copied()));
-    enc.w.raw(&memo.bytes);
     Use::Reused
 }
 
@@ -198,8 +189,6 @@ pub(super) unsafe fn record(L: *mut ffi::lua_State, first: c_int, enc: &Encoder,
     named.sort_unstable();
     named.dedup();
     let mut words = vec![0u64; MAX_WORDS];
-    let mut objects = [std::ptr::null(); MAX_OBJECTS];
-    let mut cells = [std::ptr::null(); MAX_CELLS];
     // SAFETY: the contract; room for the pin table and one value above it
     // (the walk's pins go through the top).
     let pins = unsafe {
@@ -209,31 +198,20 @@ pub(super) unsafe fn record(L: *mut ffi::lua_State, first: c_int, enc: &Encoder,
         ffi::lua_createtable(L, 0, 0);
         ffi::lua_gettop(L)
     };
-    let mut w = Walk {
-        named: named.as_ptr(),
-        nnamed: named.len(),
-        pins,
-        npins: 0,
-        out: words.as_mut_ptr(),
-        expect: std::ptr::null(),
-        len: 0,
-        cap: MAX_WORDS,
-        objects: objects.as_mut_ptr(),
-        nobjects: 0,
-        objcap: MAX_OBJECTS,
-        cells: cells.as_mut_ptr(),
-        ncells: 0,
-        cellcap: MAX_CELLS,
-        globals: std::ptr::null(),
+    let mut found = Found::new();
+    // SAFETY: the contract; the walk pins into the table at `pins`.
+    let walked = unsafe { walk(L, first, &named, Words::Record(&mut words, pins), &mut found) };
+    let (len, ids, at) = match walked {
+        Some(len) => (
+            len,
+            found.objects().iter().map(|&p| enc.ids.get(untagged(p))).collect::<Option<Box<[u32]>>>(),
+            found.cells().iter().map(|&c| enc.upvalues.get(c)).collect::<Option<Box<[(u32, u32)]>>>(),
+        ),
+        None => (0, None, None),
     };
-    // SAFETY: the contract; the walk writes within the buffers it is
-    // given, and pins into the table at `pins`.
-    let walked = unsafe { synodic_fingerprint(L, first, crate::vm::prefix::LEADING as c_int, &mut w) } != 0;
-    let ids: Option<Box<[u32]>> = objects[..w.nobjects].iter().map(|&p| enc.ids.get(untagged(p))).collect();
-    let at: Option<Box<[(u32, u32)]>> = cells[..w.ncells].iter().map(|&c| enc.upvalues.get(c)).collect();
     // SAFETY: the contract: a process's state, with a context.
     let changed = unsafe { crate::vm::ctx::ctx(L) }.modules_changed;
-    let (Some(ids), Some(cells), true, false) = (ids, at, walked, changed) else {
+    let (Some(ids), Some(cells), false) = (ids, at, changed) else {
         // SAFETY: drops the pin table; the context as above.
         unsafe {
             ffi::lua_settop(L, pins - 1);
@@ -241,7 +219,7 @@ pub(super) unsafe fn record(L: *mut ffi::lua_State, first: c_int, enc: &Encoder,
         }
         return;
     };
-    words.truncate(w.len);
+    words.truncate(len);
     // SAFETY: takes the pin table on top into the registry.
     let pins = unsafe { ffi::luaL_ref(L, ffi::LUA_REGISTRYINDEX) };
     let memo = Memo { words: words.into(), bytes: bytes.into(), named: named.into(), ids, cells, pins };
@@ -250,6 +228,73 @@ pub(super) unsafe fn record(L: *mut ffi::lua_State, first: c_int, enc: &Encoder,
     // SAFETY: the contract.
     unsafe { forget(L, spawns) };
     spawns.memo = Some(memo);
+}
+
+/// How a walk takes its words: checks them against a record's, or makes
+/// them (pinning their objects in the table at a stack index).
+enum Words<'a> {
+    Check(&'a [u64]),
+    Record(&'a mut [u64], c_int),
+}
+
+/// What a walk met besides its words, in its order: the objects it
+/// numbered (a table's address with its low bit set), the upvalue cells.
+struct Found {
+    objects: [*const c_void; MAX_OBJECTS],
+    nobjects: usize,
+    cells: [*const c_void; MAX_CELLS],
+    ncells: usize,
+}
+
+impl Found {
+    fn new() -> Found {
+        Found { objects: [std::ptr::null(); MAX_OBJECTS], nobjects: 0, cells: [std::ptr::null(); MAX_CELLS], ncells: 0 }
+    }
+
+    fn objects(&self) -> &[*const c_void] {
+        &self.objects[..self.nobjects]
+    }
+
+    fn cells(&self) -> &[*const c_void] {
+        &self.cells[..self.ncells]
+    }
+}
+
+/// Walks the leading values at `first` (`csrc/fingerprint.c`), the objects
+/// in `named` (sorted) taken as names: how many words it made (what it met
+/// in `found`); None when the walk stopped, or found a word not as
+/// recorded.
+///
+/// # Safety
+/// As [`reuse`]'s; a recording walk's pin table is on the stack, with a
+/// free slot above it.
+unsafe fn walk(L: *mut ffi::lua_State, first: c_int, named: &[*const c_void], words: Words, found: &mut Found) -> Option<usize> {
+    let (out, expect, cap, pins) = match words {
+        Words::Check(w) => (std::ptr::null_mut(), w.as_ptr(), w.len(), 0),
+        Words::Record(w, pins) => (w.as_mut_ptr(), std::ptr::null(), w.len(), pins),
+    };
+    let mut w = Walk {
+        named: named.as_ptr(),
+        nnamed: named.len(),
+        pins,
+        npins: 0,
+        out,
+        expect,
+        len: 0,
+        cap,
+        objects: found.objects.as_mut_ptr(),
+        nobjects: 0,
+        objcap: MAX_OBJECTS,
+        cells: found.cells.as_mut_ptr(),
+        ncells: 0,
+        cellcap: MAX_CELLS,
+        globals: std::ptr::null(),
+    };
+    // SAFETY: the contract; the walk writes within the buffers it is given
+    // (`cap` words, the arrays of `found`), and pins only when recording.
+    let walked = unsafe { synodic_fingerprint(L, first, crate::vm::prefix::LEADING as c_int, &mut w) } != 0;
+    (found.nobjects, found.ncells) = (w.nobjects, w.ncells);
+    walked.then_some(w.len)
 }
 
 /// Drops the memo of `spawns`, the process's at `L`.
