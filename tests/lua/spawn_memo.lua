@@ -112,4 +112,55 @@ for _, v in ipairs(spawn_all(3, size, big)) do assert(v == "20000a", v) end
 big.blob = string.rep("b", 30000)
 for _, v in ipairs(spawn_all(3, size, big)) do assert(v == "30000b", "a long value changed: " .. v) end
 
+-- 10. Random changes, many rounds: what a spawned process sees of its
+-- first argument is always what its spawner had at the spawn (a
+-- deterministic dump of it, functions shown by what they return).
+local function dump(v, seen)
+  seen = seen or {}
+  local t = type(v)
+  if t == "function" then return "f(" .. dump(v(), seen) .. ")" end
+  if t ~= "table" then return t .. ":" .. tostring(v) end
+  if seen[v] then return "@" .. seen[v] end
+  seen.n = (seen.n or 0) + 1
+  seen[v] = seen.n
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  local out = {}
+  for _, k in ipairs(keys) do out[#out + 1] = tostring(k) .. "=" .. dump(v[k], seen) end
+  return "{" .. table.concat(out, ",") .. "}"
+end
+local function shows(code, boss, i)
+  local function dump(v, seen) -- the same as the spawner's (sent as its upvalue)
+    return code.dump(v, seen)
+  end
+  require("synodic").send(boss, i, dump(code.data))
+end
+local random = math.random
+math.randomseed(39)
+local cell = 1
+local shared = {1, 2, 3}
+local data = {a = 1, b = "two", list = {1, 2, 3}, nested = {x = {y = true}}, f = function() return cell end, s = shared, t = shared}
+local choices = {
+  function() data.a = random(1, 5) end,
+  function() data.b = ("v"):rep(random(0, 3)) end,
+  function() data.list[random(1, 4)] = random(1, 9) end,
+  function() data.list[#data.list] = nil end,
+  function() data.nested.x.y = not data.nested.x.y end,
+  function() data.nested.z = random(2) == 1 and {} or nil end,
+  function() cell = random(1, 3) end,
+  function() local c = random(1, 3) data.f = function() return c end end,
+  function() data.t = random(2) == 1 and shared or {1, 2, 3} end,
+  function() data.g = random(2) == 1 and 2.5 or 2 end,
+  function() shared[random(1, 3)] = random(1, 3) end,
+}
+local code = {data = data, dump = dump}
+for round = 1, 400 do
+  choices[random(#choices)]()
+  local want = dump(data)
+  s.spawn(shows, code, me, round)
+  local r, got = s.receive()
+  assert(r == round and got == want, "round " .. round .. ": sent " .. want .. ", seen " .. tostring(got))
+end
+
 print("spawn_memo ok")
