@@ -9,8 +9,9 @@
 //!
 //! The memo keeps their bytes with a fingerprint (`csrc/fingerprint.c`):
 //! words that hold all the encoder's output depends on. A spawn walks its
-//! leading values against the words (a few hundred instructions, stopped at
-//! the first difference); when all match, the bytes are the encoding, and
+//! leading values against the words (~1,400 instructions for an entity's
+//! code, against 6,300 to encode it; stopped at the first difference);
+//! when all match, the bytes are the encoding, and
 //! the encoder goes on from the next value with the references the
 //! leading values' objects would have had. Three things keep that true:
 //!
@@ -27,8 +28,8 @@
 //!
 //! Leading values longer than a template's (`prefix::MAX_BYTES`) get no
 //! memo. A spawn whose leading values differ from the memo's records its own; a
-//! memo missed again and again is tried less and less often (every
-//! [`MAX_SKIP`] spawns at the least), so a loop whose first argument
+//! memo missed again and again is tried less and less often (at least once
+//! every [`MAX_SKIP`] + 1 spawns), so a loop whose first argument
 //! always differs (`s.spawn(worker, {i = i})`) pays next to nothing.
 
 use std::ffi::{c_int, c_void};
@@ -68,7 +69,7 @@ const MAX_CELLS: usize = 32;
 /// The most spawns a missed memo lets go by before it is tried again.
 const MAX_SKIP: u32 = 64;
 
-/// The leading values a process encoded last, as `module` describes.
+/// The leading values a process encoded last (see the module's doc).
 struct Memo {
     words: Box<[u64]>,
     /// Their encoding.
