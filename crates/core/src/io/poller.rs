@@ -71,13 +71,9 @@ impl Poller {
         unsafe { libc::epoll_ctl(self.epoll.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
     }
 
-    /// Appends to `ready` the tokens of the links that have something to
-    /// read; with `block`, waits first until one has or [`Poller::interrupt`].
-    pub fn wait(&self, block: bool, ready: &mut Vec<u64>) {
-        self.wait_events(block, &mut |token, _| ready.push(token));
-    }
-
-    /// As `wait`, with what each descriptor is ready for (epoll's bits).
+    /// Calls `ready` with the token of each descriptor that has something
+    /// to read and what it is ready for (epoll's bits); with `block`, waits
+    /// first until one has or [`Poller::interrupt`].
     pub fn wait_events(&self, block: bool, ready: &mut dyn FnMut(u64, u32)) {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; EVENTS];
         let timeout = if block { -1 } else { 0 };
@@ -95,7 +91,7 @@ impl Poller {
         }
     }
 
-    /// Ends the current or the next blocking [`Poller::wait`].
+    /// Ends the current or the next blocking [`Poller::wait_events`].
     pub fn interrupt(&self) {
         let one = 1u64;
         // SAFETY: writes 8 bytes from a u64 to our eventfd.
@@ -123,6 +119,13 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::os::unix::net::UnixStream;
+
+    impl Poller {
+        /// Appends to `ready` the tokens `wait_events` reports.
+        fn wait(&self, block: bool, ready: &mut Vec<u64>) {
+            self.wait_events(block, &mut |token, _| ready.push(token));
+        }
+    }
 
     #[test]
     fn a_link_is_reported_at_every_wait_while_it_has_bytes() {

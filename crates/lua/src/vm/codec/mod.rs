@@ -213,11 +213,11 @@ unsafe fn encode_marking(L: *mut ffi::lua_State, first: c_int, last: c_int, lead
         crate::vm::prefix::LEADING if count >= leading => unsafe { memo::reuse(L, first_abs, &mut enc) },
         _ => memo::Use::Pass,
     };
+    let mut written = 0;
     if memo == memo::Use::Reused {
-        marked = Some(start..enc.w.len());
+        (marked, written) = (Some(start..enc.w.len()), leading);
     }
-    let skip = if memo == memo::Use::Reused { leading } else { 0 };
-    for (n, idx) in (first..=last).enumerate().skip(skip) {
+    for (n, idx) in (first..=last).enumerate().skip(written) {
         // SAFETY: the contract: `idx` is the index of a value.
         let (at, idx) = (enc.w.len(), unsafe { ffi::lua_absindex(L, idx) });
         // NOT KEPT: lib.rs invariant 2. The encoder's buffer, maps and
