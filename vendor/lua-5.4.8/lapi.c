@@ -792,7 +792,7 @@ LUA_API int lua_getmetatable (lua_State *L, int objindex) {
       mt = uvalue(obj)->metatable;
       break;
     default:
-      mt = G(L)->mt[ttype(obj)];
+      mt = basicmt(L, ttype(obj));  /* [Synodic] see ltm.h */
       break;
   }
   if (mt != NULL) {
@@ -967,6 +967,8 @@ LUA_API int lua_setmetatable (lua_State *L, int objindex) {
     }
     default: {
       G(L)->mt[ttype(obj)] = mt;
+      if (ttisstring(obj))  /* [Synodic] no longer to be made (ltm.h) */
+        G(L)->strmtindex = NULL;
       break;
     }
   }

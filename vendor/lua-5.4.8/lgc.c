@@ -336,6 +336,7 @@ static void markmt (global_State *g) {
   int i;
   for (i=0; i < LUA_NUMTAGS; i++)
     markobjectN(g, g->mt[i]);
+  markobjectN(g, g->strmtindex);  /* [Synodic] see ltm.h */
 }
 
 

@@ -299,6 +299,9 @@ typedef struct global_State {
   TString *memerrmsg;  /* message for memory-allocation errors */
   TString *tmname[TM_N];  /* array with tag-method names */
   struct Table *mt[LUA_NUMTYPES];  /* metatables for basic types */
+  /* [Synodic] while not NULL, the string metatable is still to be made,
+  ** with this table as its __index (see ltm.h) */
+  struct Table *strmtindex;
   TString *strcache[STRCACHE_N][STRCACHE_M];  /* cache for strings in API */
   lua_WarnFunction warnf;  /* warning function */
   void *ud_warn;         /* auxiliary data to 'warnf' */

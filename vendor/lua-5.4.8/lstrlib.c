@@ -342,6 +342,13 @@ static const luaL_Reg stringmetamethods[] = {
 
 #endif		/* } */
 
+
+/* [Synodic] the string metatable's entries, for a state that makes it on
+** first use ('luaT_stringmt', ltm.c) */
+const luaL_Reg *synodic_string_metamethods (void) {
+  return stringmetamethods;
+}
+
 /* }====================================================== */
 
 /*

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "lua.h"
+#include "lauxlib.h"  /* [Synodic] luaL_Reg, for 'luaT_stringmt' */
 
 #include "ldebug.h"
 #include "ldo.h"
@@ -82,9 +83,48 @@ const TValue *luaT_gettmbyobj (lua_State *L, const TValue *o, TMS event) {
       mt = uvalue(o)->metatable;
       break;
     default:
-      mt = G(L)->mt[ttype(o)];
+      mt = basicmt(L, ttype(o));  /* [Synodic] see ltm.h */
   }
   return (mt ? luaH_getshortstr(mt, G(L)->tmname[event]) : &G(L)->nilvalue);
+}
+
+
+/*
+** [Synodic] Makes the string metatable as 'luaopen_string' would have
+** (see ltm.h). Callers may hold pointers into the stack, so nothing here
+** grows it: the new table sits in the slot above the top (EXTRA_STACK has
+** room), safe from an emergency collection while its nodes and keys are
+** allocated (the keys are metamethod names, which a state shares with
+** its node and allocates no more); each key goes into the table before
+** anything else allocates, and the table is sized for all of them.
+*/
+LUAI_FUNC const luaL_Reg *synodic_string_metamethods (void);  /* lstrlib.c */
+
+Table *luaT_stringmt (lua_State *L) {
+  global_State *g = G(L);
+  const luaL_Reg *m;
+  int n = 0;
+  Table *mt = luaH_new(L);
+  sethvalue2s(L, L->top.p, mt);
+  L->top.p++;
+  for (m = synodic_string_metamethods(); m->name != NULL; m++)
+    n++;
+  luaH_resize(L, mt, 0, n);
+  for (m = synodic_string_metamethods(); m->name != NULL; m++) {
+    TValue k, v;
+    setsvalue(L, &k, luaS_new(L, m->name));
+    if (m->func != NULL) {
+      setfvalue(&v, m->func);
+    }
+    else {  /* the placeholder for __index */
+      sethvalue(L, &v, g->strmtindex);
+    }
+    luaH_set(L, mt, &k, &v);
+  }
+  L->top.p--;
+  g->mt[LUA_TSTRING] = mt;
+  g->strmtindex = NULL;
+  return mt;
 }
 
 

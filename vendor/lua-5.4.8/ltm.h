@@ -74,6 +74,17 @@ LUAI_DDEC(const char *const luaT_typenames_[LUA_TOTALTYPES];)
 LUAI_FUNC const char *luaT_objtypename (lua_State *L, const TValue *o);
 
 LUAI_FUNC const TValue *luaT_gettm (Table *events, TMS event, TString *ename);
+/*
+** [Synodic] The metatable of the basic type 'tt'. A state whose
+** 'strmtindex' is set has the string metatable made on first use
+** ('luaT_stringmt'), with that table as its __index and the string
+** library's metamethods: most processes never look it up, and it was
+** 440 bytes of each.
+*/
+#define basicmt(L,tt)	(G(L)->mt[tt] == NULL && (tt) == LUA_TSTRING && \
+	G(L)->strmtindex != NULL ? luaT_stringmt(L) : G(L)->mt[tt])
+
+LUAI_FUNC struct Table *luaT_stringmt (lua_State *L);
 LUAI_FUNC const TValue *luaT_gettmbyobj (lua_State *L, const TValue *o,
                                                        TMS event);
 LUAI_FUNC void luaT_init (lua_State *L);

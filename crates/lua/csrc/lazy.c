@@ -81,3 +81,11 @@ int synodic_next_raw (lua_State *L, int idx) {
     L->top.p--;
   return more;
 }
+
+/* Pops the table on top of L's stack, a new state's: the string library,
+** the string metatable's __index once the state makes it (ltm.h). The
+** table stays alive as a root of the collector until then. */
+void synodic_string_index (lua_State *L) {
+  G(L)->strmtindex = hvalue(s2v(L->top.p - 1));
+  L->top.p--;
+}

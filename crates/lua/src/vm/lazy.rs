@@ -218,9 +218,10 @@ pub(crate) unsafe fn push_library(L: *mut ffi::lua_State, name: &[u8]) -> bool {
 }
 
 /// Makes the state's global table and `package.loaded` lazy, with the string
-/// library behind the string metatable (whose metamethods are made now: Lua
-/// looks them up raw). Called on a new state.
-pub(crate) unsafe fn set_up(L: *mut ffi::lua_State, string_meta: &[(Box<[u8]>, ffi::lua_CFunction)]) {
+/// library behind the string metatable, which the state makes the first
+/// time it is looked up (`basicmt` in the vendored `ltm.h`). Called on a
+/// new state.
+pub(crate) unsafe fn set_up(L: *mut ffi::lua_State) {
     // SAFETY: `L` is a new state whose extra space points at its context
     // (`fresh_state`); the globals and `package.loaded`, both empty and
     // plain yet, become lazy; the stack is then [loaded, globals].
@@ -233,68 +234,14 @@ pub(crate) unsafe fn set_up(L: *mut ffi::lua_State, string_meta: &[(Box<[u8]>, f
         ffi::lua_setfield(L, -2, c"_G".as_ptr());
     }
     // SAFETY: as above; the string library (lazy) is stored in `loaded` (at
-    // -3 once it is copied), then set as `__index` of a new table of the
-    // string metamethods (`string_meta`'s names are NUL-ended), which
-    // becomes the metatable of strings; the stack ends as it began.
+    // -3 once it is copied), then becomes the string metatable's `__index`
+    // to be (popped); the stack ends as it began.
     unsafe {
         push_library(L, b"string");
         ffi::lua_pushvalue(L, -1);
         ffi::lua_setfield(L, -3, c"string".as_ptr());
-        ffi::lua_createtable(L, 0, string_meta.len() as c_int + 1);
-        for (name, f) in string_meta {
-            ffi::lua_pushcfunction(L, *f);
-            ffi::lua_setfield(L, -2, name.as_ptr() as *const c_char);
-        }
-        ffi::lua_rotate(L, -2, 1);
-        ffi::lua_setfield(L, -2, c"__index".as_ptr());
-        push_bytes(L, b"");
-        ffi::lua_rotate(L, -2, 1);
-        ffi::lua_setmetatable(L, -2);
-        ffi::lua_settop(L, -3);
+        synodic_string_index(L);
     }
-}
-
-/// The string metatable's metamethods (arithmetic on strings), NUL-ended
-/// names, read once from a template state.
-pub(crate) fn string_metamethods() -> &'static [(Box<[u8]>, ffi::lua_CFunction)] {
-    static M: OnceLock<Vec<(Box<[u8]>, ffi::lua_CFunction)>> = OnceLock::new();
-    // SAFETY: a state of its own, used on this thread and closed once its
-    // entries are copied out; an error there aborts (no protected call: see
-    // `build_templates`), so nothing unwinds over `all`.
-    M.get_or_init(|| unsafe {
-        let L = crate::vm::state::node_state();
-        assert!(!L.is_null(), "cannot create the template Lua state");
-        ffi::luaL_requiref(L, c"string".as_ptr(), ffi::luaopen_string, 0);
-        push_bytes(L, b"");
-        ffi::lua_getmetatable(L, -1);
-        let all = entries_of_table(L, ffi::lua_gettop(L));
-        ffi::lua_close(L);
-        all.into_iter()
-            .filter(|(n, _)| n.as_slice() != b"__index")
-            .map(|(mut n, f)| {
-                n.push(0);
-                (n.into_boxed_slice(), f)
-            })
-            .collect()
-    })
-}
-
-/// The plain C functions under string keys of the table at `t`.
-unsafe fn entries_of_table(L: *mut ffi::lua_State, t: c_int) -> Vec<(Vec<u8>, ffi::lua_CFunction)> {
-    let mut found = Vec::new();
-    // SAFETY: `L` is `string_metamethods`' own state and `t` a table's
-    // index (the caller's); a walk that reads a key only when it is a
-    // string (so `lua_next` goes on), copying its bytes while on the stack.
-    unsafe {
-        ffi::lua_pushnil(L);
-        while ffi::lua_next(L, t) != 0 {
-            if let (Some(f), Some(name)) = (ffi::lua_tocfunction(L, -1), (ffi::lua_type(L, -2) == ffi::LUA_TSTRING).then(|| to_bytes(L, -2)).flatten()) {
-                found.push((name.to_vec(), f));
-            }
-            ffi::lua_settop(L, -2);
-        }
-    }
-    found
 }
 
 /// The template and the made entries of the lazy table at `table`, if the
@@ -495,6 +442,8 @@ unsafe extern "C-unwind" fn synodic_lazy_make_all(L: *mut ffi::lua_State) -> c_i
 
 extern "C" {
     fn synodic_lazy_mark(L: *mut ffi::lua_State, idx: c_int, lazy: c_int);
+    /// Pops the table on top: the string metatable's `__index` once made.
+    fn synodic_string_index(L: *mut ffi::lua_State);
     /// `lua_next` that leaves a lazy table's entries unmade.
     pub(crate) fn synodic_next_raw(L: *mut ffi::lua_State, idx: c_int) -> c_int;
 }

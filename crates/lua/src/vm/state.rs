@@ -123,7 +123,7 @@ pub(crate) unsafe fn fresh_state(ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut 
         ffi::lua_atpanic(L, panic_handler);
         ffi::lua_setwarnf(L, Some(warn_off), L.cast());
         *(ffi::lua_getextraspace(L) as *mut *mut Ctx) = ctx;
-        lazy::set_up(L, lazy::string_metamethods());
+        lazy::set_up(L);
         ffi::lua_settop(L, 0);
         ffi::lua_gc(L, ffi::LUA_GCRESTART, 0);
         synodic_gc_allowance(L, GC_ALLOWANCE);

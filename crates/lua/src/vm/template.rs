@@ -3,7 +3,7 @@
 //! module into it are the same steps for every process that starts the same
 //! way; a node does them once, into a template, and a new process's state
 //! is a copy of the template's memory with its addresses moved. For an
-//! entity, that is one copy of under 5 KB (a state with the entity's code
+//! entity, that is one copy of under 4 KB (a state with the entity's code
 //! decoded: `prefix`) instead of hundreds of allocations.
 //!
 //! Building a template, step by step:
@@ -47,8 +47,9 @@ const BUILD_CHUNK: usize = 32 << 10;
 /// Bytes a copy has free in its first chunk beyond the template's at
 /// least (the chunk fills the allocator's size class): an entity's start
 /// takes 256, its call records. Each of the allocator's classes is a
-/// quarter larger than the last, and an entity's copy with 512 took 6 KB
-/// where it fits in 5.
+/// quarter larger than the last: an entity's copy (3,768 bytes, with
+/// `bench/entities`' code) with this room fits in 4 KB, with 512 it
+/// would take 5 (`tests/lua/entity_memory.lua`).
 const ROOM: usize = 320;
 const WORD: usize = std::mem::size_of::<usize>();
 

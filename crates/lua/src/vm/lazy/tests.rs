@@ -51,7 +51,7 @@ fn a_library_is_one_table_however_it_is_reached() {
     let st = TestState::new();
     assert!(lua(&st, "return string == package.loaded.string and string == require('string') and ('x'):upper() == 'X'"));
     assert!(lua(&st, "return _G._G == _G and package.loaded._G == _G and _G.package == package"));
-    assert!(lua(&st, "return ('10' + 1) == 11 and ('3' * '4') == 12"), "the string metatable's arithmetic is made at once");
+    assert!(lua(&st, "return ('10' + 1) == 11 and ('3' * '4') == 12"), "the string metatable, made on first use, has the library's arithmetic");
 }
 
 #[test]
