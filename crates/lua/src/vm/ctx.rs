@@ -88,7 +88,7 @@ pub(crate) struct Ctx {
     pub load_error: bool,
     pub pid_meta: bool,
     /// The state's lazy tables (see `lazy`).
-    pub lazy: Vec<crate::vm::lazy::LazyTable>,
+    pub lazy: crate::vm::lazy::LazyList,
     /// A module was stored in `package.loaded` since the codec last looked.
     pub modules_changed: bool,
     /// What the codec keeps between this process's sends (boxed: most
@@ -128,7 +128,7 @@ impl Ctx {
             boot: Some(boot),
             load_error: false,
             pid_meta: false,
-            lazy: Vec::new(),
+            lazy: crate::vm::lazy::LazyList::new(),
             modules_changed: true,
             sent: None,
         }

@@ -25,9 +25,12 @@ use mlua_sys as ffi;
 use crate::vm::ctx::ctx;
 use crate::vm::util::{push_bytes, raise, to_bytes};
 
+mod list;
 mod templates;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use list::{Built, LazyList};
 
 use templates::build_templates;
 pub(crate) use templates::original;
@@ -85,28 +88,6 @@ impl Template {
             Entry::Function(f) => Some((&**n, *f)),
             _ => None,
         })
-    }
-}
-
-/// A lazy table of a process: its address, its template, and which of its
-/// entries are made (or were written over).
-#[derive(Clone, PartialEq, Eq)]
-pub(crate) struct LazyTable {
-    table: *const c_void,
-    template: u8,
-    made: u64,
-}
-
-impl LazyTable {
-    /// The address of the table.
-    pub(crate) fn address(&self) -> usize {
-        self.table as usize
-    }
-
-    /// The record of this table in a copy of its state `delta` bytes away
-    /// (see `template`).
-    pub(crate) fn moved(&self, delta: usize) -> LazyTable {
-        LazyTable { table: (self.table as usize).wrapping_add(delta) as *const c_void, template: self.template, made: self.made }
     }
 }
 
@@ -196,10 +177,7 @@ unsafe fn make_lazy(L: *mut ffi::lua_State, idx: c_int, template: u8) {
     unsafe {
         let idx = ffi::lua_absindex(L, idx);
         let table = ffi::lua_topointer(L, idx);
-        let lazy = &mut ctx(L).lazy;
-        // A table of a collected one's address is a new table.
-        lazy.retain(|t| t.table != table);
-        lazy.push(LazyTable { table, template, made: 0 });
+        ctx(L).lazy.add(table, template);
         synodic_lazy_mark(L, idx, 1);
     }
 }
@@ -249,15 +227,13 @@ pub(crate) unsafe fn set_up(L: *mut ffi::lua_State) {
 fn find(L: *mut ffi::lua_State, table: *const c_void) -> Option<(u8, u64)> {
     // SAFETY: not checked (a safe function over a raw `L`): every caller
     // passes a process's state (lazy tables exist only there), with a context.
-    unsafe { ctx(L) }.lazy.iter().find(|t| t.table == table).map(|t| (t.template, t.made))
+    unsafe { ctx(L) }.lazy.find(table)
 }
 
 /// Records entry `i` of the lazy table at `table` as made (or written over).
 fn set_made(L: *mut ffi::lua_State, table: *const c_void, i: usize) {
     // SAFETY: as in `find`.
-    if let Some(t) = unsafe { ctx(L) }.lazy.iter_mut().find(|t| t.table == table) {
-        t.made |= 1 << i;
-    }
+    unsafe { ctx(L) }.lazy.set_made(table, i);
 }
 
 /// The module and field of a plain C function of a lazy table's template

@@ -222,13 +222,14 @@ mod tests {
     }
 
     /// A message of the values `code` returns, and the template of its
-    /// leading values.
-    fn template_of(code: &str) -> (Vec<u8>, Template) {
+    /// leading values (kept for good, as a node keeps its templates: a
+    /// copy reads its records).
+    fn template_of(code: &str) -> (Vec<u8>, &'static Template) {
         let msg = TestState::new().encode(code);
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).expect("no shared values");
         // SAFETY: no preparer; decoding needs no process.
         let t = unsafe { build(leading, 0, None) }.expect("a template");
-        (msg, t)
+        (msg, Box::leak(Box::new(t)))
     }
 
     #[test]
@@ -243,7 +244,7 @@ mod tests {
             plain.heap.used() - before
         };
         for _ in 0..2 {
-            let c = Copy::of(&t, Heap::new()).unwrap();
+            let c = Copy::of(t, Heap::new()).unwrap();
             // SAFETY: `c.L` is a live copy, at rest on this thread.
             unsafe {
                 assert_eq!(ffi::lua_gettop(c.L), 4, "the two values, their length and how many objects they hold");
@@ -265,7 +266,7 @@ mod tests {
         let (_, t) = template_of("local k = 'a needle' return function(x) return x == k, 'a haystack' end, {}");
         let protos: Vec<_> = (0..2)
             .map(|_| {
-                let c = Copy::of(&t, Heap::new()).unwrap();
+                let c = Copy::of(t, Heap::new()).unwrap();
                 // SAFETY: `c.L` is a live copy, at rest on this thread, with the function at 1.
                 unsafe {
                     let proto = crate::vm::shared::synodic_proto_of(c.L, 1) as usize;
@@ -284,7 +285,7 @@ mod tests {
     #[test]
     fn a_rest_that_refers_to_the_leading_values_is_decoded_whole() {
         let (msg, t) = template_of("local t = {7} local function f() return t end return f, {t = t, g = f}, t, f, 'x'");
-        let c = Copy::of(&t, Heap::new()).unwrap();
+        let c = Copy::of(t, Heap::new()).unwrap();
         // SAFETY: `c.L` is a live copy, at rest on this thread.
         unsafe {
             assert_eq!(crate::vm::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 5);
@@ -320,8 +321,8 @@ mod tests {
         let (leading, _) = synodic_core::wire::leading_values(&msg, LEADING).unwrap();
         let stack = crate::vm::template::stack_slots(Some(b"synodic.entity.loop"));
         // SAFETY: the entity loop's `prepare` needs no process.
-        let t = unsafe { build(leading, stack, preparer) }.expect("a template");
-        let c = Copy::of(&t, Heap::new()).unwrap();
+        let t: &'static Template = Box::leak(Box::new(unsafe { build(leading, stack, preparer) }.expect("a template")));
+        let c = Copy::of(t, Heap::new()).unwrap();
         // SAFETY: `c.L` is a live copy, at rest on this thread.
         unsafe {
             assert_eq!(crate::vm::codec::decode_after_prefix(c.L, &Message::from_slice(&msg)).unwrap(), 3);

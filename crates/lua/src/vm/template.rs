@@ -34,7 +34,7 @@ use mlua_sys as ffi;
 
 use crate::vm::ctx::{Boot, Ctx};
 use crate::vm::heap::{self, Heap, Layout, FIRST_CHUNK};
-use crate::vm::lazy::LazyTable;
+use crate::vm::lazy::{self, LazyList};
 
 extern "C" {
     fn synodic_state_movable(L: *mut ffi::lua_State, values: c_int, lo: *const u8, hi: *const u8) -> i32;
@@ -65,7 +65,7 @@ pub(crate) struct Template {
     /// The bytes of a copy's first chunk.
     chunk_bytes: usize,
     /// The context's record of the state's lazy tables, as built.
-    lazy: Vec<LazyTable>,
+    lazy: lazy::Built,
     pid_meta: bool,
     /// Where the first copy that blocked did, and its hot lines (see `hot`).
     hot: OnceLock<(usize, [u64; 2])>,
@@ -245,7 +245,7 @@ impl Template {
             }
             addresses.push(i as u32);
         }
-        let lazy_moves = a.ctx.lazy.iter().zip(&b.ctx.lazy).all(|(x, y)| (lo..hi).contains(&x.address()) && x.moved(delta) == *y);
+        let lazy_moves = a.ctx.lazy.iter().zip(b.ctx.lazy.iter()).all(|(x, y)| (lo..hi).contains(&x.address()) && x.moved(delta) == y);
         // SAFETY: `a.L` is a live state at rest on this thread; `first + used`
         // is the end of its chunk's part in use, inside the chunk.
         if !lazy_moves || unsafe { synodic_state_movable(a.L, values, first, first.add(layout.used)) } == 0 {
@@ -261,7 +261,7 @@ impl Template {
             // SAFETY: `mi_good_size` only computes a size.
             chunk_bytes: unsafe { mi_good_size(FIRST_CHUNK.max(layout.used + ROOM)) },
             layout,
-            lazy: a.ctx.lazy.clone(),
+            lazy: a.ctx.lazy.built(),
             pid_meta: a.ctx.pid_meta,
             hot: OnceLock::new(),
         })
@@ -283,7 +283,7 @@ impl Template {
     /// Bounds: the chunk holds `bytes >= chunk_bytes >= used + ROOM` bytes;
     /// the image is `used` bytes; `build` recorded only word indices below
     /// `used / WORD` and a state offset below `used`.
-    pub(crate) unsafe fn copy(&self, ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ffi::lua_State> {
+    pub(crate) unsafe fn copy(&'static self, ctx: *mut Ctx, heap: *mut Heap) -> Option<*mut ffi::lua_State> {
         // SAFETY: `mi_malloc` takes any size and returns null (checked below) or a block of that size.
         let chunk = unsafe { mi_malloc(self.chunk_bytes) } as *mut u8;
         if chunk.is_null() {
@@ -325,7 +325,7 @@ impl Template {
         unsafe {
             ffi::lua_setallocf(L, heap::lua_alloc, heap.cast());
             *(ffi::lua_getextraspace(L) as *mut *mut Ctx) = ctx;
-            (*ctx).lazy = self.lazy.iter().map(|t| t.moved(delta)).collect();
+            (*ctx).lazy = LazyList::of_copy(&self.lazy, delta);
             (*ctx).pid_meta = self.pid_meta;
         }
         Some(L)
@@ -361,7 +361,7 @@ pub(crate) mod tests {
     }
 
     impl Copy {
-        pub(crate) fn of(t: &Template, heap: Heap) -> Option<Copy> {
+        pub(crate) fn of(t: &'static Template, heap: Heap) -> Option<Copy> {
             let mut ctx = Box::new(Ctx::new(Boot::Spawned(None)));
             let mut heap = Box::new(heap);
             // SAFETY: `ctx` and `heap` are boxed into the `Copy`, whose `Drop`
@@ -409,7 +409,7 @@ pub(crate) mod tests {
     #[test]
     fn the_entity_loop_template_starts_with_the_stack_the_loop_uses() {
         // SAFETY: `c.L` is a live copy, at rest on this thread.
-        let grows = |t: &Template| unsafe {
+        let grows = |t: &'static Template| unsafe {
             let c = Copy::of(t, Heap::new()).unwrap();
             let before = c.heap.used();
             assert!(ffi::lua_checkstack(c.L, 70) != 0);
