@@ -29,6 +29,9 @@ pub(super) struct Local {
     pub(super) in_sched: Cell<bool>,
     /// This worker holds the poll token.
     pub(super) polling: Cell<bool>,
+    /// Polls of the network in a row, while spinning, that found nothing
+    /// (see `spin`).
+    pub(super) quiet_polls: Cell<u32>,
     /// It is delivering what its blocking poll read: it runs what that
     /// makes runnable itself, so queuing it wakes no one (see `park`).
     pub(super) delivering: Cell<bool>,
@@ -67,6 +70,17 @@ pub fn on_preempt_signal() {
     }
 }
 
+/// Whether a spinning worker polls the network in its round `round`,
+/// after `quiet` polls in a row that found nothing. A network quiet for a
+/// while is polled one round in [`QUIET_POLL_EVERY`]: a poll is a system
+/// call, the longest part of a round, and while the node's work is its
+/// own (a burst of local forks) it delayed the round's look at the other
+/// workers' queues. One that delivered lately is polled every round (a
+/// remote round trip's next reply).
+fn polls_in_round(quiet: u32, round: u32) -> bool {
+    quiet < QUIET_POLLS || round.is_multiple_of(QUIET_POLL_EVERY)
+}
+
 impl Scheduler {
     /// The body of one worker thread, on slot `index`, working for `host`.
     pub(crate) fn work<H: Host>(host: &H, index: usize) {
@@ -85,6 +99,7 @@ impl Scheduler {
             polling: Cell::new(false),
             delivering: Cell::new(false),
             stays: Cell::new(false),
+            quiet_polls: Cell::new(0),
             scheduler: sched,
             slot,
         };
@@ -236,10 +251,14 @@ impl Scheduler {
         let net = self.netpoll.get();
         let mut start = Instant::now();
         let mut yielded = false;
+        let mut rounds = 0u32;
         let found = loop {
+            rounds = rounds.wrapping_add(1);
             let idle_work = match net {
-                Some(net) if self.hold_poll_token(local) => {
-                    if net.poll(false) {
+                Some(net) if polls_in_round(local.quiet_polls.get(), rounds) && self.hold_poll_token(local) => {
+                    let delivered = net.poll(false);
+                    local.quiet_polls.set(if delivered { 0 } else { local.quiet_polls.get().saturating_add(1) });
+                    if delivered {
                         if let Some(p) = self.delivered_here(local).or_else(|| self.find_work(local)) {
                             break Some(p);
                         }
@@ -375,5 +394,18 @@ pub(super) fn retry(mut steal: impl FnMut() -> Steal<&'static Process>) -> Optio
             Steal::Empty => return None,
             Steal::Retry => continue,
         }
+    }
+}
+
+#[cfg(test)]
+mod quiet_tests {
+    use super::*;
+
+    #[test]
+    fn a_quiet_network_is_polled_one_round_in_four_and_a_busy_one_every_round() {
+        assert!((1..=100).all(|round| polls_in_round(0, round) && polls_in_round(QUIET_POLLS - 1, round)));
+        let polled = (1..=100).filter(|&round| polls_in_round(QUIET_POLLS, round)).count();
+        assert_eq!(polled, 100 / QUIET_POLL_EVERY as usize);
+        assert!(polls_in_round(u32::MAX, QUIET_POLL_EVERY), "a count that saturates still polls");
     }
 }
