@@ -93,13 +93,12 @@ const INJECTOR_EVERY: u32 = 61;
 /// bench/ring's spawn-and-exit: a spawner made a parked peer sleep and wake
 /// for nearly every process it started.
 const SPIN: Duration = Duration::from_micros(30);
-/// Empty polls in a row after which a spinning worker polls the network
-/// only one round in [`QUIET_POLL_EVERY`] (see `worker::spin`). A remote
-/// round trip's reply comes within ~15 rounds; a burst of local entity
-/// forks on a node of a cluster went 2.42 -> 2.22 µs a fork polling one
-/// round in four (10 interleaved runs).
+/// Empty polls in a row after which a spinning worker that reads the
+/// network looks at the other workers' queues only one round in
+/// [`QUIET_LOOK_EVERY`] (see `worker::looks_in_round`). A remote round
+/// trip's reply comes within ~15 rounds.
 const QUIET_POLLS: u32 = 64;
-const QUIET_POLL_EVERY: u32 = 4;
+const QUIET_LOOK_EVERY: u32 = 4;
 /// Monitor ticks per time slice.
 pub(crate) const SLICE_TICKS: u64 = 4;
 /// The processors this OS process may run on (its CPU affinity), or those
