@@ -91,8 +91,12 @@ impl LazyList {
         }
     }
 
-    /// Records entry `i` of the lazy table at `table` as made.
+    /// Records entry `i` of the lazy table at `table` as made (a change
+    /// only when the table is one of this state's and the entry was not).
     pub(super) fn set_made(&mut self, table: *const c_void, i: usize) {
+        if self.find(table).is_none_or(|(_, made)| made & (1 << i) != 0) {
+            return;
+        }
         if let Some(t) = self.own().iter_mut().find(|t| t.table == table) {
             t.made |= 1 << i;
         }
@@ -130,6 +134,9 @@ mod tests {
         assert_eq!(copy.len(), 2);
         assert_eq!(copy.find(at(0x2010)), Some((3, 0)));
         assert_eq!(copy.find(at(0x2000)), None, "the build's addresses are not the copy's");
+        copy.set_made(at(0x1010), 0);
+        copy.set_made(at(0x9999), 1);
+        assert!(matches!(copy, LazyList::Template(..)), "what changes nothing keeps the template's records");
         copy.set_made(at(0x2010), 5);
         assert!(matches!(copy, LazyList::Own(_)), "a change makes the copy's own list");
         assert_eq!(copy.find(at(0x2010)), Some((3, 1 << 5)));
