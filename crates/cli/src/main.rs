@@ -403,7 +403,13 @@ fn exit_status(end: RunEnd, limit: Option<u64>) -> i32 {
             eprintln!("synodic: the main process went over its memory limit{limit} and was ended");
             1
         }
-        RunEnd::Exited(ExitReason::Error(_) | ExitReason::Value(_)) => 1,
+        // An error was reported where it happened; a value given to `exit`
+        // was not.
+        RunEnd::Exited(ExitReason::Error(_)) => 1,
+        RunEnd::Exited(reason @ ExitReason::Value(_)) => {
+            eprintln!("synodic: the main process exited with reason {}", reason.describe());
+            1
+        }
         RunEnd::Halted(status) => status,
     }
 }

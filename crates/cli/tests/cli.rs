@@ -368,6 +368,31 @@ fn halt_ends_the_run_with_its_status() {
     assert!(text(&out.stderr).contains("exit status 0-255 expected"), "{}", text(&out.stderr));
 }
 
+/// The main process ended by `exit` with a reason other than `normal`:
+/// status 1, and the reason in one line (an error says itself where it
+/// happens; an exit's value said nothing before).
+#[test]
+fn the_main_process_exit_reason_is_said() {
+    for (name, value, said) in [
+        ("exit_str", "'shutdown'", "shutdown"),
+        ("exit_int", "3", "3"),
+        ("exit_float", "2.5", "2.5"),
+        ("exit_whole_float", "2.0", "2.0"),
+        ("exit_bool", "false", "false"),
+        ("exit_table", "{1, 2}", "a table"),
+    ] {
+        let out = run_source(name, &format!("print('before') require('synodic').exit({value}) print('after')"), &[]);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert_eq!(text(&out.stdout), "before\n", "{name}");
+        assert_eq!(text(&out.stderr), format!("synodic: the main process exited with reason {said}\n"), "{name}");
+    }
+    for (name, value) in [("exit_none", ""), ("exit_normal", "'normal'")] {
+        let out = run_source(name, &format!("require('synodic').exit({value})"), &[]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "", "{name}");
+    }
+}
+
 /// The channels guide's example prints all ten jobs, every time: its main
 /// process waits for the workers before the run ends.
 #[test]

@@ -57,6 +57,43 @@ pub enum ExitReason {
     Error(String),
 }
 
+impl ExitReason {
+    /// The reason in words, for a line a person reads: `normal`, the error
+    /// message, or the value given to `exit` as Lua's `tostring` would show
+    /// a string, number, boolean or pid (a table or a function by its kind).
+    pub fn describe(&self) -> String {
+        use crate::wire::{Reader, Tag};
+        let value = |bytes: &[u8]| -> Option<String> {
+            let (mut r, _) = Reader::message(bytes).ok()?;
+            Some(match r.tag().ok()? {
+                Tag::Nil => "nil".into(),
+                Tag::False => "false".into(),
+                Tag::True => "true".into(),
+                Tag::Int => r.int().ok()?.to_string(),
+                Tag::Float => format_float(r.float().ok()?),
+                Tag::Str => String::from_utf8_lossy(r.bytes().ok()?).into_owned(),
+                Tag::Pid => r.pid().ok()?.to_string(),
+                Tag::Function => "a function".into(),
+                _ => "a table".into(),
+            })
+        };
+        match self {
+            ExitReason::Normal => "normal".into(),
+            ExitReason::Error(e) => e.clone(),
+            ExitReason::Value(bytes) => value(bytes).unwrap_or_else(|| "a value".into()),
+        }
+    }
+}
+
+/// A float as Lua's `%.14g` shows it, with `.0` on a whole one.
+fn format_float(x: f64) -> String {
+    if x.is_finite() && x == x.trunc() && x.abs() < 1e15 {
+        format!("{x:.1}")
+    } else {
+        x.to_string()
+    }
+}
+
 /// What a body reports back from one [`Body::resume`].
 pub enum Step {
     /// It used up its budget and wants to run again later.
