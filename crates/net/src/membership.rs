@@ -378,8 +378,33 @@ mod tests {
             self.now = end;
         }
 
-        /// Calls every live, running node's [`Membership::rejoin`], as the node's
-    /// load reports do.
+        /// `n` nodes that joined through node 0 and agree.
+        fn joined(n: usize, timers: &mut HashMap<u64, Timer<Member>>) -> Sim {
+            let mut sim = Sim::new(n);
+            for i in 1..n {
+                sim.nodes[i].announce(member(0));
+                sim.flush(i, timers);
+            }
+            settle(&mut sim, timers, 10_000, "join");
+            sim
+        }
+
+        /// Runs, with a [`Sim::tick`] a second, until every view is current
+        /// ([`Sim::views_current`]) after at least `after` seconds: the
+        /// seconds it took, or how the views stood after a minute.
+        fn heal(&mut self, start: Instant, timers: &mut HashMap<u64, Timer<Member>>, after: u64) -> Result<u64, String> {
+            for second in 0..60 {
+                self.run_for(1_000, timers);
+                self.tick(start, timers);
+                if second >= after && self.views_current().is_ok() {
+                    return Ok(second);
+                }
+            }
+            self.views_current().map(|()| 60)
+        }
+
+        /// Calls every live, running node's [`Membership::rejoin`], as the
+        /// node's load reports do.
         fn tick(&mut self, start: Instant, timers: &mut HashMap<u64, Timer<Member>>) {
             for i in 0..self.nodes.len() {
                 if !self.crashed[i] && self.stopped_until[i] <= self.now {
@@ -438,30 +463,21 @@ mod tests {
 
     #[test]
     fn two_nodes_cut_apart_find_each_other_again() {
-        let mut sim = Sim::new(2);
         let mut timers = HashMap::new();
-        sim.nodes[1].announce(member(0));
-        sim.flush(1, &mut timers);
-        settle(&mut sim, &mut timers, 10_000, "join");
+        let mut sim = Sim::joined(2, &mut timers);
         sim.cut = vec![false, true];
         sim.partitioned = true;
         let start = Instant::now();
         for _ in 0..16 {
             sim.run_for(500, &mut timers);
-            for i in 0..2 {
-                sim.nodes[i].rejoin(start + Duration::from_millis(sim.now));
-                sim.flush(i, &mut timers);
-            }
+            sim.tick(start, &mut timers);
         }
         assert_eq!(sim.nodes[0].members().count(), 0, "each side declared the other down");
         sim.partitioned = false;
         let mut agreed_for = 0;
         for _ in 0..60 {
             sim.run_for(500, &mut timers);
-            for i in 0..2 {
-                sim.nodes[i].rejoin(start + Duration::from_millis(sim.now));
-                sim.flush(i, &mut timers);
-            }
+            sim.tick(start, &mut timers);
             let views: Vec<usize> = (0..2).map(|i| sim.nodes[i].members().count()).collect();
             agreed_for = if views == [1, 1] { agreed_for + 1 } else { 0 };
         }
@@ -480,14 +496,8 @@ mod tests {
     fn a_node_stopped_after_a_cut_comes_back_and_all_views_heal() {
         for offset in 0..100u64 {
             let r = offset.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
-            let mut sim = Sim::new(4);
             let mut timers = HashMap::new();
-            let start = Instant::now();
-            for i in 1..4 {
-                sim.nodes[i].announce(member(0));
-                sim.flush(i, &mut timers);
-            }
-            settle(&mut sim, &mut timers, 10_000, "join");
+            let mut sim = Sim::joined(4, &mut timers);
             sim.run_for(offset * 37 % 1_000, &mut timers);
             sim.crashed[3] = true;
             // The way in to node 1 cut for ~1 s (what it sends still goes),
@@ -497,18 +507,9 @@ mod tests {
             sim.deaf[1] = false;
             sim.run_for((r >> 9) % 500, &mut timers);
             sim.stopped_until[1] = sim.now + 3_000 + (r >> 19) % 1_500;
-            let mut healed = None;
-            for second in 0..60 {
-                for _ in 0..4 {
-                    sim.run_for(250, &mut timers);
-                }
-                sim.tick(start, &mut timers);
-                if second > 5 && sim.views_current().is_ok() {
-                    healed = Some(second);
-                    break;
-                }
+            if let Err(e) = sim.heal(Instant::now(), &mut timers, 6) {
+                panic!("offset {offset}: not healed after 60 s: {e}");
             }
-            assert!(healed.is_some(), "offset {offset}: not healed after 60 s: {}", sim.views_current().unwrap_err());
         }
     }
 
@@ -520,14 +521,8 @@ mod tests {
     /// good.
     #[test]
     fn every_node_renewing_at_once_finds_the_others_again() {
-        let mut sim = Sim::new(4);
         let mut timers = HashMap::new();
-        let start = Instant::now();
-        for i in 1..4 {
-            sim.nodes[i].announce(member(0));
-            sim.flush(i, &mut timers);
-        }
-        settle(&mut sim, &mut timers, 10_000, "join");
+        let mut sim = Sim::joined(4, &mut timers);
         // Node 3 stops, and is held down by all.
         sim.crashed[3] = true;
         settle(&mut sim, &mut timers, 10_000, "node 3 down");
@@ -543,18 +538,9 @@ mod tests {
             assert_eq!(sim.nodes[i].me().renewal, 1, "node {i} renewed its identity");
             sim.flush(i, &mut timers);
         }
-        let mut healed = None;
-        for second in 0..60 {
-            for _ in 0..4 {
-                sim.run_for(250, &mut timers);
-            }
-            sim.tick(start, &mut timers);
-            if sim.views_current().is_ok() {
-                healed = Some(second);
-                break;
-            }
+        if let Err(e) = sim.heal(Instant::now(), &mut timers, 0) {
+            panic!("not healed after 60 s: {e}");
         }
-        assert!(healed.is_some(), "not healed after 60 s: {}", sim.views_current().unwrap_err());
     }
 
     #[test]
