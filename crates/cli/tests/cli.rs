@@ -378,6 +378,7 @@ fn the_main_process_exit_reason_is_said() {
         ("exit_int", "3", "3"),
         ("exit_float", "2.5", "2.5"),
         ("exit_whole_float", "2.0", "2.0"),
+        ("exit_sum", "0.1 + 0.2", "0.3"),
         ("exit_bool", "false", "false"),
         ("exit_table", "{1, 2}", "a table"),
     ] {

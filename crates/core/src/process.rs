@@ -59,8 +59,8 @@ pub enum ExitReason {
 
 impl ExitReason {
     /// The reason in words, for a line a person reads: `normal`, the error
-    /// message, or the value given to `exit` as Lua's `tostring` would show
-    /// a string, number, boolean or pid (a table or a function by its kind).
+    /// message, or the value given to `exit` as Lua's `tostring` shows a
+    /// string, number, boolean or pid (any other value by its kind).
     pub fn describe(&self) -> String {
         use crate::wire::{Reader, Tag};
         let value = |bytes: &[u8]| -> Option<String> {
@@ -70,11 +70,12 @@ impl ExitReason {
                 Tag::False => "false".into(),
                 Tag::True => "true".into(),
                 Tag::Int => r.int().ok()?.to_string(),
-                Tag::Float => format_float(r.float().ok()?),
+                Tag::Float => lua_float(r.float().ok()?),
                 Tag::Str => String::from_utf8_lossy(r.bytes().ok()?).into_owned(),
                 Tag::Pid => r.pid().ok()?.to_string(),
-                Tag::Function => "a function".into(),
-                _ => "a table".into(),
+                Tag::Function | Tag::SharedUpvalue => "a function".into(),
+                Tag::Shared => "a userdata".into(),
+                Tag::Table | Tag::Ref | Tag::Globals | Tag::Library => "a table".into(),
             })
         };
         match self {
@@ -85,12 +86,57 @@ impl ExitReason {
     }
 }
 
-/// A float as Lua's `%.14g` shows it, with `.0` on a whole one.
-fn format_float(x: f64) -> String {
-    if x.is_finite() && x == x.trunc() && x.abs() < 1e15 {
-        format!("{x:.1}")
+/// A float as Lua 5.4's `tostring` shows it: `%.14g`, and `.0` after one
+/// that would read as an integer.
+fn lua_float(x: f64) -> String {
+    if !x.is_finite() {
+        return match x.is_nan() {
+            true => if x.is_sign_negative() { "-nan" } else { "nan" }.into(),
+            false => if x < 0.0 { "-inf" } else { "inf" }.into(),
+        };
+    }
+    // `%.14g`: 14 significant digits, trailing zeros dropped, in exponent
+    // form below 1e-4 or from 1e14.
+    let sci = format!("{x:.13e}");
+    let (mantissa, exp) = sci.split_once('e').expect("an exponent");
+    let exp: i32 = exp.parse().expect("a decimal exponent");
+    let trim = |digits: String| match digits.contains('.') {
+        true => digits.trim_end_matches('0').trim_end_matches('.').to_string(),
+        false => digits,
+    };
+    let text = if !(-4..14).contains(&exp) {
+        format!("{}e{}{:02}", trim(mantissa.to_string()), if exp < 0 { '-' } else { '+' }, exp.abs())
     } else {
-        x.to_string()
+        trim(format!("{x:.*}", (13 - exp) as usize))
+    };
+    match text.bytes().all(|b| b.is_ascii_digit() || b == b'-') {
+        true => text + ".0",
+        false => text,
+    }
+}
+
+#[cfg(test)]
+mod describe_tests {
+    use super::*;
+
+    #[test]
+    fn floats_read_as_lua_shows_them() {
+        for (x, shown) in [
+            (2.5, "2.5"),
+            (2.0, "2.0"),
+            (-3.0, "-3.0"),
+            (0.1 + 0.2, "0.3"),
+            (1e15, "1e+15"),
+            (1e14, "1e+14"),
+            (99999999999999.0, "99999999999999.0"),
+            (1.5e-5, "1.5e-05"),
+            (0.0001, "0.0001"),
+            (1.0 / 3.0, "0.33333333333333"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+        ] {
+            assert_eq!(lua_float(x), shown, "{x}");
+        }
     }
 }
 
