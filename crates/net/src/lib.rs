@@ -20,7 +20,7 @@
 //! | [`membership`] | SWIM membership and failure detection (foca), sans-IO: `Membership`, `Member`, `Event`; `seal`/`open` for its datagrams |
 //! | [`launch`] | hostfiles (`parse_hostfile`, `place`) and the `Job` mpirun or srun describe in the environment |
 //! | [`handshake`] | the cookie proven both ways, the connecting side first, and the session keys (X25519, HKDF, HMAC): `Handshake`, `Config`, `Peer`, `Session`; `blocking` runs one over a std socket |
-//! | [`record`] | every byte after the handshake in sealed records (AES-128-GCM, or authenticated only): `Sealer`, `Opener` |
+//! | [`record`] | every byte after the handshake in sealed records (AEGIS-128L, or authenticated only): `Sealer`, `Opener` |
 //! | `gate` | the few places for connections that have not proved themselves yet |
 //! | [`Error`] | what can go wrong |
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -9,20 +9,27 @@
 //! A record is `len:u32 body tag:16`, `len` counting the body (at most
 //! [`RECORD_MAX`], little-endian). Each direction of a connection has a key
 //! of its own (derived by the handshake) and counts its records from 0; the
-//! count is the AEAD's nonce, so a record is accepted only in its place:
+//! count is the AEAD's nonce, so a record is accepted only in its place.
+//! The AEAD is AEGIS-128L (the `aegis` crate, libaegis inside):
 //!
-//! - **encrypted** (the default): the body is the plaintext sealed with
-//!   AES-128-GCM, the header being the associated data;
+//! - **encrypted** (the default): the body is the plaintext encrypted, the
+//!   header being the associated data;
 //! - **authenticated only** (`--no-encryption` on both sides): the body is
-//!   the plaintext itself, and the tag is ChaCha20-Poly1305's over the
-//!   header and body as associated data with nothing to encrypt — that is,
-//!   a Poly1305 MAC under a one-time key for each record.
+//!   the plaintext itself, and the tag is the AEAD's over the header and
+//!   body as associated data with nothing to encrypt.
 //!
-//! Both constructions come from `ring`; nothing here is a cipher or a MAC
-//! of its own. A record that fails its check poisons the opener: the
-//! connection is closed, and nothing after the failure is read.
+//! Why AEGIS-128L and not AES-128-GCM (which this layer used before): a
+//! record of a small message costs it half as much (45 against 87 ns for
+//! 40 bytes with `ring`, the fastest AES-GCM we measured), and a round
+//! trip between two nodes seals and opens two records on its critical
+//! path; on long records it is faster too, and it authenticates data it
+//! does not encrypt at the same speed (ChaCha20-Poly1305, used for that
+//! before, made `--no-encryption` slower than encryption). Nothing here
+//! is a cipher or a MAC of its own. A record that fails its check poisons
+//! the opener: the connection is closed, and nothing after the failure is
+//! read.
 
-use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
+use aegis::aegis128l::Aegis128L;
 
 use crate::Error;
 
@@ -32,6 +39,8 @@ pub const RECORD_MAX: usize = 256 << 10;
 pub const HEADER: usize = 4;
 /// The tag after it.
 pub const TAG: usize = 16;
+/// A direction's key: AEGIS-128L's 128 bits.
+pub const KEY_LEN: usize = 16;
 
 /// Whether records hide what they carry, or only vouch for it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,36 +49,54 @@ pub enum Protection {
     Authenticated,
 }
 
-impl Protection {
-    /// The AEAD whose key the handshake derives for this protection.
-    pub(crate) fn algorithm(self) -> &'static aead::Algorithm {
-        match self {
-            Protection::Encrypted => &aead::AES_128_GCM,
-            Protection::Authenticated => &aead::CHACHA20_POLY1305,
-        }
+/// The key of one direction of a connection, as the handshake derives it.
+pub struct RecordKey([u8; KEY_LEN]);
+
+impl RecordKey {
+    pub(crate) fn new(bytes: [u8; KEY_LEN]) -> RecordKey {
+        RecordKey(bytes)
     }
 }
 
 /// One direction's key and record count.
 struct Keyed {
-    key: LessSafeKey,
+    key: RecordKey,
     protection: Protection,
     seq: u64,
 }
 
 impl Keyed {
-    fn new(key: UnboundKey, protection: Protection) -> Keyed {
-        Keyed { key: LessSafeKey::new(key), protection, seq: 0 }
+    fn new(key: RecordKey, protection: Protection) -> Keyed {
+        Keyed { key, protection, seq: 0 }
     }
 
-    /// The next record's nonce: its number in this direction. A direction
+    /// The AEAD for the next record, its number as the nonce. A direction
     /// that has used up 2^64 numbers carries nothing more.
-    fn nonce(&mut self) -> Result<Nonce, Error> {
+    fn next(&mut self) -> Result<Aegis128L<TAG>, Error> {
         let seq = self.seq;
         self.seq = seq.checked_add(1).ok_or_else(|| Error::Protocol("a connection's records are used up".into()))?;
-        let mut nonce = [0u8; aead::NONCE_LEN];
-        nonce[4..].copy_from_slice(&seq.to_be_bytes());
-        Ok(Nonce::assume_unique_for_key(nonce))
+        let mut nonce = [0u8; 16];
+        nonce[8..].copy_from_slice(&seq.to_be_bytes());
+        Ok(Aegis128L::new(&self.key.0, &nonce))
+    }
+
+    /// Checks (and, encrypted, decrypts in place) the record `header`
+    /// `body` `tag`, with the header apart when `header` is given (a
+    /// record read elsewhere: encrypted only) or at the front of `record`.
+    fn open(&mut self, header: Option<&[u8; HEADER]>, record: &mut [u8]) -> Result<(), Error> {
+        let cipher = self.next()?;
+        let (signed, tag) = record.split_at_mut(record.len() - TAG);
+        let tag: &[u8; TAG] = (&*tag).try_into().expect("a tag");
+        let checked = match (self.protection, header) {
+            (Protection::Encrypted, Some(header)) => cipher.decrypt_in_place(signed, tag, header),
+            (Protection::Encrypted, None) => {
+                let (header, body) = signed.split_at_mut(HEADER);
+                cipher.decrypt_in_place(body, tag, header)
+            }
+            (Protection::Authenticated, None) => cipher.decrypt_in_place(&mut [], tag, signed),
+            (Protection::Authenticated, Some(_)) => return Err(refused()),
+        };
+        checked.map_err(|_| refused())
     }
 }
 
@@ -79,7 +106,7 @@ pub struct Sealer {
 }
 
 impl Sealer {
-    pub(crate) fn new(key: UnboundKey, protection: Protection) -> Sealer {
+    pub(crate) fn new(key: RecordKey, protection: Protection) -> Sealer {
         Sealer { keyed: Keyed::new(key, protection) }
     }
 
@@ -111,16 +138,15 @@ impl Sealer {
             }
         }
         out[start..start + HEADER].copy_from_slice(&(len as u32).to_le_bytes());
-        let nonce = self.keyed.nonce()?;
-        let fail = |_| Error::Protocol("cannot seal a record".into());
+        let cipher = self.keyed.next()?;
         let tag = match self.keyed.protection {
             Protection::Encrypted => {
                 let (head, body) = out[start..].split_at_mut(HEADER);
-                self.keyed.key.seal_in_place_separate_tag(nonce, Aad::from(&*head), body).map_err(fail)?
+                cipher.encrypt_in_place(body, head)
             }
-            Protection::Authenticated => self.keyed.key.seal_in_place_separate_tag(nonce, Aad::from(&out[start..]), &mut []).map_err(fail)?,
+            Protection::Authenticated => cipher.encrypt_in_place(&mut [], &out[start..]),
         };
-        out.extend_from_slice(tag.as_ref());
+        out.extend_from_slice(&tag);
         Ok(len)
     }
 }
@@ -136,7 +162,7 @@ pub struct Opener {
 }
 
 impl Opener {
-    pub(crate) fn new(key: UnboundKey, protection: Protection) -> Opener {
+    pub(crate) fn new(key: RecordKey, protection: Protection) -> Opener {
         Opener { keyed: Keyed::new(key, protection), buf: Vec::new(), start: 0, poisoned: false }
     }
 
@@ -194,12 +220,11 @@ impl Opener {
             self.poisoned = true;
             return Err(refused());
         }
-        let nonce = self.keyed.nonce()?;
-        match self.keyed.key.open_in_place(nonce, Aad::from(header), record) {
-            Ok(_) => Ok(len),
-            Err(_) => {
+        match self.keyed.open(Some(&header), record) {
+            Ok(()) => Ok(len),
+            Err(e) => {
                 self.poisoned = true;
-                Err(refused())
+                Err(e)
             }
         }
     }
@@ -228,18 +253,9 @@ impl Opener {
         }
         let at = self.start;
         self.start += whole;
-        let nonce = self.keyed.nonce()?;
-        let record = &mut self.buf[at..at + whole];
-        let opened = match self.keyed.protection {
-            Protection::Encrypted => self.keyed.key.open_in_place(nonce, Aad::from(header), &mut record[HEADER..]).map(|_| ()),
-            Protection::Authenticated => {
-                let (signed, tag) = record.split_at_mut(HEADER + len);
-                self.keyed.key.open_in_place(nonce, Aad::from(&*signed), tag).map(|_| ())
-            }
-        };
-        if opened.is_err() {
+        if let Err(e) = self.keyed.open(None, &mut self.buf[at..at + whole]) {
             self.poisoned = true;
-            return Err(refused());
+            return Err(e);
         }
         Ok(Some(&self.buf[at + HEADER..at + HEADER + len]))
     }
@@ -254,8 +270,7 @@ mod tests {
     use super::*;
 
     fn pair(protection: Protection) -> (Sealer, Opener) {
-        let key = || UnboundKey::new(protection.algorithm(), &[9; 32][..protection.algorithm().key_len()]).unwrap();
-        (Sealer::new(key(), protection), Opener::new(key(), protection))
+        (Sealer::new(RecordKey::new([9; KEY_LEN]), protection), Opener::new(RecordKey::new([9; KEY_LEN]), protection))
     }
 
     fn open_all(opener: &mut Opener) -> Result<Vec<u8>, Error> {
@@ -322,9 +337,8 @@ mod tests {
             opener.feed(&[first.clone(), first.clone()].concat());
             assert_eq!(opener.next().unwrap(), Some(&b"first record"[..]));
             assert!(opener.next().is_err(), "a replay");
-            let other = UnboundKey::new(protection.algorithm(), &[8; 32][..protection.algorithm().key_len()]).unwrap();
             let mut forged = Vec::new();
-            Sealer::new(other, protection).seal(b"first record", &mut forged).unwrap();
+            Sealer::new(RecordKey::new([8; KEY_LEN]), protection).seal(b"first record", &mut forged).unwrap();
             refused(&forged);
             // A record longer than allowed is refused before it is buffered.
             refused(&[0xff, 0xff, 0xff, 0x7f]);

@@ -6,8 +6,8 @@
 //!
 //! | kind | message | body |
 //! |---|---|---|
-//! | 19 | challenge | `"SYNODIC2"` nonce:32 ephemeral:32 |
-//! | 1 | hello | `"SYNODIC2"` purpose:u8 flags:u8 name:bytes incarnation:u64 listen:bytes nonce:32 ephemeral:32 proof:32 |
+//! | 19 | challenge | `"SYNODIC3"` nonce:32 ephemeral:32 |
+//! | 1 | hello | `"SYNODIC3"` purpose:u8 flags:u8 name:bytes incarnation:u64 listen:bytes nonce:32 ephemeral:32 proof:32 |
 //! | 2 | welcome | flags:u8 name:bytes incarnation:u64 listen:bytes proof:32 |
 //! | 20 | refused | why:bytes |
 //!
@@ -18,7 +18,7 @@ use synodic_core::NodeId;
 
 use crate::Error;
 
-const MAGIC: &[u8; 8] = b"SYNODIC2";
+const MAGIC: &[u8; 8] = b"SYNODIC3";
 
 /// The handshake's frame kinds, numbered with every other kind in
 /// `synodic_core::dist::kind`.

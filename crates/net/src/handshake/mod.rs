@@ -44,10 +44,10 @@ use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 use synodic_core::NodeId;
 
-use crate::record::{Opener, Protection, Sealer};
+use crate::record::{Opener, Protection, RecordKey, Sealer, KEY_LEN};
 use crate::Error;
 
-const LABEL: &[u8] = b"synodic link v2";
+const LABEL: &[u8] = b"synodic link v3";
 
 /// Which end of the connection this side is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -269,6 +269,15 @@ fn proof_key(prk: &Prk, label: &[u8]) -> hmac::Key {
     prk.expand(&[LABEL, label], hmac::HMAC_SHA256).expect("an HMAC key is a valid HKDF length").into()
 }
 
+/// HKDF's output length for a record key.
+struct KeyLen;
+
+impl hkdf::KeyType for KeyLen {
+    fn len(&self) -> usize {
+        KEY_LEN
+    }
+}
+
 fn protection(dialer_plain: bool, acceptor_plain: bool) -> Protection {
     match dialer_plain && acceptor_plain {
         true => Protection::Authenticated,
@@ -278,7 +287,11 @@ fn protection(dialer_plain: bool, acceptor_plain: bool) -> Protection {
 
 /// The two directions' keys, bound to the whole transcript.
 fn session(prk: &Prk, transcript: &digest::Digest, role: Role, protection: Protection) -> Result<Session, Error> {
-    let key = |label: &[u8]| -> ring::aead::UnboundKey { prk.expand(&[LABEL, label, transcript.as_ref()], protection.algorithm()).expect("an AEAD key is a valid HKDF length").into() };
+    let key = |label: &[u8]| -> RecordKey {
+        let mut bytes = [0u8; KEY_LEN];
+        prk.expand(&[LABEL, label, transcript.as_ref()], KeyLen).and_then(|okm| okm.fill(&mut bytes)).expect("a record key is a valid HKDF length");
+        RecordKey::new(bytes)
+    };
     let (to_acceptor, to_dialer) = (key(b"dialer to acceptor"), key(b"acceptor to dialer"));
     let (send, receive) = match role {
         Role::Dialer => (to_acceptor, to_dialer),

@@ -8,7 +8,6 @@
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 
-use ring::aead::UnboundKey;
 use synodic_core::dist::{Head, Outgoing, Peer};
 use synodic_core::runtime::Config;
 use synodic_core::wire::Writer;
@@ -17,7 +16,7 @@ use synodic_core::{Message, NodeId, Pid, Runtime};
 use super::*;
 use crate::frame::{Arrival, Frame};
 use crate::handshake::Session;
-use crate::record::{Opener, Protection, Sealer};
+use crate::record::{Opener, Protection, RecordKey, Sealer, KEY_LEN};
 use crate::Io;
 
 /// How long a test waits for bytes before it fails.
@@ -26,8 +25,7 @@ const LIMIT_MS: i32 = 20_000;
 /// Keys for one direction: what one end seals, the other opens.
 fn keys(byte: u8) -> (Sealer, Opener) {
     let p = Protection::Encrypted;
-    let key = || UnboundKey::new(p.algorithm(), &[byte; 32][..p.algorithm().key_len()]).unwrap();
-    (Sealer::new(key(), p), Opener::new(key(), p))
+    (Sealer::new(RecordKey::new([byte; KEY_LEN]), p), Opener::new(RecordKey::new([byte; KEY_LEN]), p))
 }
 
 /// Both ends of a link between this node ("a") and "b"; b's end lives in
