@@ -89,6 +89,12 @@ pub trait Netpoll: Send + Sync {
     fn writing_behind(&self) -> bool {
         false
     }
+
+    /// The netpoller is about to learn of arrivals through [`Netpoll::fd`]
+    /// (a wait on it, or a poll through it): a source that takes its
+    /// connections out of that poller while its one connection is read
+    /// straight away at every spinning `poll(false)` puts them back.
+    fn watch_all(&self) {}
 }
 
 thread_local! {

@@ -223,6 +223,9 @@ impl Netpoll for Netpoller {
         if !wait && sockets.count.load(Relaxed) == 0 {
             return source.is_some_and(|s| s.poll(false));
         }
+        if let Some(s) = source {
+            s.watch_all();
+        }
         let (mut woken, mut any) = (Vec::new(), false);
         poller.wait_events(wait, &mut |token, events| match token {
             SOURCE => any |= source.is_some_and(|s| s.poll_reported()),

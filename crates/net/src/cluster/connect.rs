@@ -152,7 +152,16 @@ impl Cluster {
         if self.inner.reading.lock().remove(&link.token).is_some() {
             self.inner.reading_count.fetch_sub(1, Relaxed);
         }
-        self.inner.poller.remove(link.fd());
+        {
+            // (Under the lock `rewatch` adds under: it never puts an ended
+            // link back.)
+            let mut unwatched = self.inner.unwatched.lock();
+            if unwatched.as_ref().is_some_and(|l| Arc::ptr_eq(l, link)) {
+                *unwatched = None;
+                self.inner.any_unwatched.store(false, Relaxed);
+            }
+            self.inner.poller.remove(link.fd());
+        }
         link.shutdown();
         let (kept, still_linked) = {
             let mut links = self.inner.links.lock();

@@ -53,7 +53,7 @@ mod receive;
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -126,6 +126,10 @@ struct Inner {
     /// Every link the poller watches, by its token.
     reading: Mutex<HashMap<u64, Arc<Link>, FastBuild>>,
     reading_count: AtomicUsize,
+    /// The one link, taken out of the poller while workers spin reading it
+    /// straight away (see `Cluster::unwatch_idle`), and whether there is one.
+    unwatched: Mutex<Option<Arc<Link>>>,
+    any_unwatched: AtomicBool,
     next_token: AtomicU64,
     /// Each proven peer, by the address it listens at (for `join`: a seed
     /// that dialed this node while this node dialed it is joined through
@@ -176,6 +180,8 @@ impl Cluster {
             poller,
             reading: Mutex::new(HashMap::default()),
             reading_count: AtomicUsize::new(0),
+            unwatched: Mutex::new(None),
+            any_unwatched: AtomicBool::new(false),
             next_token: AtomicU64::new(0),
             proven: Mutex::new(HashMap::new()),
         });
