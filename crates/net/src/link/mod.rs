@@ -23,8 +23,6 @@ use synodic_core::dist::carry::{self, Carried};
 use synodic_core::dist::{Outgoing as ServiceFrame, Peer};
 use synodic_core::wire::{self, WireError};
 use synodic_core::{Message, NodeId, Pid, Runtime};
-use tokio::io::unix::AsyncFd;
-use tokio::io::Interest;
 use tokio::sync::Notify;
 
 use crate::frame::{Decoder, Frame, PART};
@@ -119,9 +117,7 @@ impl Link {
     /// keys, and what arrived after it), and its writer task on the I/O
     /// thread (so this runs there).
     pub(crate) fn start(rt: Runtime, peer: NodeId, alias: u16, rank: Rank, token: u64, socket: std::net::TcpStream, session: Session) -> io::Result<Arc<Link>> {
-        // SAFETY: the descriptor is a fresh duplicate that the AsyncFd owns
-        // (a std TcpStream) and closes only when it is dropped.
-        let writer = unsafe { AsyncFd::register_with_interest(socket.try_clone()?, Interest::WRITABLE) }.map_err(io::Error::from)?;
+        let writer = socket.try_clone()?;
         let link = Arc::new(Link {
             peer,
             alias,

@@ -10,6 +10,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use tokio::io::unix::AsyncFd;
+use tokio::io::Interest;
 
 use crate::outbox::{seal, Wrote, FLUSH_BUDGET, ROOM, SEALED_AHEAD};
 
@@ -160,15 +161,22 @@ impl Link {
         wrote
     }
 
-    /// Step 4 of writing: the writer task, on the I/O thread.
-    pub(crate) async fn write_task(self: Arc<Link>, socket: AsyncFd<std::net::TcpStream>) {
+    /// Step 4 of writing: the writer task, on the I/O thread. `socket` (a
+    /// duplicate of the link's descriptor) is in the I/O thread's poller
+    /// only while a write waits for room (`write_when_room`): a socket in
+    /// an epoll set costs every arrival a call into it from the sender's
+    /// side, even for an interest in room alone (see the cluster's
+    /// `unwatch_idle`), and nearly every write finds room at once.
+    pub(crate) async fn write_task(self: Arc<Link>, mut socket: std::net::TcpStream) {
         loop {
-            let Ok(mut ready) = socket.writable().await else { break };
             match self.write_out(usize::MAX) {
-                Wrote::Stopped => ready.clear_ready(),
+                // (Then written again: that write finds room, or nothing.)
+                Wrote::Stopped => match self.write_when_room(socket).await {
+                    Some(back) => socket = back,
+                    None => break,
+                },
                 Wrote::Done | Wrote::Busy => {
                     self.set_behind(false);
-                    drop(ready);
                     let draining = {
                         let mut out = self.outbox.lock();
                         if out.closed {
@@ -181,7 +189,7 @@ impl Link {
                         out.closed
                     };
                     if draining {
-                        let _ = socket.get_ref().shutdown(std::net::Shutdown::Write);
+                        let _ = socket.shutdown(std::net::Shutdown::Write);
                         break;
                     }
                     self.wake.notified().await;
@@ -191,6 +199,33 @@ impl Link {
         }
         self.set_behind(false);
         self.close();
+    }
+
+    /// Watches `socket` for room and writes what is left each time it has
+    /// some, until a write no longer stops for want of room; gives the
+    /// socket back, out of the poller (None if it could not be watched or
+    /// a write failed: the link is over).
+    async fn write_when_room(&self, socket: std::net::TcpStream) -> Option<std::net::TcpStream> {
+        // SAFETY: `socket` owns its descriptor (a duplicate of the link's)
+        // and closes it only when dropped; it stays inside the AsyncFd
+        // until `into_inner` gives it back.
+        let watched = match unsafe { AsyncFd::register_with_interest(socket, Interest::WRITABLE) } {
+            Ok(watched) => watched,
+            Err(e) => {
+                eprintln!("synodic: link to node {} closed: cannot watch the connection for room: {e}", self.peer.name);
+                return None;
+            }
+        };
+        // (Edge-triggered, registered after the write that stopped: room
+        // made since is reported at once.)
+        loop {
+            let Ok(mut ready) = watched.writable().await else { return None };
+            match self.write_out(usize::MAX) {
+                Wrote::Stopped => ready.clear_ready(),
+                Wrote::Failed => return None,
+                Wrote::Done | Wrote::Busy => return Some(watched.into_inner()),
+            }
+        }
     }
 }
 
