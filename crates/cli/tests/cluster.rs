@@ -24,7 +24,7 @@ fn cluster_scripts_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/lua/cluster")
 }
 
-script_tests!(run_cluster_script, cluster_scripts_dir, "cluster.rs"; remote_spawn, remote_send, remote_monitor, node_lost, names, long_messages, huge_message, slow_receiver, linda_private_gc, linda_full, stall_heal, backpressure, agents, busy_node, futures, skel, linda, linda_lost, linda_buffers, entities, sockets, links, supervisor, bind, idle_with_socket, held_writes);
+script_tests!(run_cluster_script, cluster_scripts_dir, "cluster.rs"; remote_spawn, remote_send, remote_monitor, node_lost, names, long_messages, huge_message, slow_receiver, linda_private_gc, linda_full, stall_heal, backpressure, agents, busy_node, futures, skel, linda, linda_lost, linda_buffers, entities, sockets, links, supervisor, bind, idle_with_socket, held_writes, parked_link_wakes);
 
 #[test]
 fn a_program_joins_a_node_and_both_are_listed() {
