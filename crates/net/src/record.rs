@@ -84,6 +84,11 @@ impl Keyed {
     /// `body` `tag`, with the header apart when `header` is given (a
     /// record read elsewhere: encrypted only) or at the front of `record`.
     fn open(&mut self, header: Option<&[u8; HEADER]>, record: &mut [u8]) -> Result<(), Error> {
+        // (The callers cut whole records; a shorter one is refused, not
+        // split out of its bounds.)
+        if record.len() < TAG + if header.is_some() { 0 } else { HEADER } {
+            return Err(refused());
+        }
         let cipher = self.next()?;
         let (signed, tag) = record.split_at_mut(record.len() - TAG);
         let tag: &[u8; TAG] = (&*tag).try_into().expect("a tag");
